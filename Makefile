@@ -1,0 +1,41 @@
+# Paddock. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+# The guest agent is static: it runs inside images that have no Go runtime
+# and a libc we do not control. libseccomp is linked in statically.
+GUEST_TAGS := netgo,osusergo
+GUEST_LDFLAGS := -s -w -linkmode external -extldflags "-static"
+
+.PHONY: help build guest paddock test test-short bench deps clean vet
+
+help: ## show this help
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## install the Debian packages building and testing need (root)
+	./scripts/install-deps.sh
+
+build: paddock guest ## build bin/paddock and bin/paddock-guest
+
+paddock:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/paddock ./cmd/paddock
+
+guest:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=1 $(GO) build -tags $(GUEST_TAGS) -ldflags '$(GUEST_LDFLAGS)' -o $(BIN)/paddock-guest ./cmd/paddock-guest
+
+vet: ## go vet every package
+	$(GO) vet ./...
+
+test: build ## run every test (needs root for the sandbox tests)
+	PADDOCK_GUEST=$(CURDIR)/$(BIN)/paddock-guest $(GO) test -count=1 -timeout 20m ./...
+
+test-short: ## unit tests only
+	$(GO) test -short -count=1 ./...
+
+bench: build ## benchmarks against peers measured in the same run
+	PADDOCK_GUEST=$(CURDIR)/$(BIN)/paddock-guest $(GO) run ./cmd/paddock-bench
+
+clean: ## remove build output
+	rm -rf $(BIN)

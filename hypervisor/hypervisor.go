@@ -1,0 +1,133 @@
+// Package hypervisor defines what a sandbox backend is (Backend, Machine),
+// keeps a registry of the backends built into this binary, and holds the
+// conformance suite every registered backend must pass.
+//
+// A backend turns a MachineSpec into a running Machine whose guest agent is
+// reachable through Dial. Everything above this package (hostd, the CLI)
+// talks to the guest agent through that stream and never to the backend's
+// internals.
+package hypervisor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+)
+
+// Sentinel errors. Backends wrap them with %w; the API maps them to HTTP
+// status codes in one place.
+var (
+	// ErrNotSupported: the backend cannot do this (409 at the API).
+	ErrNotSupported = errors.New("not supported by this backend")
+	// ErrInvalidSpec: the spec asks for something impossible (400).
+	ErrInvalidSpec = errors.New("invalid machine spec")
+	// ErrNotFound: no such image, snapshot or machine (404).
+	ErrNotFound = errors.New("not found")
+	// ErrStopped: the machine is not running (409).
+	ErrStopped = errors.New("machine is stopped")
+	// ErrUnknownBackend: Lookup of a name nobody registered.
+	ErrUnknownBackend = errors.New("unknown backend")
+)
+
+// Capabilities says what a backend can do, so callers can refuse with 409
+// before trying.
+type Capabilities struct {
+	Isolation string `json:"isolation"` // "namespaces" or "vm"
+	Snapshot  bool   `json:"snapshot"`  // disk checkpoint and restore
+	// MemoryCheckpoint: checkpoints can include memory and processes.
+	MemoryCheckpoint       bool   `json:"memory_checkpoint"`
+	MemoryCheckpointReason string `json:"memory_checkpoint_reason,omitempty"`
+	Fork                   bool   `json:"fork"`
+	PTY                    bool   `json:"pty"`
+	Confinement            bool   `json:"confinement"` // Landlock + seccomp in the guest
+	// Available is false when the backend is compiled in but cannot run on
+	// this host (no KVM, not root, not macOS); Reason says why.
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Network modes.
+const (
+	NetworkOffline = "offline" // loopback only
+)
+
+// MachineSpec is what to create.
+type MachineSpec struct {
+	// ID names the machine; unique per backend (letters, digits, - and _,
+	// at most 64). Empty: the backend picks one.
+	ID       string
+	Image    string // image name, as built by `paddock image build`
+	Hostname string // default: the ID
+	CPUs     float64
+	MemoryMB int64
+	DiskMB   int64 // writable layer size
+	PIDs     int64 // process limit
+	Network  string
+	// GuestUser is the uid:gid commands run as (default 1000:1000).
+	GuestUser string
+	// Env is added to every command's environment.
+	Env []string
+	// From, when set, starts the machine from this snapshot instead of
+	// the image (used by Restore and Fork).
+	From *Snapshot
+}
+
+// Snapshot is a checkpoint of a machine.
+type Snapshot struct {
+	ID        string    `json:"id"`
+	Tag       string    `json:"tag"`
+	Machine   string    `json:"machine"`
+	Backend   string    `json:"backend"`
+	Image     string    `json:"image"`
+	Memory    bool      `json:"memory"`
+	CreatedAt time.Time `json:"created_at"`
+	// Layers are backend-specific references (procbox: layer directories,
+	// oldest first).
+	Layers []string `json:"layers,omitempty"`
+	Bytes  int64    `json:"bytes"`
+}
+
+// Backend creates machines.
+type Backend interface {
+	Name() string
+	Capabilities() Capabilities
+	Create(ctx context.Context, spec MachineSpec) (Machine, error)
+}
+
+// Machine is one running sandbox.
+type Machine interface {
+	ID() string
+	// Dial opens a new stream to the guest agent.
+	Dial(ctx context.Context) (net.Conn, error)
+	// Checkpoint records the machine's state; memory asks for memory and
+	// processes too (ErrNotSupported when the backend cannot).
+	Checkpoint(ctx context.Context, tag string, memory bool) (Snapshot, error)
+	// Restore puts the machine back to s; running commands end.
+	Restore(ctx context.Context, s Snapshot) error
+	// Fork starts n running machines from s, each with its own writable
+	// state, hostname and identity.
+	Fork(ctx context.Context, s Snapshot, n int) ([]Machine, error)
+	// DeleteSnapshot removes a snapshot this machine took.
+	DeleteSnapshot(ctx context.Context, s Snapshot) error
+	// Stop ends the machine and removes everything it held. Idempotent.
+	Stop(ctx context.Context) error
+	// Wait blocks until the machine has stopped.
+	Wait(ctx context.Context) error
+}
+
+// MaxForkChildren bounds Fork's n.
+const MaxForkChildren = 32
+
+// Unsupported can be embedded by a Machine to answer ErrNotSupported for
+// what it does not implement.
+type Unsupported struct{}
+
+func (Unsupported) Checkpoint(context.Context, string, bool) (Snapshot, error) {
+	return Snapshot{}, ErrNotSupported
+}
+func (Unsupported) Restore(context.Context, Snapshot) error { return ErrNotSupported }
+func (Unsupported) Fork(context.Context, Snapshot, int) ([]Machine, error) {
+	return nil, ErrNotSupported
+}
+func (Unsupported) DeleteSnapshot(context.Context, Snapshot) error { return ErrNotSupported }

@@ -1,0 +1,244 @@
+package procbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// cgroupParent is where every sandbox's cgroup lives, on both versions.
+const cgroupParent = "/paddock"
+
+// limits is a sandbox's cgroup, version-independent.
+type limits interface {
+	addProc(pid int) error
+	freeze() error
+	thaw() error
+	procs() ([]int, error)
+	// killAll SIGKILLs everything in the cgroup and waits for it to empty.
+	killAll() error
+	delete() error
+	// dirFD returns an open directory fd for CLONE_INTO_CGROUP (v2 only;
+	// -1 on v1, where the pid is added after start).
+	dirFD() (*os.File, error)
+}
+
+type resources struct {
+	cpus     float64
+	memoryMB int64
+	pids     int64
+}
+
+// cgroupMode says which hierarchy this host runs, for Capabilities and
+// for tests.
+func cgroupMode() string {
+	switch cgroups.Mode() {
+	case cgroups.Unified:
+		return "v2"
+	case cgroups.Legacy:
+		return "v1"
+	case cgroups.Hybrid:
+		return "hybrid"
+	}
+	return "unavailable"
+}
+
+func newLimits(id string, r resources) (limits, error) {
+	group := cgroupParent + "/" + id
+	switch cgroups.Mode() {
+	case cgroups.Unified:
+		res := &cgroup2.Resources{}
+		if r.cpus > 0 {
+			quota := int64(r.cpus * 100000)
+			period := uint64(100000)
+			res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period)}
+		}
+		if r.memoryMB > 0 {
+			b := r.memoryMB << 20
+			swap := int64(0)
+			res.Memory = &cgroup2.Memory{Max: &b, Swap: &swap}
+		}
+		if r.pids > 0 {
+			res.Pids = &cgroup2.Pids{Max: r.pids}
+		}
+		m, err := cgroup2.NewManager("/sys/fs/cgroup", group, res)
+		if err != nil {
+			return nil, fmt.Errorf("create cgroup %s: %w", group, err)
+		}
+		return &v2{m: m, path: filepath.Join("/sys/fs/cgroup", group)}, nil
+	case cgroups.Legacy, cgroups.Hybrid:
+		res := &specs.LinuxResources{}
+		if r.cpus > 0 {
+			quota := int64(r.cpus * 100000)
+			period := uint64(100000)
+			res.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
+		}
+		if r.memoryMB > 0 {
+			b := r.memoryMB << 20
+			res.Memory = &specs.LinuxMemory{Limit: &b}
+		}
+		if r.pids > 0 {
+			lim := r.pids
+			res.Pids = &specs.LinuxPids{Limit: &lim}
+		}
+		c, err := cgroup1.New(cgroup1.StaticPath(group), res, cgroup1.WithHierarchy(v1Hierarchy))
+		if err != nil {
+			return nil, fmt.Errorf("create cgroup %s: %w", group, err)
+		}
+		return &v1{c: c, group: group}, nil
+	}
+	return nil, errors.New("no cgroup hierarchy is mounted at /sys/fs/cgroup")
+}
+
+// v1Hierarchy is the controllers a sandbox uses on cgroup v1; the others
+// (net_cls, perf_event, the named systemd hierarchy…) are left alone.
+func v1Hierarchy() ([]cgroup1.Subsystem, error) {
+	all, err := cgroup1.Default()
+	if err != nil {
+		return nil, err
+	}
+	want := map[cgroup1.Name]bool{cgroup1.Cpu: true, cgroup1.Cpuacct: true, cgroup1.Memory: true, cgroup1.Pids: true, cgroup1.Freezer: true}
+	var out []cgroup1.Subsystem
+	for _, s := range all {
+		if want[s.Name()] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+type v1 struct {
+	c     cgroup1.Cgroup
+	group string
+}
+
+func (c *v1) addProc(pid int) error { return c.c.AddProc(uint64(pid)) }
+func (c *v1) freeze() error         { return c.c.Freeze() }
+func (c *v1) thaw() error           { return c.c.Thaw() }
+func (c *v1) dirFD() (*os.File, error) {
+	return nil, nil
+}
+func (c *v1) procs() ([]int, error) {
+	ps, err := c.c.Processes(cgroup1.Pids, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.Pid)
+	}
+	return out, nil
+}
+func (c *v1) killAll() error {
+	// A frozen task cannot die: thaw first, then kill until empty.
+	c.c.Thaw()
+	return killLoop(c.procs)
+}
+func (c *v1) delete() error {
+	if err := c.killAll(); err != nil {
+		return err
+	}
+	return c.c.Delete()
+}
+
+type v2 struct {
+	m    *cgroup2.Manager
+	path string
+}
+
+func (c *v2) addProc(pid int) error { return c.m.AddProc(uint64(pid)) }
+func (c *v2) freeze() error         { return c.m.Freeze() }
+func (c *v2) thaw() error           { return c.m.Thaw() }
+func (c *v2) dirFD() (*os.File, error) {
+	return os.Open(c.path)
+}
+func (c *v2) procs() ([]int, error) {
+	ps, err := c.m.Procs(true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, int(p))
+	}
+	return out, nil
+}
+func (c *v2) killAll() error {
+	c.m.Thaw()
+	if err := c.m.Kill(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return killLoop(c.procs)
+}
+func (c *v2) delete() error {
+	if err := c.killAll(); err != nil {
+		return err
+	}
+	return c.m.Delete()
+}
+
+func killLoop(procs func() ([]int, error)) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ps, err := procs()
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if len(ps) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroup still has %d processes after SIGKILL", len(ps))
+		}
+		for _, p := range ps {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// cgroupExists reports whether a sandbox cgroup directory is still present
+// in any hierarchy (used by leak checks).
+func cgroupExists(id string) bool {
+	matches, _ := filepath.Glob("/sys/fs/cgroup/*" + cgroupParent + "/" + id)
+	if len(matches) > 0 {
+		return true
+	}
+	_, err := os.Stat("/sys/fs/cgroup" + cgroupParent + "/" + id)
+	return err == nil
+}
+
+// LeftoverCgroups lists sandbox cgroups under the paddock parent in every
+// hierarchy, as "controller/id" strings.
+func LeftoverCgroups() []string {
+	var out []string
+	for _, pattern := range []string{"/sys/fs/cgroup/*" + cgroupParent + "/*", "/sys/fs/cgroup" + cgroupParent + "/*"} {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+				out = append(out, strings.TrimPrefix(m, "/sys/fs/cgroup/"))
+			}
+		}
+	}
+	return out
+}
+
+func atoiOr(s string, d int) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return d
+}

@@ -1,0 +1,525 @@
+package procbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/image"
+)
+
+// Machine is one procbox sandbox.
+type Machine struct {
+	b     *Backend
+	spec  hypervisor.MachineSpec
+	dir   string
+	guest *os.File
+	log   *slog.Logger
+
+	// opMu serializes lifecycle operations (checkpoint, restore, fork,
+	// stop) on this machine.
+	opMu sync.Mutex
+
+	mu      sync.Mutex
+	image   string
+	rootfs  string
+	layers  []string // snapshot layers under the upper layer, oldest first
+	cmd     *exec.Cmd
+	lim     limits
+	exited  chan struct{} // closed when the current init exits
+	halting bool
+	stopped bool
+	gone    chan struct{} // closed once the machine has stopped for good
+	goneOnce sync.Once
+}
+
+// ID implements hypervisor.Machine.
+func (m *Machine) ID() string { return m.spec.ID }
+
+// Image returns the image the machine's layer chain sits on.
+func (m *Machine) Image() string { m.mu.Lock(); defer m.mu.Unlock(); return m.image }
+
+// PID returns the host pid of the machine's init, 0 when not running.
+func (m *Machine) PID() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil || m.cmd.Process == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+func (m *Machine) sockPath() string { return filepath.Join(m.dir, "agent.sock") }
+
+// Dial implements hypervisor.Machine.
+func (m *Machine) Dial(ctx context.Context) (net.Conn, error) {
+	m.mu.Lock()
+	stopped := m.stopped
+	m.mu.Unlock()
+	if stopped {
+		return nil, fmt.Errorf("%w: %s", hypervisor.ErrStopped, m.spec.ID)
+	}
+	return dialUnix(ctx, m.sockPath())
+}
+
+// boot starts the machine's init on the current layer chain with a fresh
+// upper layer, and returns once the guest agent answers.
+func (m *Machine) boot(ctx context.Context) error {
+	if m.gone == nil {
+		m.gone = make(chan struct{})
+	}
+	rw := filepath.Join(m.dir, "rw")
+	merged := filepath.Join(m.dir, "merged")
+	for _, d := range []string{rw, merged} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if len(m.sockPath()) >= 108 {
+		return fmt.Errorf("%w: socket path %q is too long for a unix socket; use a shorter state dir or id", hypervisor.ErrInvalidSpec, m.sockPath())
+	}
+	// The upper layer is a tmpfs of the disk size: a sandbox that fills
+	// its disk gets ENOSPC, and the host's disk is untouched.
+	if err := unix.Mount("tmpfs", rw, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%dm,mode=0700", m.spec.DiskMB)); err != nil {
+		return fmt.Errorf("mount the writable layer: %w", err)
+	}
+	upper, work := filepath.Join(rw, "upper"), filepath.Join(rw, "work")
+	for _, d := range []string{upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	os.Remove(m.sockPath())
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: m.sockPath(), Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("listen on the agent socket: %w", err)
+	}
+	l.SetUnlinkOnClose(false)
+	lf, err := l.File()
+	l.Close()
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	os.Chmod(m.sockPath(), 0o600)
+
+	lim, err := newLimits(m.spec.ID, resources{cpus: m.spec.CPUs, memoryMB: m.spec.MemoryMB, pids: m.spec.PIDs})
+	if err != nil {
+		return err
+	}
+	console, err := os.OpenFile(filepath.Join(m.dir, "console.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		lim.delete()
+		return err
+	}
+	defer console.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		lim.delete()
+		return err
+	}
+	defer pw.Close()
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{initArg0},
+		Env:        []string{},
+		Stdout:     console,
+		Stderr:     console,
+		ExtraFiles: []*os.File{pr, lf, m.guest},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
+			Setsid:     true,
+		},
+	}
+	cgfd, err := lim.dirFD()
+	if err != nil {
+		lim.delete()
+		return err
+	}
+	if cgfd != nil {
+		defer cgfd.Close()
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(cgfd.Fd())
+	}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		lim.delete()
+		return fmt.Errorf("start sandbox init: %w", err)
+	}
+	pr.Close()
+	exited := make(chan struct{})
+	m.mu.Lock()
+	m.cmd, m.lim, m.exited, m.halting = cmd, lim, exited, false
+	lower := make([]string, 0, len(m.layers)+1)
+	for i := len(m.layers) - 1; i >= 0; i-- {
+		lower = append(lower, m.layers[i])
+	}
+	lower = append(lower, m.rootfs)
+	m.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		m.mu.Lock()
+		halting := m.halting
+		m.mu.Unlock()
+		close(exited)
+		if !halting {
+			m.log.Warn("sandbox init exited on its own", "err", err)
+			m.goneOnce.Do(func() { close(m.gone) })
+		}
+	}()
+	if cgfd == nil {
+		if err := lim.addProc(cmd.Process.Pid); err != nil {
+			return fmt.Errorf("add init to its cgroup: %w", err)
+		}
+	}
+	cfg := initConfig{
+		Merged: merged, Lower: lower, Upper: upper, Work: work,
+		Hostname: m.spec.Hostname, GuestUser: m.spec.GuestUser, GuestHome: image.GuestHome,
+		Env: m.spec.Env,
+	}
+	if err := json.NewEncoder(pw).Encode(cfg); err != nil {
+		return fmt.Errorf("send init config: %w", err)
+	}
+	pw.Close()
+	return m.waitReady(ctx, exited)
+}
+
+// waitReady polls the agent's health route until it answers.
+func (m *Machine) waitReady(ctx context.Context, exited chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	delay := 200 * time.Microsecond
+	for {
+		err := m.health(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("sandbox init exited before the agent answered: %s", m.consoleTail())
+		case <-ctx.Done():
+			return fmt.Errorf("guest agent did not answer within %s: %v; console: %s", readyTimeout, err, m.consoleTail())
+		case <-time.After(delay):
+		}
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// health does one GET /v1/health over the socket, with no dependency on
+// the guest client package.
+func (m *Machine) health(ctx context.Context) error {
+	c, err := dialUnix(ctx, m.sockPath())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	if _, err := c.Write([]byte("GET /v1/health HTTP/1.1\r\nHost: guest\r\nConnection: close\r\n\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(line, " 200 ") {
+		return fmt.Errorf("health: %s", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+func (m *Machine) consoleTail() string {
+	b, _ := os.ReadFile(filepath.Join(m.dir, "console.log"))
+	s := strings.TrimSpace(string(b))
+	if len(s) > 2000 {
+		s = s[len(s)-2000:]
+	}
+	if s == "" {
+		return "(no console output)"
+	}
+	return s
+}
+
+// halt ends the current init and everything in the cgroup, and removes the
+// writable layer. The machine directory stays for the next boot.
+func (m *Machine) halt() error {
+	m.mu.Lock()
+	cmd, lim, exited := m.cmd, m.lim, m.exited
+	m.halting = true
+	m.cmd, m.lim = nil, nil
+	m.mu.Unlock()
+	var errs []error
+	if cmd != nil && cmd.Process != nil {
+		// SIGKILL to PID 1 of a PID namespace kills the whole namespace.
+		cmd.Process.Signal(syscall.SIGKILL)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			errs = append(errs, errors.New("sandbox init did not exit after SIGKILL"))
+		}
+	}
+	if lim != nil {
+		if err := lim.delete(); err != nil {
+			errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
+		}
+	}
+	rw := filepath.Join(m.dir, "rw")
+	if err := unix.Unmount(rw, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		if err2 := unix.Unmount(rw, unix.MNT_DETACH); err2 != nil {
+			errs = append(errs, fmt.Errorf("unmount writable layer: %w", err))
+		}
+	}
+	os.Remove(m.sockPath())
+	return errors.Join(errs...)
+}
+
+// Stop implements hypervisor.Machine. It is idempotent.
+func (m *Machine) Stop(ctx context.Context) error {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return nil
+	}
+	m.stopped = true
+	m.mu.Unlock()
+	err := m.halt()
+	if rmErr := os.RemoveAll(m.dir); rmErr != nil {
+		err = errors.Join(err, rmErr)
+	}
+	m.b.forget(m.spec.ID)
+	if cerr := m.b.collectLayers(); cerr != nil {
+		m.log.Warn("collect unused snapshot layers", "err", cerr)
+	}
+	if m.gone == nil {
+		m.gone = make(chan struct{})
+	}
+	m.goneOnce.Do(func() { close(m.gone) })
+	if err != nil {
+		m.log.Error("stop left something behind", "err", err)
+	}
+	return err
+}
+
+// Wait implements hypervisor.Machine: it returns when the machine has
+// stopped, or its init died.
+func (m *Machine) Wait(ctx context.Context) error {
+	select {
+	case <-m.gone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Checkpoint implements hypervisor.Machine. The cgroup is frozen while the
+// upper layer is copied into a new read-only layer, so the copy is
+// consistent; the machine carries on afterwards.
+func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hypervisor.Snapshot, error) {
+	if memory {
+		caps := m.b.Capabilities()
+		if !caps.MemoryCheckpoint {
+			return hypervisor.Snapshot{}, fmt.Errorf("%w: memory checkpoint: %s", hypervisor.ErrNotSupported, caps.MemoryCheckpointReason)
+		}
+	}
+	if len(tag) > 128 || strings.ContainsAny(tag, "\x00\n") {
+		return hypervisor.Snapshot{}, fmt.Errorf("%w: tag must be at most 128 characters without NUL or newline", hypervisor.ErrInvalidSpec)
+	}
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	m.mu.Lock()
+	if m.stopped || m.lim == nil {
+		m.mu.Unlock()
+		return hypervisor.Snapshot{}, fmt.Errorf("%w: %s", hypervisor.ErrStopped, m.spec.ID)
+	}
+	lim, layers, img := m.lim, slices.Clone(m.layers), m.image
+	m.mu.Unlock()
+
+	id := randomID("snap-")
+	dir := m.b.snapshotDir(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return hypervisor.Snapshot{}, err
+	}
+	layer := filepath.Join(dir, "layer")
+	if err := lim.freeze(); err != nil {
+		os.RemoveAll(dir)
+		return hypervisor.Snapshot{}, fmt.Errorf("freeze: %w", err)
+	}
+	n, err := copyTree(ctx, filepath.Join(m.dir, "rw", "upper"), layer)
+	if terr := lim.thaw(); terr != nil && err == nil {
+		err = fmt.Errorf("thaw: %w", terr)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return hypervisor.Snapshot{}, fmt.Errorf("copy the writable layer: %w", err)
+	}
+	s := hypervisor.Snapshot{
+		ID: id, Tag: tag, Machine: m.spec.ID, Backend: Name, Image: img,
+		CreatedAt: time.Now().UTC(), Layers: append(layers, layer), Bytes: n,
+	}
+	raw, _ := json.MarshalIndent(s, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), raw, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return hypervisor.Snapshot{}, err
+	}
+	return s, nil
+}
+
+// Restore implements hypervisor.Machine: the machine reboots on the
+// snapshot's layer chain with a fresh upper layer. Processes end.
+func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
+	if s.Memory {
+		return fmt.Errorf("%w: memory restore", hypervisor.ErrNotSupported)
+	}
+	if err := m.b.checkSnapshot(s); err != nil {
+		return err
+	}
+	rootfs, err := m.b.images.Rootfs(s.Image)
+	if err != nil {
+		return fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err)
+	}
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s", hypervisor.ErrStopped, m.spec.ID)
+	}
+	m.mu.Unlock()
+	if err := m.halt(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.layers, m.image, m.rootfs = slices.Clone(s.Layers), s.Image, rootfs
+	m.mu.Unlock()
+	return m.boot(ctx)
+}
+
+// Fork implements hypervisor.Machine: n new machines boot from s in
+// parallel, each with its own upper layer, hostname and id.
+func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hypervisor.Machine, error) {
+	if n < 1 || n > hypervisor.MaxForkChildren {
+		return nil, fmt.Errorf("%w: fork count %d must be between 1 and %d", hypervisor.ErrInvalidSpec, n, hypervisor.MaxForkChildren)
+	}
+	if err := m.b.checkSnapshot(s); err != nil {
+		return nil, err
+	}
+	base := m.spec.ID
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	children := make([]*Machine, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spec := m.spec
+			spec.ID = randomID(base + "-f")
+			spec.Hostname = ""
+			snap := s
+			spec.From = &snap
+			children[i], errs[i] = m.b.create(ctx, spec)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range children {
+			if c != nil {
+				c.Stop(context.Background())
+			}
+		}
+		return nil, err
+	}
+	out := make([]hypervisor.Machine, n)
+	for i, c := range children {
+		out[i] = c
+	}
+	return out, nil
+}
+
+// DeleteSnapshot implements hypervisor.Machine. A snapshot whose layer is
+// still under a running machine, or under another snapshot's chain, keeps
+// its layer until the last user is gone.
+func (m *Machine) DeleteSnapshot(ctx context.Context, s hypervisor.Snapshot) error {
+	return m.b.DeleteSnapshot(s)
+}
+
+// DeleteSnapshot removes a snapshot's metadata and every layer no longer
+// used by a snapshot or a running machine.
+func (b *Backend) DeleteSnapshot(s hypervisor.Snapshot) error {
+	if err := b.checkSnapshot(s); err != nil && !errors.Is(err, hypervisor.ErrNotFound) {
+		return err
+	}
+	if err := os.Remove(filepath.Join(b.snapshotDir(s.ID), "snapshot.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return b.collectLayers()
+}
+
+// collectLayers removes snapshot directories that lost their metadata and
+// whose layer nobody uses.
+func (b *Backend) collectLayers() error {
+	root := filepath.Join(b.dir, "snapshots")
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	var orphans []string
+	for _, e := range ents {
+		raw, err := os.ReadFile(filepath.Join(root, e.Name(), "snapshot.json"))
+		if err != nil {
+			orphans = append(orphans, e.Name())
+			continue
+		}
+		var s hypervisor.Snapshot
+		if json.Unmarshal(raw, &s) == nil {
+			for _, l := range s.Layers {
+				used[l] = true
+			}
+		}
+	}
+	b.mu.Lock()
+	for _, mm := range b.machines {
+		mm.mu.Lock()
+		for _, l := range mm.layers {
+			used[l] = true
+		}
+		mm.mu.Unlock()
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, id := range orphans {
+		if used[filepath.Join(root, id, "layer")] {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, id)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,392 @@
+// Package procbox is the Linux namespace backend: a sandbox is a process
+// tree in new mount, PID, UTS, IPC, network and cgroup namespaces, on an
+// overlayfs root (the image and any checkpoint layers read-only, a private
+// size-limited tmpfs upper layer), limited by a cgroup (v1 or v2), with the
+// guest agent as PID 1 serving on a unix socket the host created.
+//
+// Checkpoints freeze the cgroup and copy the upper layer into a new
+// read-only layer; restore and fork start sandboxes on that layer chain
+// with a fresh upper layer each. Memory checkpoints need CRIU, which is
+// probed and reported (see Capabilities) and refused when it cannot work.
+package procbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/image"
+)
+
+// Name is the backend's registry name.
+const Name = "procbox"
+
+// Defaults for a MachineSpec that leaves limits at zero.
+const (
+	DefaultMemoryMB = 2048
+	DefaultDiskMB   = 2048
+	DefaultPIDs     = 1024
+	DefaultCPUs     = 1
+	MaxMemoryMB     = 64 << 10
+	MaxDiskMB       = 64 << 10
+	MaxPIDs         = 65536
+	MaxCPUs         = 64
+	readyTimeout    = 15 * time.Second
+)
+
+func init() {
+	hypervisor.Register(Name, func(c hypervisor.Config) (hypervisor.Backend, error) { return New(c) })
+}
+
+// Backend is the procbox backend.
+type Backend struct {
+	dir    string
+	guest  string
+	images image.Store
+	log    *slog.Logger
+
+	mu        sync.Mutex
+	machines  map[string]*Machine
+	guestFile *os.File // sealed memfd with the guest binary, made on first Create
+
+	capsOnce sync.Once
+	caps     hypervisor.Capabilities
+}
+
+var _ hypervisor.Backend = (*Backend)(nil)
+var _ hypervisor.Machine = (*Machine)(nil)
+
+// New returns a backend storing its data under c.StateDir/procbox. It
+// starts nothing.
+func New(c hypervisor.Config) (*Backend, error) {
+	if c.StateDir == "" {
+		return nil, errors.New("procbox: a state directory is required")
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	images := c.ImagesDir
+	if images == "" {
+		images = filepath.Join(c.StateDir, "images")
+	}
+	return &Backend{
+		dir:      filepath.Join(c.StateDir, Name),
+		guest:    c.GuestBinary,
+		images:   image.Store{Dir: images},
+		log:      log.With("backend", Name),
+		machines: map[string]*Machine{},
+	}, nil
+}
+
+// Name implements hypervisor.Backend.
+func (b *Backend) Name() string { return Name }
+
+// Capabilities implements hypervisor.Backend.
+func (b *Backend) Capabilities() hypervisor.Capabilities {
+	b.capsOnce.Do(func() { b.caps = probeCapabilities() })
+	return b.caps
+}
+
+func probeCapabilities() hypervisor.Capabilities {
+	c := hypervisor.Capabilities{
+		Isolation: "namespaces",
+		Snapshot:  true,
+		Fork:      true,
+		PTY:       true,
+		Available: true,
+	}
+	if os.Geteuid() != 0 {
+		c.Available, c.Reason = false, "procbox needs root (namespaces, overlayfs and cgroups)"
+	} else if !hasFilesystem("overlay") {
+		c.Available, c.Reason = false, "the kernel has no overlayfs"
+	} else if cgroupMode() == "unavailable" {
+		c.Available, c.Reason = false, "no cgroup hierarchy is mounted"
+	}
+	if abi, _, _ := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1); int(abi) > 0 {
+		c.Confinement = true
+	}
+	c.MemoryCheckpoint, c.MemoryCheckpointReason = criuUsable()
+	return c
+}
+
+// criuUsable runs `criu check`, which is what decides whether memory
+// checkpoints can work on this kernel.
+func criuUsable() (bool, string) {
+	path, err := exec.LookPath("criu")
+	if err != nil {
+		return false, "criu is not installed"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "check").CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if i := strings.LastIndex(msg, "\n"); i >= 0 && len(msg) > 300 {
+			msg = msg[i+1:]
+		}
+		return false, "criu check failed: " + msg
+	}
+	// criu check passing is necessary, not sufficient: procbox does not
+	// yet drive criu dump/restore, so memory checkpoints stay off.
+	return false, "criu check passed, but procbox memory checkpoints are not implemented yet"
+}
+
+func hasFilesystem(name string) bool {
+	b, err := os.ReadFile("/proc/filesystems")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[len(f)-1] == name {
+			return true
+		}
+	}
+	return false
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+var userRE = regexp.MustCompile(`^[0-9]{1,9}:[0-9]{1,9}$`)
+
+func randomID(prefix string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// normalize fills defaults and checks limits.
+func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: %s", hypervisor.ErrInvalidSpec, fmt.Sprintf(f, a...))
+	}
+	if spec.ID == "" {
+		spec.ID = randomID("pb-")
+	}
+	if !idRE.MatchString(spec.ID) {
+		return spec, bad("id %q: use letters, digits, '-' and '_', at most 64", spec.ID)
+	}
+	if spec.Hostname == "" {
+		spec.Hostname = spec.ID
+		if len(spec.Hostname) > 63 {
+			spec.Hostname = spec.Hostname[:63]
+		}
+		spec.Hostname = strings.ReplaceAll(spec.Hostname, "_", "-")
+	}
+	if !hostRE.MatchString(spec.Hostname) {
+		return spec, bad("hostname %q is not a valid host name", spec.Hostname)
+	}
+	if spec.Image == "" && spec.From == nil {
+		return spec, bad("an image is required")
+	}
+	if spec.CPUs == 0 {
+		spec.CPUs = DefaultCPUs
+	}
+	if spec.CPUs < 0.01 || spec.CPUs > MaxCPUs {
+		return spec, bad("cpus %v: must be between 0.01 and %d", spec.CPUs, MaxCPUs)
+	}
+	if spec.MemoryMB == 0 {
+		spec.MemoryMB = DefaultMemoryMB
+	}
+	if spec.MemoryMB < 16 || spec.MemoryMB > MaxMemoryMB {
+		return spec, bad("memory_mb %d: must be between 16 and %d", spec.MemoryMB, MaxMemoryMB)
+	}
+	if spec.DiskMB == 0 {
+		spec.DiskMB = DefaultDiskMB
+	}
+	if spec.DiskMB < 1 || spec.DiskMB > MaxDiskMB {
+		return spec, bad("disk_mb %d: must be between 1 and %d", spec.DiskMB, MaxDiskMB)
+	}
+	if spec.PIDs == 0 {
+		spec.PIDs = DefaultPIDs
+	}
+	if spec.PIDs < 8 || spec.PIDs > MaxPIDs {
+		return spec, bad("pids %d: must be between 8 and %d", spec.PIDs, MaxPIDs)
+	}
+	switch spec.Network {
+	case "", hypervisor.NetworkOffline:
+		spec.Network = hypervisor.NetworkOffline
+	default:
+		return spec, fmt.Errorf("%w: network %q (procbox offers only %q for now)", hypervisor.ErrNotSupported, spec.Network, hypervisor.NetworkOffline)
+	}
+	if spec.GuestUser == "" {
+		spec.GuestUser = fmt.Sprintf("%d:%d", image.GuestUID, image.GuestGID)
+	}
+	if !userRE.MatchString(spec.GuestUser) {
+		return spec, bad("guest user %q: want uid:gid", spec.GuestUser)
+	}
+	if len(spec.Env) > 256 {
+		return spec, bad("at most 256 environment entries")
+	}
+	for _, e := range spec.Env {
+		if !strings.Contains(e, "=") || strings.ContainsAny(e, "\x00\n") || len(e) > 4096 {
+			return spec, bad("environment entry %q: want KEY=VALUE without NUL or newline", e)
+		}
+	}
+	return spec, nil
+}
+
+// Create implements hypervisor.Backend.
+func (b *Backend) Create(ctx context.Context, spec hypervisor.MachineSpec) (hypervisor.Machine, error) {
+	return b.create(ctx, spec)
+}
+
+func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Machine, error) {
+	if caps := b.Capabilities(); !caps.Available {
+		return nil, fmt.Errorf("%w: %s", hypervisor.ErrNotSupported, caps.Reason)
+	}
+	spec, err := normalize(spec)
+	if err != nil {
+		return nil, err
+	}
+	var layers []string
+	imageName := spec.Image
+	if spec.From != nil {
+		if err := b.checkSnapshot(*spec.From); err != nil {
+			return nil, err
+		}
+		layers = append(layers, spec.From.Layers...)
+		imageName = spec.From.Image
+	}
+	rootfs, err := b.images.Rootfs(imageName)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err)
+	}
+	guest, err := b.guestMemfd()
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if _, dup := b.machines[spec.ID]; dup {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%w: machine %q already exists", hypervisor.ErrInvalidSpec, spec.ID)
+	}
+	m := &Machine{b: b, spec: spec, image: imageName, rootfs: rootfs, layers: layers,
+		dir: filepath.Join(b.dir, "machines", spec.ID), guest: guest,
+		log: b.log.With("machine", spec.ID)}
+	b.machines[spec.ID] = m
+	b.mu.Unlock()
+	if err := m.boot(ctx); err != nil {
+		m.Stop(context.Background())
+		return nil, err
+	}
+	return m, nil
+}
+
+// guestMemfd copies the guest binary into a sealed memfd once.
+func (b *Backend) guestMemfd() (*os.File, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.guestFile != nil {
+		return b.guestFile, nil
+	}
+	if b.guest == "" {
+		return nil, errors.New("procbox: no guest binary configured (build it with `make build`, or pass --guest)")
+	}
+	src, err := os.Open(b.guest)
+	if err != nil {
+		return nil, fmt.Errorf("procbox: open guest binary: %w", err)
+	}
+	defer src.Close()
+	fd, err := unix.MemfdCreate("paddock-guest", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("procbox: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "paddock-guest")
+	if _, err := io.Copy(f, src); err != nil {
+		f.Close()
+		return nil, err
+	}
+	seals := unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("procbox: seal guest memfd: %w", err)
+	}
+	b.guestFile = f
+	return f, nil
+}
+
+func (b *Backend) forget(id string) {
+	b.mu.Lock()
+	delete(b.machines, id)
+	b.mu.Unlock()
+}
+
+// snapshotDir is where a snapshot's layer and metadata live.
+func (b *Backend) snapshotDir(id string) string { return filepath.Join(b.dir, "snapshots", id) }
+
+func (b *Backend) checkSnapshot(s hypervisor.Snapshot) error {
+	if s.Backend != Name {
+		return fmt.Errorf("%w: snapshot %q belongs to backend %q", hypervisor.ErrInvalidSpec, s.ID, s.Backend)
+	}
+	if !idRE.MatchString(s.ID) {
+		return fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, s.ID)
+	}
+	for _, l := range s.Layers {
+		if !strings.HasPrefix(l, filepath.Join(b.dir, "snapshots")+"/") {
+			return fmt.Errorf("%w: snapshot %q has a layer outside the snapshot store", hypervisor.ErrInvalidSpec, s.ID)
+		}
+		if _, err := os.Stat(l); err != nil {
+			return fmt.Errorf("%w: snapshot %q layer is missing: %v", hypervisor.ErrNotFound, s.ID, err)
+		}
+	}
+	return nil
+}
+
+// snapshotInUse reports whether a running machine's layer chain includes
+// the snapshot's own layer.
+func (b *Backend) snapshotInUse(s hypervisor.Snapshot) bool {
+	own := filepath.Join(b.snapshotDir(s.ID), "layer")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.machines {
+		m.mu.Lock()
+		for _, l := range m.layers {
+			if l == own {
+				m.mu.Unlock()
+				return true
+			}
+		}
+		m.mu.Unlock()
+	}
+	return false
+}
+
+// LoadSnapshot reads a snapshot's metadata from the store.
+func (b *Backend) LoadSnapshot(id string) (hypervisor.Snapshot, error) {
+	if !idRE.MatchString(id) {
+		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, id)
+	}
+	raw, err := os.ReadFile(filepath.Join(b.snapshotDir(id), "snapshot.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q", hypervisor.ErrNotFound, id)
+	}
+	if err != nil {
+		return hypervisor.Snapshot{}, err
+	}
+	var s hypervisor.Snapshot
+	return s, json.Unmarshal(raw, &s)
+}
+
+// dialUnix connects to a machine's agent socket.
+func dialUnix(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", path)
+}

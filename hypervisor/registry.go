@@ -1,0 +1,62 @@
+package hypervisor
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+)
+
+// Config is what every backend constructor gets.
+type Config struct {
+	StateDir    string // backend data lives under StateDir/<backend name>
+	GuestBinary string // path to the static paddock-guest binary
+	ImagesDir   string // where `paddock image build` puts images
+	Logger      *slog.Logger
+}
+
+// Constructor builds a backend. It must not start anything: side effects
+// belong in Create.
+type Constructor func(Config) (Backend, error)
+
+var (
+	regMu    sync.Mutex
+	registry = map[string]Constructor{}
+)
+
+// Register makes a backend available by name. Backends call it from init.
+func Register(name string, c Constructor) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("hypervisor: backend registered twice: " + name)
+	}
+	registry[name] = c
+}
+
+// Lookup returns the constructor registered under name.
+func Lookup(name string) (Constructor, error) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	c, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (registered: %v)", ErrUnknownBackend, name, listLocked())
+	}
+	return c, nil
+}
+
+// List returns the registered backend names, sorted.
+func List() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return listLocked()
+}
+
+func listLocked() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

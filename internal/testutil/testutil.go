@@ -1,0 +1,138 @@
+// Package testutil holds what tests across Paddock share: skipping by
+// capability with a stated reason (never silently), the guest binary and
+// the small test image.
+package testutil
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/hypervisor/image"
+)
+
+// RequiresRoot skips the test unless it runs as root.
+func RequiresRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: sandboxes use namespaces, overlayfs and cgroups (run `make test` as root)")
+	}
+}
+
+// RequiresKVM skips the test unless /dev/kvm can be opened.
+func RequiresKVM(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("needs KVM: %v", err)
+	}
+	f.Close()
+}
+
+// RequiresCommand skips the test unless name is on PATH.
+func RequiresCommand(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("needs %s on PATH (install it, or run `make deps`)", name)
+	}
+	return p
+}
+
+// RepoRoot returns the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	guestOnce sync.Once
+	guestPath string
+	guestErr  error
+)
+
+// GuestBinary returns a static paddock-guest: $PADDOCK_GUEST when set
+// (make test sets it), otherwise one built once into a cache directory.
+func GuestBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("PADDOCK_GUEST"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("PADDOCK_GUEST=%s: %v", p, err)
+		}
+		return p
+	}
+	guestOnce.Do(func() {
+		dir := filepath.Join(os.TempDir(), "paddock-test-bin")
+		os.MkdirAll(dir, 0o755)
+		unlock := lockFile(filepath.Join(dir, ".lock"))
+		defer unlock()
+		out := filepath.Join(dir, "paddock-guest")
+		cmd := exec.Command("make", "-s", "guest", "BIN="+dir)
+		cmd.Dir = RepoRoot()
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			guestErr = &buildError{out: string(b), err: err}
+			return
+		}
+		guestPath = out
+	})
+	if guestErr != nil {
+		t.Fatalf("build paddock-guest: %v", guestErr)
+	}
+	return guestPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// MiniImageName is the name tests use for the mini image.
+const MiniImageName = "mini"
+
+var (
+	imageOnce sync.Once
+	imageDir  string
+	imageErr  error
+)
+
+// MiniImages returns an images directory holding the mini image, built
+// once per machine into a shared cache (serialized by a lock file).
+func MiniImages(t testing.TB) string {
+	t.Helper()
+	imageOnce.Do(func() {
+		dir := filepath.Join(os.TempDir(), "paddock-test-images")
+		os.MkdirAll(dir, 0o755)
+		unlock := lockFile(filepath.Join(os.TempDir(), "paddock-test-images.lock"))
+		defer unlock()
+		s := image.Store{Dir: dir}
+		if _, err := s.Get(MiniImageName); err == nil && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
+			imageDir = dir
+			return
+		}
+		_, imageErr = s.BuildMini(context.Background(), MiniImageName, nil)
+		imageDir = dir
+	})
+	if imageErr != nil {
+		t.Fatalf("build the mini image: %v", imageErr)
+	}
+	return imageDir
+}
+
+// lockFile takes an exclusive flock and returns its release.
+func lockFile(path string) func() {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return func() {}
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_EX)
+	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }
+}
