@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"paddock.dev/paddock/hypervisor"
+	_ "paddock.dev/paddock/hypervisor/all"
+)
+
+func newBackendsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "backends",
+		Short: "List the sandbox backends built in, and what each can do here",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			type row struct {
+				Name string `json:"name"`
+				hypervisor.Capabilities
+			}
+			var rows []row
+			for _, n := range hypervisor.List() {
+				ctor, _ := hypervisor.Lookup(n)
+				b, err := ctor(hypervisor.Config{StateDir: g.stateDir, ImagesDir: g.imagesDir(), Logger: g.logger()})
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row{n, b.Capabilities()})
+			}
+			if g.json {
+				return json.NewEncoder(c.OutOrStdout()).Encode(rows)
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tISOLATION\tAVAILABLE\tSNAPSHOT\tMEMORY\tFORK\tCONFINE\tNOTE")
+			for _, r := range rows {
+				note := r.Reason
+				if note == "" && !r.MemoryCheckpoint {
+					note = "memory: " + r.MemoryCheckpointReason
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%v\t%s\n", r.Name, r.Isolation, r.Available, r.Snapshot, r.MemoryCheckpoint, r.Fork, r.Confinement, note)
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"paddock.dev/paddock/hypervisor/image"
+)
+
+func newImageCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "image", Short: "Build and list sandbox images"}
+	var builder, suite, mirror string
+	var include []string
+	var logFile string
+	build := &cobra.Command{
+		Use:   "build NAME",
+		Short: "Build an image (builder mini: host tools, seconds; debian: debootstrap, minutes)",
+		Example: `  paddock image build mini --builder mini
+  paddock image build debian --builder debian --include jq`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			s := image.Store{Dir: g.imagesDir()}
+			name := args[0]
+			if err := image.ValidName(name); err != nil {
+				return usageError{err}
+			}
+			prog := newProgress(c.ErrOrStderr(), g.json)
+			start := time.Now()
+			var m image.Meta
+			var err error
+			switch builder {
+			case "mini":
+				m, err = s.BuildMini(c.Context(), name, prog.update)
+			case "debian":
+				opt := image.DebianOptions{Suite: suite, Mirror: mirror, Include: include}
+				if logFile != "" {
+					f, ferr := os.Create(logFile)
+					if ferr != nil {
+						return ferr
+					}
+					defer f.Close()
+					opt.Log = f
+				}
+				m, err = s.BuildDebian(c.Context(), name, opt, prog.update)
+			default:
+				return usageError{fmt.Errorf("unknown builder %q: use mini or debian", builder)}
+			}
+			prog.finish()
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return json.NewEncoder(c.OutOrStdout()).Encode(m)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "built image %s (%s, %d files, %.1f MiB) in %s\n", m.Name, m.Builder, m.Files, float64(m.Bytes)/(1<<20), time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	build.Flags().StringVar(&builder, "builder", "", "mini or debian (default: the image name when it is one of those)")
+	build.Flags().StringVar(&suite, "suite", "bookworm", "Debian suite (debian builder)")
+	build.Flags().StringVar(&mirror, "mirror", "http://deb.debian.org/debian", "Debian mirror (debian builder)")
+	build.Flags().StringSliceVar(&include, "include", nil, "extra Debian packages (debian builder)")
+	build.Flags().StringVar(&logFile, "log", "", "write debootstrap's full output to this file")
+	build.PreRunE = func(c *cobra.Command, args []string) error {
+		if builder == "" && len(args) == 1 && (args[0] == "mini" || args[0] == "debian") {
+			builder = args[0]
+		}
+		if builder == "" {
+			return usageError{fmt.Errorf("say which builder to use: --builder mini or --builder debian")}
+		}
+		return nil
+	}
+
+	ls := &cobra.Command{
+		Use:   "ls",
+		Short: "List built images",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ms, err := image.Store{Dir: g.imagesDir()}.List()
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if ms == nil {
+					ms = []image.Meta{}
+				}
+				return json.NewEncoder(c.OutOrStdout()).Encode(ms)
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tBUILDER\tFILES\tSIZE\tCREATED")
+			for _, m := range ms {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f MiB\t%s\n", m.Name, m.Builder, m.Files, float64(m.Bytes)/(1<<20), m.CreatedAt.Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	rm := &cobra.Command{
+		Use:   "rm NAME",
+		Short: "Remove an image",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return image.Store{Dir: g.imagesDir()}.Remove(args[0])
+		},
+	}
+	cmd.AddCommand(build, ls, rm)
+	return cmd
+}
+
+// progress shows build phases as a progress bar on a terminal, or as
+// one line per phase otherwise (and nothing with --json).
+type progress struct {
+	w     io.Writer
+	quiet bool
+	phase string
+	bar   *progressbar.ProgressBar
+}
+
+func newProgress(w io.Writer, quiet bool) *progress { return &progress{w: w, quiet: quiet} }
+
+func (p *progress) update(phase string, done, total int) {
+	if p.quiet {
+		return
+	}
+	if phase != p.phase {
+		if p.bar != nil {
+			p.bar.Finish()
+			fmt.Fprintln(p.w)
+		}
+		p.phase = phase
+		max := int64(total)
+		if max <= 0 {
+			max = -1
+		}
+		p.bar = progressbar.NewOptions64(max,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(fmt.Sprintf("%-12s", phase)),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+		)
+	}
+	if total > 0 && int64(total) != p.bar.GetMax64() {
+		p.bar.ChangeMax64(int64(total))
+	}
+	p.bar.Set(done)
+}
+
+func (p *progress) finish() {
+	if p.bar != nil {
+		p.bar.Finish()
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,162 @@
+// Command paddock is Paddock's one binary: the daemon, the image builder and
+// the client verbs. `paddock help` lists what it can do.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+)
+
+// Exit codes that mean something to scripts.
+const (
+	exitOK       = 0
+	exitError    = 1 // anything else that went wrong
+	exitUsage    = 2 // bad flags or arguments
+	exitNotFound = 3 // the thing named does not exist
+	exitConflict = 4 // refused because of the current state (409)
+)
+
+type globals struct {
+	stateDir string
+	guest    string
+	json     bool
+	logJSON  bool
+	verbose  bool
+}
+
+func main() {
+	// A sandbox's first process is this binary re-executed; it never
+	// returns from here.
+	procbox.MaybeRunInit()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	root := newRoot()
+	err := root.ExecuteContext(ctx)
+	var ec exitCodeError
+	if err != nil && !errors.As(err, &ec) {
+		fmt.Fprintln(os.Stderr, "paddock:", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, hypervisor.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, hypervisor.ErrNotSupported), errors.Is(err, hypervisor.ErrStopped):
+		return exitConflict
+	case errors.Is(err, hypervisor.ErrInvalidSpec):
+		return exitUsage
+	}
+	var ec exitCodeError
+	if errors.As(err, &ec) {
+		return int(ec)
+	}
+	return exitError
+}
+
+type usageError struct{ error }
+
+// exitCodeError carries a command's own exit code out of `sandbox run`.
+type exitCodeError int
+
+func (e exitCodeError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "paddock",
+		Short:         "Disposable, isolated machines for AI agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	defState := os.Getenv("PADDOCK_STATE_DIR")
+	if defState == "" {
+		defState = "/var/lib/paddock"
+	}
+	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", defState, "state directory (images, sandboxes, snapshots); env PADDOCK_STATE_DIR")
+	root.PersistentFlags().StringVar(&g.guest, "guest", os.Getenv("PADDOCK_GUEST"), "path to the static paddock-guest binary (default: beside this binary); env PADDOCK_GUEST")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON for scripts instead of tables")
+	root.PersistentFlags().BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "debug logging")
+	root.AddCommand(newImageCmd(g), newSandboxCmd(g), newVersionCmd(), newBackendsCmd(g))
+	root.SetOut(os.Stdout)
+	root.SetErr(os.Stderr)
+	return root
+}
+
+func (g *globals) logger() *slog.Logger {
+	lvl := slog.LevelInfo
+	if g.verbose {
+		lvl = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if g.logJSON {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+func (g *globals) imagesDir() string { return filepath.Join(g.stateDir, "images") }
+
+// guestBinary finds paddock-guest: the flag, then beside this binary.
+func (g *globals) guestBinary() (string, error) {
+	if g.guest != "" {
+		if _, err := os.Stat(g.guest); err != nil {
+			return "", fmt.Errorf("guest binary %s: %w", g.guest, err)
+		}
+		return g.guest, nil
+	}
+	self, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(self), "paddock-guest")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("paddock-guest not found beside this binary: run `make build`, or pass --guest PATH")
+}
+
+func (g *globals) backend(name string) (hypervisor.Backend, error) {
+	guest, err := g.guestBinary()
+	if err != nil {
+		return nil, err
+	}
+	c, err := hypervisor.Lookup(name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return c(hypervisor.Config{StateDir: g.stateDir, GuestBinary: guest, ImagesDir: g.imagesDir(), Logger: g.logger()})
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(c *cobra.Command, _ []string) {
+			fmt.Fprintln(c.OutOrStdout(), "paddock", version)
+		},
+	}
+}
+
+var version = "dev"

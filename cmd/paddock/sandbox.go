@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hypervisor"
+)
+
+func newSandboxCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "sandbox", Short: "Run commands in a one-off sandbox (no daemon needed)"}
+	var (
+		backend, img                     string
+		cpus                             float64
+		memMB, diskMB, pids              int64
+		timeout                          int
+		confine                          bool
+		fsWrite, fsRead, execAllow       []string
+		bestEffort                       bool
+	)
+	run := &cobra.Command{
+		Use:   "run [flags] -- COMMAND [ARG...]",
+		Short: "Create a sandbox, run one command in it, print its output, delete it",
+		Long: `Create a sandbox from an image, run one command through the guest agent,
+print its output and delete the sandbox. One argument is a shell line
+(run by /bin/sh -c); several are an argv. The exit code is the command's.`,
+		Example: `  paddock sandbox run -- 'uname -a; id'
+  paddock sandbox run --confine --fs-write /workspace -- sh -c 'echo hi > /etc/x'`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			b, err := g.backend(backend)
+			if err != nil {
+				return err
+			}
+			ctx := c.Context()
+			start := time.Now()
+			m, err := b.Create(ctx, hypervisor.MachineSpec{Image: img, CPUs: cpus, MemoryMB: memMB, DiskMB: diskMB, PIDs: pids})
+			if err != nil {
+				return err
+			}
+			created := time.Since(start)
+			defer m.Stop(context.Background())
+			cl := client.New(func(ctx context.Context) (net.Conn, error) { return m.Dial(ctx) })
+			req := api.ExecRequest{Command: api.Command{TimeoutSeconds: timeout}}
+			if len(args) == 1 {
+				req.Shell = args[0]
+			} else {
+				req.Argv = args
+			}
+			if confine {
+				req.Confine = &api.Confinement{Enforcement: "strict", ReadWrite: fsWrite, ReadOnly: fsRead, Exec: execAllow}
+				if bestEffort {
+					req.Confine.Enforcement = "best-effort"
+				}
+			}
+			res, err := cl.Exec(ctx, req)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				out := struct {
+					Machine   string          `json:"machine"`
+					CreateMS  int64           `json:"create_ms"`
+					Result    *api.ExecResult `json:"result"`
+				}{m.ID(), created.Milliseconds(), res}
+				if err := json.NewEncoder(c.OutOrStdout()).Encode(out); err != nil {
+					return err
+				}
+			} else {
+				os.Stdout.Write(res.Stdout)
+				os.Stderr.Write(res.Stderr)
+				if res.Confinement != nil && g.verbose {
+					rep, _ := json.Marshal(res.Confinement)
+					fmt.Fprintf(os.Stderr, "paddock: confinement %s\n", rep)
+				}
+				if res.TimedOut {
+					fmt.Fprintf(os.Stderr, "paddock: command timed out after %ds\n", timeout)
+				}
+			}
+			m.Stop(context.Background())
+			if res.ExitCode != 0 {
+				code := res.ExitCode
+				if code < 0 {
+					code = 128 + 9
+				}
+				return exitCodeError(code)
+			}
+			return nil
+		},
+	}
+	f := run.Flags()
+	f.StringVar(&backend, "backend", "procbox", "sandbox backend (see `paddock backends`)")
+	f.StringVar(&img, "image", "mini", "image to start from (see `paddock image ls`)")
+	f.Float64Var(&cpus, "cpus", 1, "CPU limit")
+	f.Int64Var(&memMB, "memory-mb", 1024, "memory limit in MiB")
+	f.Int64Var(&diskMB, "disk-mb", 1024, "writable layer size in MiB")
+	f.Int64Var(&pids, "pids", 512, "process limit")
+	f.IntVar(&timeout, "timeout", 300, "command timeout in seconds")
+	f.BoolVar(&confine, "confine", false, "run the command under Landlock + seccomp")
+	f.StringSliceVar(&fsWrite, "fs-write", []string{"/workspace", "/tmp"}, "writable paths under --confine")
+	f.StringSliceVar(&fsRead, "fs-read", nil, "extra read-only paths under --confine")
+	f.StringSliceVar(&execAllow, "exec-allow", nil, "executable allow-list under --confine (empty: any)")
+	f.BoolVar(&bestEffort, "best-effort", false, "run even when the kernel cannot enforce every right")
+	cmd.AddCommand(run)
+	return cmd
+}

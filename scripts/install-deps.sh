@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Paddock needs to build, run and test.
+# Idempotent: packages already present are not downloaded again.
+set -euo pipefail
+pkgs=(libseccomp-dev gcc make debootstrap bubblewrap util-linux iproute2 criu)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v go >/dev/null || { echo "install-deps: Go is required (expected at /usr/local/go/bin)" >&2; exit 1; }
