@@ -106,7 +106,7 @@ func runInit() error {
 		"LANG=C.UTF-8",
 	}
 	args := []string{"paddock-guest", "init", "--", "/proc/self/exe", "serve",
-		"--listen-fd", "3", "--root", "/", "--confine-binary", "/proc/self/exe"}
+		"--listen-fd", "3", "--root", "/"}
 	if c.GuestUser != "" {
 		args = append(args, "--user", c.GuestUser, "--home", c.GuestHome)
 	}
@@ -116,6 +116,7 @@ func runInit() error {
 	if c.LogJSON {
 		args = append(args, "--log-json")
 	}
+	unix.CloseOnExec(fdGuest)
 	// The guest binary is a sealed memfd: nothing in the sandbox can
 	// rewrite the host's copy through /proc/1/exe.
 	return syscall.Exec(fmt.Sprintf("/proc/self/fd/%d", fdGuest), args, env)

@@ -3,6 +3,8 @@ package procbox
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,7 +66,12 @@ func (m *Machine) PID() int {
 	return m.cmd.Process.Pid
 }
 
-func (m *Machine) sockPath() string { return filepath.Join(m.dir, "agent.sock") }
+// sockPath is short whatever the id (unix socket paths are limited to 107
+// bytes): <state>/procbox/run/<16 hex of sha256(id)>.sock.
+func (m *Machine) sockPath() string {
+	h := sha256.Sum256([]byte(m.spec.ID))
+	return filepath.Join(m.b.dir, "run", hex.EncodeToString(h[:8])+".sock")
+}
 
 // Dial implements hypervisor.Machine.
 func (m *Machine) Dial(ctx context.Context) (net.Conn, error) {
@@ -85,7 +92,7 @@ func (m *Machine) boot(ctx context.Context) error {
 	}
 	rw := filepath.Join(m.dir, "rw")
 	merged := filepath.Join(m.dir, "merged")
-	for _, d := range []string{rw, merged} {
+	for _, d := range []string{rw, merged, filepath.Dir(m.sockPath())} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
@@ -424,8 +431,8 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 		return nil, err
 	}
 	base := m.spec.ID
-	if len(base) > 40 {
-		base = base[:40]
+	if len(base) > 32 {
+		base = base[:32]
 	}
 	children := make([]*Machine, n)
 	errs := make([]error, n)

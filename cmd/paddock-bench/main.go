@@ -1,0 +1,164 @@
+// Command paddock-bench measures Paddock against peers in the same run and
+// prints each figure beside the peer's, as a ratio: absolute times on a
+// shared machine are noise, ratios much less so. `make bench` runs it (as
+// root).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/image"
+	"paddock.dev/paddock/hypervisor/procbox"
+)
+
+func main() {
+	procbox.MaybeRunInit()
+	runs := flag.Int("n", 20, "repetitions of each measurement (median reported)")
+	guest := flag.String("guest", os.Getenv("PADDOCK_GUEST"), "paddock-guest binary")
+	state := flag.String("state-dir", "", "state dir (default: a temporary one)")
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "paddock-bench: run as root (sandboxes need namespaces and cgroups)")
+		os.Exit(2)
+	}
+	if *guest == "" {
+		fmt.Fprintln(os.Stderr, "paddock-bench: pass --guest or set PADDOCK_GUEST (make bench does)")
+		os.Exit(2)
+	}
+	dir := *state
+	if dir == "" {
+		d, err := os.MkdirTemp("", "pdkbench")
+		check(err)
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	ctx := context.Background()
+	imgs := image.Store{Dir: filepath.Join(dir, "images")}
+	if _, err := imgs.Get("mini"); err != nil {
+		_, err := imgs.BuildMini(ctx, "mini", nil)
+		check(err)
+	}
+	b, err := procbox.New(hypervisor.Config{StateDir: dir, GuestBinary: *guest, ImagesDir: imgs.Dir})
+	check(err)
+	// Warm up: the first create copies the guest binary into its memfd.
+	m, err := b.Create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	check(err)
+	check(m.Stop(ctx))
+
+	fmt.Printf("paddock-bench: median of %d runs each, peers measured in the same run\n\n", *runs)
+	fmt.Printf("%-44s %12s %12s %8s  %s\n", "measurement", "paddock", "peer", "ratio", "peer")
+
+	// 1. create → first exec answered, against bwrap and unshare.
+	ours := median(*runs, func() time.Duration {
+		t0 := time.Now()
+		m, err := b.Create(ctx, hypervisor.MachineSpec{Image: "mini"})
+		check(err)
+		cl := client.New(dialer(m))
+		_, err = cl.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: []string{"true"}}})
+		check(err)
+		d := time.Since(t0)
+		check(m.Stop(ctx))
+		return d
+	})
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		peer := median(*runs, timeCmd("bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "true"))
+		row("create + first exec vs bwrap --unshare-all", ours, peer, "bwrap (goal ≤ 3×)")
+	}
+	peer := median(*runs, timeCmd("unshare", "--mount", "--pid", "--fork", "--uts", "--ipc", "--net", "--cgroup", "true"))
+	row("create + first exec vs unshare (6 ns)", ours, peer, "unshare")
+
+	// 2. exec round trip against a bare fork/exec.
+	m, err = b.Create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	check(err)
+	cl := client.New(dialer(m))
+	execRT := median(*runs*5, func() time.Duration {
+		t0 := time.Now()
+		_, err := cl.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: []string{"true"}}})
+		check(err)
+		return time.Since(t0)
+	})
+	bare := median(*runs*5, timeCmd("true"))
+	row("exec round trip vs fork/exec", execRT, bare, fmt.Sprintf("fork/exec (goal ≤ +2ms; +%.2fms)", float64(execRT-bare)/1e6))
+
+	// 3. checkpoint, restore and fork into 4 children.
+	_, err = cl.WriteFile(ctx, api.FileContent{Path: "/workspace/data.bin", Content: make([]byte, 1<<20)})
+	check(err)
+	var snap hypervisor.Snapshot
+	ckpt := median(*runs, func() time.Duration {
+		t0 := time.Now()
+		s, err := m.Checkpoint(ctx, "bench", false)
+		check(err)
+		d := time.Since(t0)
+		snap = s
+		return d
+	})
+	cp := median(*runs, timeCmd("cp", "-a", "/usr/bin/true", filepath.Join(dir, "cp-peer")))
+	row("checkpoint (1 MiB changed) vs cp -a of 1 file", ckpt, cp, "cp -a")
+	rest := median(*runs, func() time.Duration {
+		t0 := time.Now()
+		check(m.Restore(ctx, snap))
+		_, err := cl.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: []string{"true"}}})
+		check(err)
+		return time.Since(t0)
+	})
+	row("restore + first exec vs create + first exec", rest, ours, "create")
+	fork := median(*runs/2+1, func() time.Duration {
+		t0 := time.Now()
+		kids, err := m.Fork(ctx, snap, 4)
+		check(err)
+		d := time.Since(t0) / 4
+		for _, k := range kids {
+			check(k.Stop(ctx))
+		}
+		return d
+	})
+	row("fork into 4, per child vs create", fork, ours, "create (goal ≤ 50ms per child)")
+	check(m.Stop(ctx))
+}
+
+func dialer(m hypervisor.Machine) func(context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) { return m.Dial(ctx) }
+}
+
+func row(name string, ours, peer time.Duration, note string) {
+	fmt.Printf("%-44s %12s %12s %7.2f×  %s\n", name, ours.Round(10*time.Microsecond), peer.Round(10*time.Microsecond), float64(ours)/float64(peer), note)
+}
+
+func timeCmd(name string, args ...string) func() time.Duration {
+	return func() time.Duration {
+		t0 := time.Now()
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v: %s\n", name, err, out)
+			os.Exit(1)
+		}
+		return time.Since(t0)
+	}
+}
+
+func median(n int, f func() time.Duration) time.Duration {
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		ds[i] = f()
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[n/2]
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "paddock-bench:", err)
+		os.Exit(1)
+	}
+}
