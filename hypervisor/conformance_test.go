@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,8 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 type backendEnv struct {
-	name string
-	b    hypervisor.Backend
+	name     string
+	b        hypervisor.Backend
+	stateDir string
 }
 
 // forEachBackend runs fn as a subtest per registered backend that
@@ -58,8 +60,9 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, e backendEnv)) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			stateDir := t.TempDir()
 			b, err := ctor(hypervisor.Config{
-				StateDir:    t.TempDir(),
+				StateDir:    stateDir,
 				GuestBinary: testutil.GuestBinary(t),
 				ImagesDir:   testutil.MiniImages(t),
 			})
@@ -69,7 +72,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, e backendEnv)) {
 			if c := b.Capabilities(); !c.Available {
 				t.Skipf("backend %s cannot run here: %s", name, c.Reason)
 			}
-			fn(t, backendEnv{name: name, b: b})
+			fn(t, backendEnv{name: name, b: b, stateDir: stateDir})
 		})
 	}
 }
@@ -555,22 +558,25 @@ func TestConformanceFork(t *testing.T) {
 }
 
 // TestConformanceStopLeavesNothing creates and deletes 100 sandboxes and
-// then looks for anything left: mounts, cgroups, processes, sockets.
+// then looks for anything they left: mounts under the state directory,
+// their cgroups (a cgroup can only be removed once no process is left in
+// it), files in the state directory, and a reachable agent.
 func TestConformanceStopLeavesNothing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e backendEnv) {
 		n := 100
 		if testing.Short() {
 			n = 10
 		}
-		before := hostSnapshot()
 		ctx := ctxT(t)
+		ids := map[string]bool{}
 		for i := range n {
 			m, err := e.b.Create(ctx, hypervisor.MachineSpec{Image: testutil.MiniImageName})
 			if err != nil {
 				t.Fatalf("cycle %d: %v", i, err)
 			}
+			ids[m.ID()] = true
 			if i%10 == 0 {
-				mustOK(t, clientFor(m), "sleep 100 & echo started")
+				mustOK(t, clientFor(m), "sleep 100 >/dev/null 2>&1 & echo started")
 			}
 			if err := m.Stop(ctx); err != nil {
 				t.Fatalf("cycle %d stop: %v", i, err)
@@ -582,58 +588,24 @@ func TestConformanceStopLeavesNothing(t *testing.T) {
 				t.Fatalf("cycle %d: dial after stop succeeded", i)
 			}
 		}
-		after := hostSnapshot()
-		if d := diffLines(before.mounts, after.mounts); len(d) > 0 {
-			t.Errorf("mounts left behind:\n%s", strings.Join(d, "\n"))
+		raw, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, l := range strings.Split(string(raw), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], e.stateDir) {
+				t.Errorf("mount left behind: %s", l)
+			}
 		}
-		if d := diffLines(before.cgroups, after.cgroups); len(d) > 0 {
-			t.Errorf("cgroups left behind: %v", d)
+		for _, cg := range procbox.LeftoverCgroups() {
+			if ids[cg[strings.LastIndex(cg, "/")+1:]] {
+				t.Errorf("cgroup left behind: %s", cg)
+			}
 		}
-		if after.procs > before.procs+5 {
-			t.Errorf("processes grew from %d to %d", before.procs, after.procs)
+		for _, dir := range []string{"procbox/machines", "procbox/run"} {
+			ents, _ := os.ReadDir(filepath.Join(e.stateDir, dir))
+			for _, ent := range ents {
+				t.Errorf("left in the state dir: %s/%s", dir, ent.Name())
+			}
 		}
 	})
-}
-
-type hostState struct {
-	mounts  []string
-	cgroups []string
-	procs   int
-}
-
-func hostSnapshot() hostState {
-	var s hostState
-	raw, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, l := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 4 {
-			s.mounts = append(s.mounts, f[4])
-		}
-	}
-	s.cgroups = procbox.LeftoverCgroups()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if e.Name()[0] >= '0' && e.Name()[0] <= '9' {
-			s.procs++
-		}
-	}
-	return s
-}
-
-func diffLines(before, after []string) []string {
-	seen := map[string]int{}
-	for _, b := range before {
-		seen[b]++
-	}
-	var out []string
-	for _, a := range after {
-		if seen[a] > 0 {
-			seen[a]--
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 // TestConformanceParallel checks that sandboxes are independent when many
