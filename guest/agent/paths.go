@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"paddock.dev/paddock/guest/api"
+)
+
+const maxPathLen = 4096
+
+// checkPath validates a path given by the host and returns it cleaned
+// ("/a//b/" becomes "/a/b") with its form relative to the root ("a/b",
+// "." for "/"), which is what os.Root methods take.
+func checkPath(p string) (clean, rel string, err error) {
+	switch {
+	case p == "":
+		return "", "", fmt.Errorf("%w: path is empty; give an absolute path such as /workspace/file", ErrBadRequest)
+	case len(p) > maxPathLen:
+		return "", "", fmt.Errorf("%w: path is %d bytes long, more than %d", ErrBadRequest, len(p), maxPathLen)
+	case strings.ContainsRune(p, 0):
+		return "", "", fmt.Errorf("%w: path contains a NUL byte", ErrBadRequest)
+	case strings.ContainsAny(p, "\n\r"):
+		return "", "", fmt.Errorf("%w: path contains a newline", ErrBadRequest)
+	case !strings.HasPrefix(p, "/"):
+		return "", "", fmt.Errorf("%w: path %q is relative; give an absolute path", ErrBadRequest, p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", "", fmt.Errorf("%w: path %q has a .. component; give it without", ErrBadRequest, p)
+		}
+	}
+	clean = path.Clean(p)
+	rel = strings.TrimPrefix(clean, "/")
+	if rel == "" {
+		rel = "."
+	}
+	return clean, rel, nil
+}
+
+// parseMode reads an octal permission string such as "0644" or "755".
+func parseMode(v string, def fs.FileMode) (fs.FileMode, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o7777 {
+		return 0, fmt.Errorf("%w: mode %q must be octal permission bits such as 0644", ErrBadRequest, v)
+	}
+	m := fs.FileMode(n & 0o777)
+	if n&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if n&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if n&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m, nil
+}
+
+// modeString renders the unix permission bits of fi as four octal digits.
+func modeString(fi fs.FileInfo) string {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%04o", st.Mode&0o7777)
+	}
+	return fmt.Sprintf("%04o", fi.Mode().Perm())
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return api.TypeFile
+	case m.IsDir():
+		return api.TypeDir
+	case m&fs.ModeSymlink != 0:
+		return api.TypeSymlink
+	}
+	return api.TypeOther
+}
+
+// openRoot opens Config.Root for one request.
+func (s *Server) openRoot() (*os.Root, error) {
+	root, err := os.OpenRoot(s.cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("open root %s: %w", s.cfg.Root, err)
+	}
+	return root, nil
+}
+
+// mkdirParents creates rel and any missing parent, each handed to the guest
+// user. Existing directories (or in-root links to them) are left alone.
+func (s *Server) mkdirParents(root *os.Root, rel string) error {
+	if rel == "." {
+		return nil
+	}
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		err := root.Mkdir(p, 0o755)
+		switch {
+		case err == nil:
+			if s.chown {
+				if err := root.Lchown(p, s.uid, s.gid); err != nil {
+					return rootErr("/"+p, err)
+				}
+			}
+		case errors.Is(err, fs.ErrExist):
+			fi, err := root.Stat(p)
+			if err != nil {
+				return rootErr("/"+p, err)
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("%w: /%s exists and is not a directory", ErrConflict, p)
+			}
+		default:
+			return rootErr("/"+p, err)
+		}
+	}
+	return nil
+}
+
+// prepareParent makes sure the directory holding rel exists, creating it
+// when parents is set, and that rel itself is not a directory.
+func (s *Server) prepareParent(root *os.Root, clean, rel string, parents bool) error {
+	if rel == "." {
+		return fmt.Errorf("%w: / is a directory; give a file path", ErrBadRequest)
+	}
+	dirRel := path.Dir(rel)
+	if parents {
+		if err := s.mkdirParents(root, dirRel); err != nil {
+			return err
+		}
+	} else if fi, err := root.Stat(dirRel); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: directory %s does not exist; create it or set parents", ErrNotFound, path.Dir(clean))
+		}
+		return rootErr(path.Dir(clean), err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrConflict, path.Dir(clean))
+	}
+	if fi, err := root.Lstat(rel); err == nil && fi.IsDir() {
+		return fmt.Errorf("%w: %s is a directory; delete it first or pick another path", ErrConflict, clean)
+	}
+	return nil
+}
+
+// createTemp creates an empty private file beside rel, to be renamed over
+// it once complete.
+func createTemp(root *os.Root, rel string) (*os.File, string, error) {
+	dir, base := path.Split(rel)
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	for range 10 {
+		name := path.Join(dir, "."+base+".paddock-"+randomHex(6))
+		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, name, err
+	}
+	return nil, "", fmt.Errorf("create a temporary file beside %s: too many collisions", rel)
+}
+
+// commitTemp sets the mode and owner of the temporary file and renames it
+// over rel. It removes the temporary file on failure.
+func (s *Server) commitTemp(root *os.Root, f *os.File, tmp, rel string, mode fs.FileMode) error {
+	err := f.Chmod(mode)
+	if err == nil && s.chown {
+		err = f.Chown(s.uid, s.gid)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, rel)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+	}
+	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
