@@ -28,11 +28,6 @@ import (
 	"paddock.dev/paddock/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	procbox.MaybeRunInit()
-	os.Exit(m.Run())
-}
-
 type backendEnv struct {
 	name     string
 	b        hypervisor.Backend
@@ -166,6 +161,14 @@ func TestConformanceCreateExec(t *testing.T) {
 		}
 		if m.ID() == "" {
 			t.Error("machine has no id")
+		}
+		// Commands inherit no descriptor of the agent's: not the guest
+		// binary's memfd, the agent socket or the console log.
+		fds := mustOK(t, c, "ls -l /proc/$$/fd/")
+		for _, leak := range []string{"memfd", "socket:", "console.log"} {
+			if strings.Contains(fds, leak) {
+				t.Errorf("a command inherited a %s descriptor:\n%s", leak, fds)
+			}
 		}
 	})
 }
@@ -519,7 +522,8 @@ func TestConformanceFork(t *testing.T) {
 		if len(kids) != 3 {
 			t.Fatalf("%d children", len(kids))
 		}
-		hosts := map[string]bool{}
+		hosts, machineIDs := map[string]bool{}, map[string]bool{}
+		machineIDs[mustOK(t, c, "cat /etc/machine-id")] = true
 		for i, k := range kids {
 			t.Cleanup(func() { k.Stop(context.Background()) })
 			kc := clientFor(k)
@@ -528,9 +532,13 @@ func TestConformanceFork(t *testing.T) {
 			}
 			mustOK(t, kc, fmt.Sprintf("echo child-%d > /workspace/who; echo %d > /workspace/mine", i, i))
 			hosts[strings.TrimSpace(mustOK(t, kc, "hostname"))] = true
+			machineIDs[mustOK(t, kc, "cat /etc/machine-id")] = true
 		}
 		if len(hosts) != 3 {
 			t.Errorf("children share hostnames: %v", hosts)
+		}
+		if len(machineIDs) != 4 {
+			t.Errorf("parent and children share machine-ids: %v", machineIDs)
 		}
 		for i, k := range kids {
 			if out := mustOK(t, clientFor(k), "cat /workspace/who /workspace/mine"); out != fmt.Sprintf("child-%d\n%d\n", i, i) {

@@ -23,7 +23,6 @@ import (
 )
 
 func main() {
-	procbox.MaybeRunInit()
 	runs := flag.Int("n", 20, "repetitions of each measurement (median reported)")
 	guest := flag.String("guest", os.Getenv("PADDOCK_GUEST"), "paddock-guest binary")
 	state := flag.String("state-dir", "", "state dir (default: a temporary one)")

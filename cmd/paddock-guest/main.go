@@ -3,6 +3,7 @@
 //
 //	serve    serve the guest API (guest/agent) on a unix socket
 //	init     run as PID 1: start a command, forward signals, reap orphans
+//	sandbox-init  first process of a namespace sandbox: build its root, then init + serve
 //	confine  apply a confinement policy, then exec a command (see api.ConfineArgs)
 //	version  print the version
 //
@@ -25,6 +26,7 @@ import (
 
 	"paddock.dev/paddock/guest/agent"
 	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/sandboxinit"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -48,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			rest = rest[1:]
 		}
 		return agent.RunInit(rest)
+	case sandboxinit.Subcommand:
+		return sandboxinit.Main(args[1:])
 	case api.ConfineSubcommand:
 		return confineMain(args[1:])
 	case "version":

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
 )
 
 // Exit codes that mean something to scripts.
@@ -36,10 +35,6 @@ type globals struct {
 }
 
 func main() {
-	// A sandbox's first process is this binary re-executed; it never
-	// returns from here.
-	procbox.MaybeRunInit()
-
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	root := newRoot()

@@ -42,9 +42,14 @@ const (
 	GuestHome = "/home/agent"
 )
 
+// FormatVersion changes whenever finishTree adds something every image
+// must have; images of an older format should be rebuilt.
+const FormatVersion = 2
+
 // Meta is image.json.
 type Meta struct {
 	Name      string    `json:"name"`
+	Format    int       `json:"format"`
 	Builder   string    `json:"builder"`
 	CreatedAt time.Time `json:"created_at"`
 	Bytes     int64     `json:"bytes"`
@@ -134,7 +139,7 @@ type Progress func(phase string, done, total int)
 // commit moves a finished build from tmp into place and writes image.json.
 func (s Store) commit(name, builder, tmp, note string) (Meta, error) {
 	bytes, files := treeSize(filepath.Join(tmp, "rootfs"))
-	m := Meta{Name: name, Builder: builder, CreatedAt: time.Now().UTC(), Bytes: bytes, Files: files, Note: note}
+	m := Meta{Name: name, Format: FormatVersion, Builder: builder, CreatedAt: time.Now().UTC(), Bytes: bytes, Files: files, Note: note}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "image.json"), append(b, '\n'), 0o644); err != nil {
 		return Meta{}, err
@@ -204,6 +209,13 @@ func finishTree(root string) error {
 	}
 	if err := ensureLine(filepath.Join(root, "etc/group"), GuestName+":", fmt.Sprintf("%s:x:%d:", GuestName, GuestGID)); err != nil {
 		return err
+	}
+	// Each machine gets its own machine-id, bind-mounted over this one at
+	// boot (forks of one snapshot must not share it).
+	if _, err := os.Stat(filepath.Join(root, "etc/machine-id")); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(filepath.Join(root, "etc/machine-id"), []byte("uninitialized\n"), 0o444); err != nil {
+			return err
+		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "etc/hosts")); errors.Is(err, os.ErrNotExist) {
 		if err := os.WriteFile(filepath.Join(root, "etc/hosts"), []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"paddock.dev/paddock/guest/sandboxinit"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
 )
@@ -105,8 +106,8 @@ func (m *Machine) boot(ctx context.Context) error {
 	if err := unix.Mount("tmpfs", rw, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%dm,mode=0700", m.spec.DiskMB)); err != nil {
 		return fmt.Errorf("mount the writable layer: %w", err)
 	}
-	upper, work := filepath.Join(rw, "upper"), filepath.Join(rw, "work")
-	for _, d := range []string{upper, work} {
+	upper, work, ident := filepath.Join(rw, "upper"), filepath.Join(rw, "work"), filepath.Join(rw, "identity")
+	for _, d := range []string{upper, work, ident} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return err
 		}
@@ -141,13 +142,16 @@ func (m *Machine) boot(ctx context.Context) error {
 		return err
 	}
 	defer pw.Close()
+	// The child execs the guest straight from the sealed memfd, which
+	// ExtraFiles puts at fd 5 (so nothing in the sandbox can rewrite the
+	// host's copy of the binary through /proc/1/exe).
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{initArg0},
+		Path:       "/proc/self/fd/5",
+		Args:       []string{"paddock-guest", sandboxinit.Subcommand},
 		Env:        []string{},
 		Stdout:     console,
 		Stderr:     console,
-		ExtraFiles: []*os.File{pr, lf, m.guest},
+		ExtraFiles: []*os.File{lf, pr, m.guest}, // fds 3, 4, 5: see sandboxinit
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
 			Setsid:     true,
@@ -194,8 +198,8 @@ func (m *Machine) boot(ctx context.Context) error {
 			return fmt.Errorf("add init to its cgroup: %w", err)
 		}
 	}
-	cfg := initConfig{
-		Merged: merged, Lower: lower, Upper: upper, Work: work,
+	cfg := sandboxinit.Config{
+		Merged: merged, Lower: lower, Upper: upper, Work: work, IdentityDir: ident,
 		Hostname: m.spec.Hostname, GuestUser: m.spec.GuestUser, GuestHome: image.GuestHome,
 		Env: m.spec.Env,
 	}
@@ -256,8 +260,14 @@ func (m *Machine) health(ctx context.Context) error {
 func (m *Machine) consoleTail() string {
 	b, _ := os.ReadFile(filepath.Join(m.dir, "console.log"))
 	s := strings.TrimSpace(string(b))
+	// A Go crash prints its reason first and a long trace after it.
+	if i := strings.Index(s, "fatal error"); i >= 0 {
+		s = s[i:]
+	} else if i := strings.Index(s, "panic:"); i >= 0 {
+		s = s[i:]
+	}
 	if len(s) > 2000 {
-		s = s[len(s)-2000:]
+		s = s[:2000]
 	}
 	if s == "" {
 		return "(no console output)"

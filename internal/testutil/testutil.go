@@ -114,7 +114,7 @@ func MiniImages(t testing.TB) string {
 		unlock := lockFile(filepath.Join(os.TempDir(), "paddock-test-images.lock"))
 		defer unlock()
 		s := image.Store{Dir: dir}
-		if _, err := s.Get(MiniImageName); err == nil && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
+		if m, err := s.Get(MiniImageName); err == nil && m.Format == image.FormatVersion && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
 			imageDir = dir
 			return
 		}

@@ -1,128 +1,128 @@
-package procbox
+package sandboxinit
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/guest/agent"
 )
 
-// initArg0 is the argv[0] the host gives /proc/self/exe when it re-executes
-// itself as a sandbox's first process. MaybeRunInit looks for it.
-const initArg0 = "paddock-procbox-init"
-
-// File descriptors the host passes to the init process.
-const (
-	fdConfig   = 3 // initConfig JSON, read to EOF
-	fdListener = 4 // the guest agent's listening unix socket
-	fdGuest    = 5 // the sealed memfd holding paddock-guest
-)
-
-// initConfig is what the host tells the init process.
-type initConfig struct {
-	Merged    string   `json:"merged"`
-	Lower     []string `json:"lower"` // top first, image rootfs last
-	Upper     string   `json:"upper"`
-	Work      string   `json:"work"`
-	Hostname  string   `json:"hostname"`
-	GuestUser string   `json:"guest_user"`
-	GuestHome string   `json:"guest_home"`
-	Env       []string `json:"env"`
-	LogJSON   bool     `json:"log_json"`
+// Main runs sandbox-init and returns only on failure (exit code), or when
+// the agent it became exits.
+func Main(args []string) int {
+	// Namespace changes below (the cgroup namespace) apply to the calling
+	// OS thread only; the serve process is forked from this same thread,
+	// so it must never change.
+	runtime.LockOSThread()
+	argv, err := setup()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
+		return 125
+	}
+	return agent.RunInit(argv)
 }
 
-// MaybeRunInit runs the sandbox init and never returns when this process
-// was started as one; otherwise it returns at once. Call it first thing in
-// main (and in TestMain of packages that create procbox sandboxes).
-func MaybeRunInit() {
-	if len(os.Args) == 0 || os.Args[0] != initArg0 {
-		return
-	}
-	if err := runInit(); err != nil {
-		fmt.Fprintf(os.Stderr, "procbox init: %v\n", err)
-		os.Exit(125)
-	}
-	os.Exit(0) // not reached: runInit execs the guest
-}
-
-// runInit runs as PID 1 of the new PID namespace, in new mount, UTS, IPC
-// and network namespaces. It builds the root filesystem, pivots into it
-// and execs the guest agent in init mode.
-func runInit() error {
-	cf := os.NewFile(fdConfig, "config")
-	b, err := io.ReadAll(io.LimitReader(cf, 1<<20))
+func setup() ([]string, error) {
+	// Only the listener may reach the serve child.
+	unix.CloseOnExec(FDGuest)
+	unix.CloseOnExec(FDConfig)
+	cf := os.NewFile(FDConfig, "config")
+	b, err := io.ReadAll(io.LimitReader(cf, MaxConfigBytes))
 	cf.Close()
 	if err != nil {
-		return fmt.Errorf("read config: %w", err)
+		return nil, fmt.Errorf("read config: %w", err)
 	}
-	var c initConfig
+	var c Config
 	if err := json.Unmarshal(b, &c); err != nil {
-		return fmt.Errorf("parse config: %w", err)
+		return nil, fmt.Errorf("parse config: %w", err)
 	}
-	// The host has put us in the sandbox cgroup before sending the config:
-	// a new cgroup namespace now makes that cgroup our root.
+	if os.Getpid() != 1 {
+		return nil, fmt.Errorf("must run as PID 1 of a new PID namespace (pid %d)", os.Getpid())
+	}
+	// The host put us in the sandbox cgroup before sending the config: a
+	// new cgroup namespace now makes that cgroup our root.
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
-		return fmt.Errorf("unshare cgroup namespace: %w", err)
+		return nil, fmt.Errorf("unshare cgroup namespace: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make mounts private: %w", err)
+		return nil, fmt.Errorf("make mounts private: %w", err)
 	}
 	if err := mountRoot(c); err != nil {
-		return err
+		return nil, err
+	}
+	if err := setIdentity(c); err != nil {
+		return nil, err
 	}
 	if err := unix.Sethostname([]byte(c.Hostname)); err != nil {
-		return fmt.Errorf("sethostname: %w", err)
+		return nil, fmt.Errorf("sethostname: %w", err)
 	}
 	if err := loopbackUp(); err != nil {
-		return fmt.Errorf("bring up lo: %w", err)
+		return nil, fmt.Errorf("bring up lo: %w", err)
 	}
 	if err := unix.Chdir(c.Merged); err != nil {
-		return err
+		return nil, err
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return fmt.Errorf("pivot_root: %w", err)
+		return nil, fmt.Errorf("pivot_root: %w", err)
 	}
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("detach old root: %w", err)
+		return nil, fmt.Errorf("detach old root: %w", err)
 	}
 	if err := unix.Chdir("/"); err != nil {
-		return err
+		return nil, err
 	}
-	// The listener goes to fd 3 for the agent; everything else we hold is
-	// close-on-exec.
-	if err := unix.Dup3(fdListener, 3, 0); err != nil {
-		return fmt.Errorf("dup listener: %w", err)
-	}
-	unix.Close(fdListener)
-	env := []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=/root",
-		"LANG=C.UTF-8",
-	}
-	args := []string{"paddock-guest", "init", "--", "/proc/self/exe", "serve",
-		"--listen-fd", "3", "--root", "/"}
+	os.Clearenv()
+	os.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	os.Setenv("HOME", "/root")
+	os.Setenv("LANG", "C.UTF-8")
+	argv := []string{"/proc/self/exe", "serve", "--listen-fd", "3", "--root", "/"}
 	if c.GuestUser != "" {
-		args = append(args, "--user", c.GuestUser, "--home", c.GuestHome)
+		argv = append(argv, "--user", c.GuestUser, "--home", c.GuestHome)
 	}
 	for _, e := range c.Env {
-		args = append(args, "--env", e)
+		argv = append(argv, "--env", e)
 	}
 	if c.LogJSON {
-		args = append(args, "--log-json")
+		argv = append(argv, "--log-json")
 	}
-	unix.CloseOnExec(fdGuest)
-	// The guest binary is a sealed memfd: nothing in the sandbox can
-	// rewrite the host's copy through /proc/1/exe.
-	return syscall.Exec(fmt.Sprintf("/proc/self/fd/%d", fdGuest), args, env)
+	return argv, nil
 }
 
-func mountRoot(c initConfig) error {
+// setIdentity gives the machine its own /etc/machine-id, so forks of one
+// snapshot do not share it. The file lives on the machine's tmpfs and is
+// bind-mounted over the image's, only when the image has one.
+func setIdentity(c Config) error {
+	target := filepath.Join(c.Merged, "etc/machine-id")
+	if _, err := os.Stat(target); err != nil {
+		return nil
+	}
+	id := c.MachineID
+	if id == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	src := filepath.Join(c.IdentityDir, "machine-id")
+	if err := os.WriteFile(src, []byte(id+"\n"), 0o444); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind machine-id: %w", err)
+	}
+	return unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, "")
+}
+
+func mountRoot(c Config) error {
 	for _, l := range c.Lower {
 		if strings.ContainsAny(l, ":,") {
 			return fmt.Errorf("layer path %q contains ':' or ','", l)
