@@ -18,13 +18,13 @@ import (
 func newSandboxCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandbox", Short: "Run commands in a one-off sandbox (no daemon needed)"}
 	var (
-		backend, img                     string
-		cpus                             float64
-		memMB, diskMB, pids              int64
-		timeout                          int
-		confine                          bool
-		fsWrite, fsRead, execAllow       []string
-		bestEffort                       bool
+		backend, img               string
+		cpus                       float64
+		memMB, diskMB, pids        int64
+		timeout                    int
+		confine                    bool
+		fsWrite, fsRead, execAllow []string
+		bestEffort                 bool
 	)
 	run := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARG...]",
@@ -67,9 +67,9 @@ print its output and delete the sandbox. One argument is a shell line
 			}
 			if g.json {
 				out := struct {
-					Machine   string          `json:"machine"`
-					CreateMS  int64           `json:"create_ms"`
-					Result    *api.ExecResult `json:"result"`
+					Machine  string          `json:"machine"`
+					CreateMS int64           `json:"create_ms"`
+					Result   *api.ExecResult `json:"result"`
 				}{m.ID(), created.Milliseconds(), res}
 				if err := json.NewEncoder(c.OutOrStdout()).Encode(out); err != nil {
 					return err

@@ -42,4 +42,3 @@ type Config struct {
 	Env         []string `json:"env"`
 	LogJSON     bool     `json:"log_json"`
 }
-

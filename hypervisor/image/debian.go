@@ -25,12 +25,12 @@ type DebianOptions struct {
 var DebianPackages = []string{"git", "curl", "python3", "ca-certificates", "coreutils", "procps"}
 
 var (
-	reRetrieving = regexp.MustCompile(`^I: Retrieving (\S+)`)
-	reValidating = regexp.MustCompile(`^I: Validating (\S+)`)
-	reUnpacking  = regexp.MustCompile(`^I: Unpacking (\S+)`)
+	reRetrieving  = regexp.MustCompile(`^I: Retrieving (\S+)`)
+	reValidating  = regexp.MustCompile(`^I: Validating (\S+)`)
+	reUnpacking   = regexp.MustCompile(`^I: Unpacking (\S+)`)
 	reConfiguring = regexp.MustCompile(`^I: Configuring (\S+)`)
-	reFound      = regexp.MustCompile(`^I: Found additional (required|base) dependencies: (.*)`)
-	reBase       = regexp.MustCompile(`^I: Checking component main on`)
+	reFound       = regexp.MustCompile(`^I: Found additional (required|base) dependencies: (.*)`)
+	reBase        = regexp.MustCompile(`^I: Checking component main on`)
 )
 
 // BuildDebian builds a Debian root filesystem with debootstrap.

@@ -38,16 +38,16 @@ type Machine struct {
 	// stop) on this machine.
 	opMu sync.Mutex
 
-	mu      sync.Mutex
-	image   string
-	rootfs  string
-	layers  []string // snapshot layers under the upper layer, oldest first
-	cmd     *exec.Cmd
-	lim     limits
-	exited  chan struct{} // closed when the current init exits
-	halting bool
-	stopped bool
-	gone    chan struct{} // closed once the machine has stopped for good
+	mu       sync.Mutex
+	image    string
+	rootfs   string
+	layers   []string // snapshot layers under the upper layer, oldest first
+	cmd      *exec.Cmd
+	lim      limits
+	exited   chan struct{} // closed when the current init exits
+	halting  bool
+	stopped  bool
+	gone     chan struct{} // closed once the machine has stopped for good
 	goneOnce sync.Once
 }
 
