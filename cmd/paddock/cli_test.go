@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// buildCLI builds bin/paddock into a temp dir with the guest beside it, as
+// `make build` lays them out.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "paddock"), ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	guest, err := os.ReadFile(testutil.GuestBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "paddock-guest"), guest, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "paddock")
+}
+
+func TestCLI(t *testing.T) {
+	testutil.RequiresRoot(t)
+	bin := buildCLI(t)
+	state := t.TempDir()
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--state-dir", state}, args...)...)
+		cmd.Env = append(os.Environ(), "PADDOCK_GUEST=")
+		var so, se strings.Builder
+		cmd.Stdout, cmd.Stderr = &so, &se
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return so.String(), se.String(), code
+	}
+	// Before any image exists, a run says how to build one (exit 3).
+	if _, se, code := run("sandbox", "run", "--", "true"); code != exitNotFound || !strings.Contains(se, "paddock image build") {
+		t.Errorf("run without image: code %d, stderr %q", code, se)
+	}
+	if _, se, code := run("image", "build", "mini"); code != 0 {
+		t.Fatalf("image build: %d %s", code, se)
+	}
+	so, _, code := run("--json", "image", "ls")
+	var imgs []struct{ Name, Builder string }
+	if err := json.Unmarshal([]byte(so), &imgs); err != nil || code != 0 || len(imgs) != 1 || imgs[0].Builder != "mini" {
+		t.Errorf("image ls --json: %q %v", so, err)
+	}
+	if so, _, _ := run("image", "ls"); !strings.HasPrefix(so, "NAME") || !strings.Contains(so, "mini") {
+		t.Errorf("image ls table: %q", so)
+	}
+	// Output and exit code are the command's.
+	so, se, code := run("sandbox", "run", "--", "echo out; echo err >&2; exit 7")
+	if so != "out\n" || se != "err\n" || code != 7 {
+		t.Errorf("run: stdout %q stderr %q code %d", so, se, code)
+	}
+	so, _, code = run("sandbox", "run", "echo", "a;b")
+	if so != "a;b\n" || code != 0 {
+		t.Errorf("argv run: %q %d", so, code)
+	}
+	so, _, code = run("--json", "sandbox", "run", "--", "id -u")
+	var res struct {
+		Machine string
+		Result  struct {
+			ExitCode int    `json:"exit_code"`
+			Stdout   []byte `json:"stdout"`
+		}
+	}
+	if err := json.Unmarshal([]byte(so), &res); err != nil || res.Machine == "" || string(res.Result.Stdout) != "1000\n" || code != 0 {
+		t.Errorf("--json run: %q %v", so, err)
+	}
+	// Confinement refuses a write outside the writable paths.
+	_, se, code = run("-v", "sandbox", "run", "--confine", "--", "echo x > /home/agent/f")
+	if code == 0 || !strings.Contains(se, "Permission denied") || !strings.Contains(se, `"landlock":true`) {
+		t.Errorf("confined run: code %d stderr %q", code, se)
+	}
+	// Bad flags are usage errors.
+	if _, _, code := run("sandbox", "run", "--pids", "1", "--", "true"); code != exitUsage {
+		t.Errorf("--pids 1: code %d, want %d", code, exitUsage)
+	}
+	if _, _, code := run("sandbox", "run", "--no-such-flag"); code != exitUsage {
+		t.Errorf("unknown flag: code %d, want %d", code, exitUsage)
+	}
+	so, _, code = run("backends")
+	if code != 0 || !strings.Contains(so, "procbox") || !strings.Contains(so, "namespaces") {
+		t.Errorf("backends: %q", so)
+	}
+}
