@@ -136,3 +136,46 @@ func lockFile(path string) func() {
 	unix.Flock(int(f.Fd()), unix.LOCK_EX)
 	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }
 }
+
+var (
+	debianOnce sync.Once
+	debianErr  error
+	debianLog  []string
+)
+
+// DebianImageName is the name tests use for the debootstrap image.
+const DebianImageName = "debian"
+
+// DebianImages returns an images directory holding the debian image, built
+// once per machine into the shared test cache (minutes on the first run),
+// and the progress phases the build reported ("phase done/total" lines; empty
+// when the cached image was reused).
+func DebianImages(t testing.TB) (string, []string) {
+	t.Helper()
+	RequiresRoot(t)
+	RequiresCommand(t, "debootstrap")
+	dir := filepath.Join(os.TempDir(), "paddock-test-images")
+	debianOnce.Do(func() {
+		os.MkdirAll(dir, 0o755)
+		unlock := lockFile(filepath.Join(os.TempDir(), "paddock-test-images.lock"))
+		defer unlock()
+		s := image.Store{Dir: dir}
+		if m, err := s.Get(DebianImageName); err == nil && m.Format == image.FormatVersion && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
+			return
+		}
+		var mu sync.Mutex
+		last := ""
+		_, debianErr = s.BuildDebian(context.Background(), DebianImageName, image.DebianOptions{}, func(phase string, done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if phase != last {
+				debianLog = append(debianLog, phase)
+				last = phase
+			}
+		})
+	})
+	if debianErr != nil {
+		t.Fatalf("build the debian image: %v", debianErr)
+	}
+	return dir, debianLog
+}
