@@ -13,6 +13,9 @@ type Config struct {
 	GuestBinary string // path to the static paddock-guest binary
 	ImagesDir   string // where `paddock image build` puts images
 	Logger      *slog.Logger
+	// Options are backend-specific settings (procbox: "store" = "btrfs"
+	// or "tmpfs"; empty picks btrfs when it can).
+	Options map[string]string
 }
 
 // Constructor builds a backend. It must not start anything: side effects

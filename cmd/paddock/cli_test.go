@@ -98,6 +98,9 @@ func TestCLI(t *testing.T) {
 	if _, _, code := run("sandbox", "run", "--no-such-flag"); code != exitUsage {
 		t.Errorf("unknown flag: code %d, want %d", code, exitUsage)
 	}
+	if raw, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(raw), state) {
+		t.Errorf("sandbox run left a mount under the state dir")
+	}
 	so, _, code = run("backends")
 	if code != 0 || !strings.Contains(so, "procbox") || !strings.Contains(so, "namespaces") {
 		t.Errorf("backends: %q", so)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -39,6 +40,11 @@ print its output and delete the sandbox. One argument is a shell line
 			b, err := g.backend(backend)
 			if err != nil {
 				return err
+			}
+			// A one-off sandbox: release the backend's store (a btrfs loop
+			// mount) once it is gone.
+			if cl, ok := b.(io.Closer); ok {
+				defer cl.Close()
 			}
 			ctx := c.Context()
 			start := time.Now()

@@ -29,6 +29,7 @@ import (
 // Machine is one procbox sandbox.
 type Machine struct {
 	b     *Backend
+	store layerStore
 	spec  hypervisor.MachineSpec
 	dir   string
 	guest *os.File
@@ -47,6 +48,7 @@ type Machine struct {
 	exited   chan struct{} // closed when the current init exits
 	halting  bool
 	stopped  bool
+	writable bool          // the store holds a writable layer for this machine
 	gone     chan struct{} // closed once the machine has stopped for good
 	goneOnce sync.Once
 }
@@ -91,27 +93,23 @@ func (m *Machine) boot(ctx context.Context) error {
 	if m.gone == nil {
 		m.gone = make(chan struct{})
 	}
-	rw := filepath.Join(m.dir, "rw")
 	merged := filepath.Join(m.dir, "merged")
-	for _, d := range []string{rw, merged, filepath.Dir(m.sockPath())} {
+	for _, d := range []string{merged, filepath.Dir(m.sockPath())} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
 	}
 	if len(m.sockPath()) >= 108 {
-		return fmt.Errorf("%w: socket path %q is too long for a unix socket; use a shorter state dir or id", hypervisor.ErrInvalidSpec, m.sockPath())
+		return fmt.Errorf("%w: socket path %q is too long for a unix socket; use a shorter state dir", hypervisor.ErrInvalidSpec, m.sockPath())
 	}
-	// The upper layer is a tmpfs of the disk size: a sandbox that fills
-	// its disk gets ENOSPC, and the host's disk is untouched.
-	if err := unix.Mount("tmpfs", rw, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%dm,mode=0700", m.spec.DiskMB)); err != nil {
-		return fmt.Errorf("mount the writable layer: %w", err)
+	rw, err := m.store.newWritable(m.spec.ID, m.spec.DiskMB)
+	if err != nil {
+		return err
 	}
+	m.mu.Lock()
+	m.writable = true
+	m.mu.Unlock()
 	upper, work, ident := filepath.Join(rw, "upper"), filepath.Join(rw, "work"), filepath.Join(rw, "identity")
-	for _, d := range []string{upper, work, ident} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
-	}
 	os.Remove(m.sockPath())
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: m.sockPath(), Net: "unix"})
 	if err != nil {
@@ -298,10 +296,13 @@ func (m *Machine) halt() error {
 			errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
 		}
 	}
-	rw := filepath.Join(m.dir, "rw")
-	if err := unix.Unmount(rw, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		if err2 := unix.Unmount(rw, unix.MNT_DETACH); err2 != nil {
-			errs = append(errs, fmt.Errorf("unmount writable layer: %w", err))
+	m.mu.Lock()
+	writable := m.writable
+	m.writable = false
+	m.mu.Unlock()
+	if writable {
+		if err := m.store.removeWritable(m.spec.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove the writable layer: %w", err))
 		}
 	}
 	os.Remove(m.sockPath())
@@ -376,25 +377,27 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return hypervisor.Snapshot{}, err
 	}
-	layer := filepath.Join(dir, "layer")
+	// Frozen, no process changes the upper layer while it becomes a
+	// layer: the snapshot is what the sandbox had at one instant.
 	if err := lim.freeze(); err != nil {
 		os.RemoveAll(dir)
 		return hypervisor.Snapshot{}, fmt.Errorf("freeze: %w", err)
 	}
-	n, err := copyTree(ctx, filepath.Join(m.dir, "rw", "upper"), layer)
+	layer, n, err := m.store.snapshot(ctx, m.spec.ID, id)
 	if terr := lim.thaw(); terr != nil && err == nil {
 		err = fmt.Errorf("thaw: %w", terr)
 	}
 	if err != nil {
+		m.store.removeSnapshot(id)
 		os.RemoveAll(dir)
-		return hypervisor.Snapshot{}, fmt.Errorf("copy the writable layer: %w", err)
+		return hypervisor.Snapshot{}, fmt.Errorf("snapshot the writable layer: %w", err)
 	}
 	s := hypervisor.Snapshot{
 		ID: id, Tag: tag, Machine: m.spec.ID, Backend: Name, Image: img,
 		CreatedAt: time.Now().UTC(), Layers: append(layers, layer), Bytes: n,
 	}
-	raw, _ := json.MarshalIndent(s, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "snapshot.json"), raw, 0o600); err != nil {
+	if err := writeMeta(dir, snapshotMeta{Snapshot: s}); err != nil {
+		m.store.removeSnapshot(id)
 		os.RemoveAll(dir)
 		return hypervisor.Snapshot{}, err
 	}
@@ -482,21 +485,47 @@ func (m *Machine) DeleteSnapshot(ctx context.Context, s hypervisor.Snapshot) err
 	return m.b.DeleteSnapshot(s)
 }
 
-// DeleteSnapshot removes a snapshot's metadata and every layer no longer
-// used by a snapshot or a running machine.
+// DeleteSnapshot marks a snapshot deleted and removes every layer no
+// longer used by a live snapshot or a running machine.
 func (b *Backend) DeleteSnapshot(s hypervisor.Snapshot) error {
-	if err := b.checkSnapshot(s); err != nil && !errors.Is(err, hypervisor.ErrNotFound) {
+	if !idRE.MatchString(s.ID) {
+		return fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, s.ID)
+	}
+	dir := b.snapshotDir(s.ID)
+	raw, err := os.ReadFile(filepath.Join(dir, "snapshot.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // already gone: deleting is idempotent
+	}
+	if err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(b.snapshotDir(s.ID), "snapshot.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+	var meta snapshotMeta
+	if err := json.Unmarshal(raw, &meta); err != nil {
 		return err
+	}
+	if !meta.Deleted {
+		meta.Deleted = true
+		if err := writeMeta(dir, meta); err != nil {
+			return err
+		}
 	}
 	return b.collectLayers()
 }
 
-// collectLayers removes snapshot directories that lost their metadata and
-// whose layer nobody uses.
+func writeMeta(dir string, meta snapshotMeta) error {
+	raw, _ := json.MarshalIndent(meta, "", "  ")
+	tmp := filepath.Join(dir, "snapshot.json.tmp")
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "snapshot.json"))
+}
+
+// collectLayers removes deleted snapshots whose own layer no live snapshot
+// chain and no running machine stands on.
 func (b *Backend) collectLayers() error {
+	b.gcMu.Lock()
+	defer b.gcMu.Unlock()
 	root := filepath.Join(b.dir, "snapshots")
 	ents, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -506,18 +535,22 @@ func (b *Backend) collectLayers() error {
 		return err
 	}
 	used := map[string]bool{}
-	var orphans []string
+	var deleted []snapshotMeta
 	for _, e := range ents {
 		raw, err := os.ReadFile(filepath.Join(root, e.Name(), "snapshot.json"))
 		if err != nil {
-			orphans = append(orphans, e.Name())
+			continue // being written, or not a snapshot
+		}
+		var s snapshotMeta
+		if json.Unmarshal(raw, &s) != nil {
 			continue
 		}
-		var s hypervisor.Snapshot
-		if json.Unmarshal(raw, &s) == nil {
-			for _, l := range s.Layers {
-				used[l] = true
-			}
+		if s.Deleted {
+			deleted = append(deleted, s)
+			continue
+		}
+		for _, l := range s.Layers {
+			used[l] = true
 		}
 	}
 	b.mu.Lock()
@@ -529,14 +562,49 @@ func (b *Backend) collectLayers() error {
 		mm.mu.Unlock()
 	}
 	b.mu.Unlock()
+	store, err := b.layerStore()
+	if err != nil {
+		return err
+	}
 	var errs []error
-	for _, id := range orphans {
-		if used[filepath.Join(root, id, "layer")] {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(root, id)); err != nil {
-			errs = append(errs, err)
+	// A deleted snapshot's chain may keep older deleted layers alive: go
+	// round until nothing more can be freed.
+	for changed := true; changed; {
+		changed = false
+		for i, s := range deleted {
+			if s.ID == "" || len(s.Layers) == 0 {
+				continue
+			}
+			own := s.Layers[len(s.Layers)-1]
+			if used[own] || usedByDeleted(deleted, i, own) {
+				continue
+			}
+			if err := store.removeSnapshot(s.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := os.RemoveAll(b.snapshotDir(s.ID)); err != nil {
+				errs = append(errs, err)
+			}
+			deleted[i].ID = ""
+			changed = true
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// usedByDeleted reports whether another deleted snapshot that still exists
+// has layer in its chain below its own layer.
+func usedByDeleted(deleted []snapshotMeta, self int, layer string) bool {
+	for j, d := range deleted {
+		if j == self || d.ID == "" {
+			continue
+		}
+		for _, l := range d.Layers[:len(d.Layers)-1] {
+			if l == layer {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -65,6 +65,13 @@ type Backend struct {
 	machines  map[string]*Machine
 	guestFile *os.File // sealed memfd with the guest binary, made on first Create
 
+	gcMu sync.Mutex // one layer collection at a time
+
+	storeWanted string
+	storeMu     sync.Mutex
+	store       layerStore // opened on first Create
+	storeNote   string
+
 	capsOnce sync.Once
 	caps     hypervisor.Capabilities
 }
@@ -86,13 +93,62 @@ func New(c hypervisor.Config) (*Backend, error) {
 	if images == "" {
 		images = filepath.Join(c.StateDir, "images")
 	}
+	want := c.Options["store"]
+	if want != "" && want != StoreBtrfs && want != StoreTmpfs {
+		return nil, fmt.Errorf("%w: procbox store %q: use %q or %q", hypervisor.ErrInvalidSpec, want, StoreBtrfs, StoreTmpfs)
+	}
 	return &Backend{
-		dir:      filepath.Join(c.StateDir, Name),
-		guest:    c.GuestBinary,
-		images:   image.Store{Dir: images},
-		log:      log.With("backend", Name),
-		machines: map[string]*Machine{},
+		storeWanted: want,
+		dir:         filepath.Join(c.StateDir, Name),
+		guest:       c.GuestBinary,
+		images:      image.Store{Dir: images},
+		log:         log.With("backend", Name),
+		machines:    map[string]*Machine{},
 	}, nil
+}
+
+// openStore opens the layer store once.
+func (b *Backend) layerStore() (layerStore, error) {
+	b.storeMu.Lock()
+	defer b.storeMu.Unlock()
+	if b.store != nil {
+		return b.store, nil
+	}
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+		return nil, err
+	}
+	s, note, err := openStore(b.dir, b.storeWanted, storeImageSize(b.dir))
+	if err != nil {
+		return nil, err
+	}
+	if note != "" {
+		b.log.Info("procbox layer store", "kind", s.kind(), "note", note)
+	}
+	b.store, b.storeNote = s, note
+	return s, nil
+}
+
+// StoreKind reports which layer store this backend uses ("btrfs" or
+// "tmpfs"), opening it if needed, and why when it is not btrfs.
+func (b *Backend) StoreKind() (string, string, error) {
+	s, err := b.layerStore()
+	if err != nil {
+		return "", "", err
+	}
+	return s.kind(), b.storeNote, nil
+}
+
+// Close releases the layer store (a btrfs loop mount made by this
+// backend). Running machines keep working; new ones cannot be created.
+func (b *Backend) Close() error {
+	b.storeMu.Lock()
+	defer b.storeMu.Unlock()
+	if b.store == nil {
+		return nil
+	}
+	err := b.store.close()
+	b.store = nil
+	return err
 }
 
 // Name implements hypervisor.Backend.
@@ -273,12 +329,16 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 	if err != nil {
 		return nil, err
 	}
+	store, err := b.layerStore()
+	if err != nil {
+		return nil, err
+	}
 	b.mu.Lock()
 	if _, dup := b.machines[spec.ID]; dup {
 		b.mu.Unlock()
 		return nil, fmt.Errorf("%w: machine %q already exists", hypervisor.ErrInvalidSpec, spec.ID)
 	}
-	m := &Machine{b: b, spec: spec, image: imageName, rootfs: rootfs, layers: layers,
+	m := &Machine{b: b, store: store, spec: spec, image: imageName, rootfs: rootfs, layers: layers,
 		dir: filepath.Join(b.dir, "machines", spec.ID), guest: guest,
 		log: b.log.With("machine", spec.ID)}
 	b.machines[spec.ID] = m
@@ -340,7 +400,7 @@ func (b *Backend) checkSnapshot(s hypervisor.Snapshot) error {
 		return fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, s.ID)
 	}
 	for _, l := range s.Layers {
-		if !strings.HasPrefix(l, filepath.Join(b.dir, "snapshots")+"/") {
+		if !strings.HasPrefix(l, b.dir+"/") || strings.Contains(l, "/../") {
 			return fmt.Errorf("%w: snapshot %q has a layer outside the snapshot store", hypervisor.ErrInvalidSpec, s.ID)
 		}
 		if _, err := os.Stat(l); err != nil {
@@ -348,25 +408,6 @@ func (b *Backend) checkSnapshot(s hypervisor.Snapshot) error {
 		}
 	}
 	return nil
-}
-
-// snapshotInUse reports whether a running machine's layer chain includes
-// the snapshot's own layer.
-func (b *Backend) snapshotInUse(s hypervisor.Snapshot) bool {
-	own := filepath.Join(b.snapshotDir(s.ID), "layer")
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, m := range b.machines {
-		m.mu.Lock()
-		for _, l := range m.layers {
-			if l == own {
-				m.mu.Unlock()
-				return true
-			}
-		}
-		m.mu.Unlock()
-	}
-	return false
 }
 
 // LoadSnapshot reads a snapshot's metadata from the store.
@@ -381,8 +422,21 @@ func (b *Backend) LoadSnapshot(id string) (hypervisor.Snapshot, error) {
 	if err != nil {
 		return hypervisor.Snapshot{}, err
 	}
-	var s hypervisor.Snapshot
-	return s, json.Unmarshal(raw, &s)
+	var s snapshotMeta
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return hypervisor.Snapshot{}, err
+	}
+	if s.Deleted {
+		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q was deleted", hypervisor.ErrNotFound, id)
+	}
+	return s.Snapshot, nil
+}
+
+// snapshotMeta is snapshot.json: the snapshot, and whether it was deleted
+// (its layer stays while a machine or another snapshot stands on it).
+type snapshotMeta struct {
+	hypervisor.Snapshot
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // dialUnix connects to a machine's agent socket.

@@ -3,6 +3,7 @@ package procbox
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -131,4 +134,125 @@ func TestCreateRefusesUnknownImageAndSnapshot(t *testing.T) {
 	if _, err := b.LoadSnapshot("snap-missing"); !errors.Is(err, hypervisor.ErrNotFound) {
 		t.Errorf("missing snapshot: %v", err)
 	}
+}
+
+// TestStores runs the lifecycle on both layer stores and checks what makes
+// them differ: btrfs snapshots copy nothing, tmpfs ones copy the changes.
+func TestStores(t *testing.T) {
+	testutil.RequiresRoot(t)
+	for _, kind := range []string{StoreBtrfs, StoreTmpfs} {
+		t.Run(kind, func(t *testing.T) {
+			if kind == StoreBtrfs {
+				testutil.RequiresCommand(t, "mkfs.btrfs")
+			}
+			state := t.TempDir()
+			b, err := New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t), Options: map[string]string{"store": kind}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := b.Close(); err != nil {
+					t.Error(err)
+				}
+				raw, _ := os.ReadFile("/proc/self/mountinfo")
+				if strings.Contains(string(raw), state) {
+					t.Errorf("a mount under the state dir outlived Close")
+				}
+			}()
+			ctx := context.Background()
+			m, err := b.create(ctx, hypervisor.MachineSpec{Image: "mini", DiskMB: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Stop(ctx)
+			if got, _, _ := b.StoreKind(); got != kind {
+				t.Fatalf("store %s, want %s", got, kind)
+			}
+			c := clientFor(m)
+			mustRun(t, c, "head -c 20000000 /dev/urandom > /workspace/big; echo one > /workspace/f")
+			s1, err := m.Checkpoint(ctx, "one", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch kind {
+			case StoreBtrfs:
+				if s1.Bytes != 0 {
+					t.Errorf("btrfs checkpoint copied %d bytes, want 0", s1.Bytes)
+				}
+			case StoreTmpfs:
+				if s1.Bytes < 20000000 {
+					t.Errorf("tmpfs checkpoint copied %d bytes, want the 20 MB written", s1.Bytes)
+				}
+			}
+			mustRun(t, c, "echo two > /workspace/f")
+			s2, err := m.Checkpoint(ctx, "two", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The disk limit holds on this store too.
+			if out := mustRun(t, c, "head -c 100000000 /dev/zero > /workspace/fill 2>&1; echo rc=$?; rm -f /workspace/fill"); strings.Contains(out, "rc=0") {
+				t.Errorf("wrote 100 MB into a 64 MB disk: %s", out)
+			}
+			if err := m.Restore(ctx, s1); err != nil {
+				t.Fatal(err)
+			}
+			if out := mustRun(t, clientFor(m), "cat /workspace/f; stat -c %s /workspace/big"); out != "one\n20000000\n" {
+				t.Errorf("after restore to one: %q", out)
+			}
+			kids, err := m.Fork(ctx, s2, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range kids {
+				if out := mustRun(t, clientFor(k), "cat /workspace/f"); out != "two\n" {
+					t.Errorf("child sees %q", out)
+				}
+			}
+			// s1 is under the running parent; s2 under the children. Deleting
+			// both keeps their layers until nobody stands on them.
+			if err := m.DeleteSnapshot(ctx, s1); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.DeleteSnapshot(ctx, s2); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range append(s1.Layers, s2.Layers...) {
+				if _, err := os.Stat(l); err != nil {
+					t.Errorf("layer %s removed while in use: %v", l, err)
+				}
+			}
+			if _, err := b.LoadSnapshot(s1.ID); !errors.Is(err, hypervisor.ErrNotFound) {
+				t.Errorf("deleted snapshot still loads: %v", err)
+			}
+			for _, k := range kids {
+				k.Stop(ctx)
+			}
+			m.Stop(ctx)
+			for _, l := range append(s1.Layers, s2.Layers...) {
+				if _, err := os.Stat(l); err == nil {
+					t.Errorf("layer %s outlived every user", l)
+				}
+			}
+			ents, _ := os.ReadDir(filepath.Join(state, "procbox", "snapshots"))
+			if len(ents) != 0 {
+				t.Errorf("%d snapshot records left", len(ents))
+			}
+		})
+	}
+}
+
+func clientFor(m hypervisor.Machine) *client.Client {
+	return client.New(func(ctx context.Context) (net.Conn, error) { return m.Dial(ctx) })
+}
+
+func mustRun(t *testing.T, c *client.Client, line string) string {
+	t.Helper()
+	res, err := c.Exec(context.Background(), api.ExecRequest{Command: api.Command{Shell: line, TimeoutSeconds: 60}})
+	if err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%q: exit %d: %s", line, res.ExitCode, res.Stderr)
+	}
+	return string(res.Stdout)
 }

@@ -1,0 +1,366 @@
+package procbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A layerStore holds machines' writable layers and snapshot layers.
+//
+// The btrfs store makes checkpoints O(1): a machine's writable layer is a
+// btrfs subvolume, a checkpoint is a read-only snapshot of it (copy on
+// write, whatever the size), and the disk limit is the subvolume's qgroup
+// limit. The tmpfs store is the fallback where btrfs is unavailable: each
+// writable layer is a size-limited tmpfs and a checkpoint copies it.
+type layerStore interface {
+	kind() string
+	// newWritable makes a machine's writable layer holding empty upper/,
+	// work/ and identity/ directories, and returns its path.
+	newWritable(id string, diskMB int64) (string, error)
+	removeWritable(id string) error
+	// snapshot turns the machine's current upper directory into an
+	// immutable layer for snapshot snap and returns the layer's path and
+	// the bytes it copied (0 when nothing was copied).
+	snapshot(ctx context.Context, id, snap string) (layer string, copied int64, err error)
+	removeSnapshot(snap string) error
+	close() error
+}
+
+// Store kinds, for Capabilities and the ARCHITECTURE doc.
+const (
+	StoreBtrfs = "btrfs"
+	StoreTmpfs = "tmpfs"
+)
+
+// ---- tmpfs store ---------------------------------------------------------
+
+type tmpfsStore struct{ dir string }
+
+func (s *tmpfsStore) kind() string { return StoreTmpfs }
+
+func (s *tmpfsStore) writablePath(id string) string {
+	return filepath.Join(s.dir, "machines", id, "rw")
+}
+
+func (s *tmpfsStore) newWritable(id string, diskMB int64) (string, error) {
+	rw := s.writablePath(id)
+	if err := os.MkdirAll(rw, 0o700); err != nil {
+		return "", err
+	}
+	// A sandbox that fills its disk gets ENOSPC; the host's disk is untouched.
+	if err := unix.Mount("tmpfs", rw, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%dm,mode=0700", diskMB)); err != nil {
+		return "", fmt.Errorf("mount the writable layer: %w", err)
+	}
+	return rw, makeLayerDirs(rw)
+}
+
+func (s *tmpfsStore) removeWritable(id string) error {
+	rw := s.writablePath(id)
+	if err := unix.Unmount(rw, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		if err2 := unix.Unmount(rw, unix.MNT_DETACH); err2 != nil {
+			return fmt.Errorf("unmount writable layer: %w", err)
+		}
+	}
+	return os.RemoveAll(rw)
+}
+
+func (s *tmpfsStore) snapshot(ctx context.Context, id, snap string) (string, int64, error) {
+	layer := filepath.Join(s.dir, "layers", snap)
+	if err := os.MkdirAll(filepath.Dir(layer), 0o700); err != nil {
+		return "", 0, err
+	}
+	n, err := copyTree(ctx, filepath.Join(s.writablePath(id), "upper"), layer)
+	if err != nil {
+		os.RemoveAll(layer)
+		return "", 0, err
+	}
+	return layer, n, nil
+}
+
+func (s *tmpfsStore) removeSnapshot(snap string) error {
+	return os.RemoveAll(filepath.Join(s.dir, "layers", snap))
+}
+
+func (s *tmpfsStore) close() error { return nil }
+
+func makeLayerDirs(rw string) error {
+	for _, d := range []string{"upper", "work", "identity"} {
+		if err := os.Mkdir(filepath.Join(rw, d), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- btrfs store ---------------------------------------------------------
+
+type btrfsStore struct {
+	root    string // the btrfs mount (or a directory on one)
+	image   string // the loop image we mounted, "" when the dir was btrfs already
+	mounted bool   // we mounted root and unmount it on close
+}
+
+func (s *btrfsStore) kind() string { return StoreBtrfs }
+
+func (s *btrfsStore) machinesDir() string  { return filepath.Join(s.root, "machines") }
+func (s *btrfsStore) snapshotsDir() string { return filepath.Join(s.root, "snapshots") }
+
+func (s *btrfsStore) newWritable(id string, diskMB int64) (string, error) {
+	path := filepath.Join(s.machinesDir(), id)
+	if err := btrfsSubvolCreate(s.machinesDir(), id); err != nil {
+		return "", fmt.Errorf("create the writable subvolume: %w", err)
+	}
+	if err := btrfsLimit(path, uint64(diskMB)<<20); err != nil {
+		btrfsSubvolDelete(s.machinesDir(), id)
+		return "", fmt.Errorf("limit the writable subvolume: %w", err)
+	}
+	if err := os.Chmod(path, 0o700); err != nil {
+		return "", err
+	}
+	return path, makeLayerDirs(path)
+}
+
+func (s *btrfsStore) removeWritable(id string) error {
+	err := btrfsSubvolDelete(s.machinesDir(), id)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+func (s *btrfsStore) snapshot(_ context.Context, id, snap string) (string, int64, error) {
+	if err := btrfsSnapshot(filepath.Join(s.machinesDir(), id), s.snapshotsDir(), snap, true); err != nil {
+		return "", 0, fmt.Errorf("btrfs snapshot: %w", err)
+	}
+	return filepath.Join(s.snapshotsDir(), snap, "upper"), 0, nil
+}
+
+func (s *btrfsStore) removeSnapshot(snap string) error {
+	err := btrfsSubvolDelete(s.snapshotsDir(), snap)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+func (s *btrfsStore) close() error {
+	if !s.mounted {
+		return nil
+	}
+	// Sandboxes still running keep their own references to the file
+	// system; a lazy unmount lets them finish.
+	return unix.Unmount(s.root, unix.MNT_DETACH)
+}
+
+// openStore picks the store for a state directory: btrfs when the state
+// directory is on btrfs or a btrfs loop image can be made, tmpfs otherwise
+// (the reason is returned for Capabilities). kindWanted forces one ("" is
+// automatic).
+func openStore(dir, kindWanted string, imageBytes int64) (layerStore, string, error) {
+	if kindWanted == StoreTmpfs {
+		return &tmpfsStore{dir: dir}, "tmpfs store chosen by configuration", nil
+	}
+	bs, err := openBtrfs(dir, imageBytes)
+	if err == nil {
+		return bs, "", nil
+	}
+	if kindWanted == StoreBtrfs {
+		return nil, "", err
+	}
+	return &tmpfsStore{dir: dir}, "btrfs store unavailable (" + err.Error() + "): checkpoints copy the writable layer", nil
+}
+
+func openBtrfs(dir string, imageBytes int64) (*btrfsStore, error) {
+	root := filepath.Join(dir, "store")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	s := &btrfsStore{root: root}
+	if !isBtrfs(root) {
+		if !isBtrfs(dir) {
+			s.image = filepath.Join(dir, "store.img")
+			if err := mountImage(s.image, root, imageBytes); err != nil {
+				return nil, err
+			}
+			s.mounted = true
+		}
+	}
+	for _, d := range []string{s.machinesDir(), s.snapshotsDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	if err := btrfsQuotaEnable(root); err != nil {
+		s.close()
+		return nil, fmt.Errorf("enable btrfs quotas (needed for disk limits): %w", err)
+	}
+	return s, nil
+}
+
+func isBtrfs(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == unix.BTRFS_SUPER_MAGIC
+}
+
+// mountImage formats image (once) as btrfs and mounts it at root.
+func mountImage(image, root string, size int64) error {
+	if _, err := os.Stat(image); errors.Is(err, os.ErrNotExist) {
+		mkfs, err := exec.LookPath("mkfs.btrfs")
+		if err != nil {
+			return errors.New("mkfs.btrfs is not installed (apt-get install btrfs-progs)")
+		}
+		f, err := os.OpenFile(image+".tmp", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		err = f.Truncate(size) // sparse: takes no space until written
+		f.Close()
+		if err != nil {
+			return err
+		}
+		if out, err := exec.Command(mkfs, "-q", "-f", image+".tmp").CombinedOutput(); err != nil {
+			os.Remove(image + ".tmp")
+			return fmt.Errorf("mkfs.btrfs: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		if err := os.Rename(image+".tmp", image); err != nil {
+			return err
+		}
+	}
+	out, err := exec.Command("mount", "-o", "loop,noatime,discard", image, root).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mount %s: %v: %s", image, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// storeImageSize is the sparse size of a new store image: half the free
+// space of the state directory's file system, between 2 GiB and 1 TiB.
+func storeImageSize(dir string) int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 16 << 30
+	}
+	free := int64(st.Bavail) * int64(st.Bsize) / 2
+	return min(max(free, 2<<30), 1<<40)
+}
+
+// ---- btrfs ioctls (linux/btrfs.h) ----------------------------------------
+
+const (
+	btrfsIocSubvolCreate = 0x5000940e // _IOW(0x94, 14, btrfs_ioctl_vol_args)
+	btrfsIocSnapDestroy  = 0x5000940f // _IOW(0x94, 15, btrfs_ioctl_vol_args)
+	btrfsIocSnapCreateV2 = 0x50009417 // _IOW(0x94, 23, btrfs_ioctl_vol_args_v2)
+	btrfsIocQuotaCtl     = 0xc0109428 // _IOWR(0x94, 40, btrfs_ioctl_quota_ctl_args)
+	btrfsIocQgroupLimit  = 0x8030942b // _IOR(0x94, 43, btrfs_ioctl_qgroup_limit_args)
+	btrfsSubvolRdonly    = 1 << 1
+	btrfsQuotaCtlEnable  = 1
+	btrfsQgroupLimitRfer = 1 << 0
+	btrfsPathNameMax     = 4087
+	btrfsSubvolNameMax   = 4039
+)
+
+type btrfsVolArgs struct {
+	fd   int64
+	name [btrfsPathNameMax + 1]byte
+}
+
+type btrfsVolArgsV2 struct {
+	fd      int64
+	transid uint64
+	flags   uint64
+	unused  [4]uint64
+	name    [btrfsSubvolNameMax + 1]byte
+}
+
+type btrfsQuotaCtlArgs struct {
+	cmd    uint64
+	status uint64
+}
+
+type btrfsQgroupLimitArgs struct {
+	qgroupid uint64
+	flags    uint64
+	maxRfer  uint64
+	maxExcl  uint64
+	rsvRfer  uint64
+	rsvExcl  uint64
+}
+
+func btrfsIoctl(dir string, req uintptr, arg unsafe.Pointer) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg)); e != 0 {
+		return e
+	}
+	return nil
+}
+
+func validSubvolName(name string) error {
+	if name == "" || len(name) > btrfsSubvolNameMax || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return fmt.Errorf("invalid subvolume name %q", name)
+	}
+	return nil
+}
+
+func btrfsSubvolCreate(parent, name string) error {
+	if err := validSubvolName(name); err != nil {
+		return err
+	}
+	var a btrfsVolArgs
+	copy(a.name[:], name)
+	return btrfsIoctl(parent, btrfsIocSubvolCreate, unsafe.Pointer(&a))
+}
+
+func btrfsSubvolDelete(parent, name string) error {
+	if err := validSubvolName(name); err != nil {
+		return err
+	}
+	var a btrfsVolArgs
+	copy(a.name[:], name)
+	return btrfsIoctl(parent, btrfsIocSnapDestroy, unsafe.Pointer(&a))
+}
+
+func btrfsSnapshot(src, dstParent, name string, readOnly bool) error {
+	if err := validSubvolName(name); err != nil {
+		return err
+	}
+	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	var a btrfsVolArgsV2
+	a.fd = int64(sfd)
+	if readOnly {
+		a.flags = btrfsSubvolRdonly
+	}
+	copy(a.name[:], name)
+	return btrfsIoctl(dstParent, btrfsIocSnapCreateV2, unsafe.Pointer(&a))
+}
+
+func btrfsQuotaEnable(root string) error {
+	a := btrfsQuotaCtlArgs{cmd: btrfsQuotaCtlEnable}
+	err := btrfsIoctl(root, btrfsIocQuotaCtl, unsafe.Pointer(&a))
+	if errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	return err
+}
+
+// btrfsLimit caps the bytes a subvolume refers to (qgroup 0 = its own).
+func btrfsLimit(subvol string, bytes uint64) error {
+	a := btrfsQgroupLimitArgs{flags: btrfsQgroupLimitRfer, maxRfer: bytes}
+	return btrfsIoctl(subvol, btrfsIocQgroupLimit, unsafe.Pointer(&a))
+}
