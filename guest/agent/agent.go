@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,8 +31,11 @@ import (
 
 // Defaults used when Config leaves a field empty.
 const (
-	DefaultSpoolDir  = "/var/lib/paddock-jobs"
-	DefaultUploadDir = "/var/tmp/.paddock-uploads"
+	DefaultSpoolDir = "/var/lib/paddock-jobs"
+	// Both live in root-owned /var/lib: a directory under a world-writable
+	// one (/tmp, /var/tmp) could be pre-planted as a symlink by the guest
+	// user and make the root agent write where it points.
+	DefaultUploadDir = "/var/lib/paddock-uploads"
 	defaultPATH      = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
@@ -119,6 +123,13 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if os.Geteuid() == 0 {
+		for _, d := range []string{cfg.SpoolDir, cfg.UploadDir} {
+			if err := privateDir(d); err != nil {
+				return nil, err
+			}
+		}
+	}
 	s := &Server{cfg: cfg, log: log, uid: -1, gid: -1}
 	if cfg.GuestUser != "" {
 		uid, gid, err := parseUser(cfg.GuestUser)
@@ -198,3 +209,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close kills every running job's process group. It is safe to call more
 // than once.
 func (s *Server) Close() { s.jobs.close() }
+
+// privateDir makes sure dir is a real directory only root can write, under
+// a parent only root can write, so nobody else can swap it for a symlink.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("agent directory %s: %w", dir, err)
+	}
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("agent directory %s: %w", p, err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() || !ok || st.Uid != 0 || (fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0) || (p == dir && fi.Mode().Perm()&0o022 != 0) {
+			return fmt.Errorf("agent directory %s must be a root-owned directory that only root can write (mode %v)", p, fi.Mode())
+		}
+	}
+	return nil
+}

@@ -251,6 +251,18 @@ func (p *process) start() error {
 		f.Close()
 	}
 	p.childEnds = nil
+	// The agent shields itself from the OOM killer (sandbox-init sets
+	// -1000, which children inherit); a command goes back to the default,
+	// so a memory-hungry command is what dies, not the agent.
+	if os.Geteuid() == 0 {
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte("0"), 0)
+	}
+	// The agent shields itself from the OOM killer (sandbox-init sets
+	// -1000, which children inherit); a command goes back to the default,
+	// so a memory-hungry command is what dies, not the agent.
+	if os.Geteuid() == 0 {
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte("0"), 0)
+	}
 	if p.confine {
 		go func() {
 			_, _ = p.policyW.Write(p.policy)
