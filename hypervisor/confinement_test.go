@@ -259,3 +259,20 @@ func TestConformanceDiskLimit(t *testing.T) {
 		mustOK(t, c, "rm /workspace/fill && echo ok > /workspace/after")
 	})
 }
+
+// TestConformanceMemoryLimit runs a command that eats memory past the
+// sandbox's limit: the command dies, the agent lives on.
+func TestConformanceMemoryLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e backendEnv) {
+		_, c := e.create(t, hypervisor.MachineSpec{MemoryMB: 64})
+		// tail buffers a line that never ends, so it grows until killed.
+		res := sh(t, c, "head -c 400000000 /dev/zero | tail -n 1 >/dev/null; echo rc=$?")
+		if strings.Contains(string(res.Stdout), "rc=0") {
+			t.Errorf("a 400 MB line fit in 64 MB: %q", res.Stdout)
+		}
+		if _, err := c.Health(ctxT(t)); err != nil {
+			t.Fatalf("agent died with the command: %v", err)
+		}
+		mustOK(t, c, "echo still here")
+	})
+}

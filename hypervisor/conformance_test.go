@@ -164,11 +164,28 @@ func TestConformanceCreateExec(t *testing.T) {
 			t.Errorf("stdout = %q, want %q", res.Stdout, want)
 		}
 		// The sandbox has its own PID namespace: the agent is PID 1.
-		if got := strings.TrimSpace(mustOK(t, c, "cat /proc/1/comm 2>/dev/null || echo hidden")); got == "systemd" || got == "init" {
-			t.Errorf("PID 1 in the sandbox is the host's %q", got)
+		if got := mustOK(t, c, "tr '\\0' ' ' < /proc/1/cmdline"); !strings.HasPrefix(got, "paddock-guest sandbox-init") {
+			t.Errorf("PID 1 in the sandbox is %q, want the guest agent", got)
 		}
 		if m.ID() == "" {
 			t.Error("machine has no id")
+		}
+		// Hardening every command gets, confined or not: no way to gain
+		// privileges, a bounding set without sys_admin and friends,
+		// nosuid/nodev root, read-only /dev, masked /proc files.
+		status := mustOK(t, c, "grep -E '^(NoNewPrivs|CapBnd|CapEff)' /proc/self/status")
+		if !strings.Contains(status, "NoNewPrivs:\t1") || !strings.Contains(status, "CapEff:\t0000000000000000") {
+			t.Errorf("command status: %q", status)
+		}
+		if bnd := status[strings.Index(status, "CapBnd:")+8:]; strings.HasPrefix(bnd, "000001ff") || strings.HasPrefix(bnd, "0000003f") {
+			t.Errorf("bounding set is full: %q", bnd)
+		}
+		rootMount := mustOK(t, c, "grep ' / ' /proc/self/mounts")
+		if !strings.Contains(rootMount, "nosuid") || !strings.Contains(rootMount, "nodev") {
+			t.Errorf("root mount lacks nosuid,nodev: %q", rootMount)
+		}
+		if out := mustOK(t, c, "wc -c < /proc/kcore 2>/dev/null || echo 0; grep ' /dev ' /proc/self/mounts; grep ' /proc/sys ' /proc/self/mounts"); !strings.HasPrefix(out, "0\n") || !strings.Contains(out, "/dev tmpfs ro,") || !strings.Contains(out, "/proc/sys proc ro,") {
+			t.Errorf("/proc and /dev hardening: %q", out)
 		}
 		// Commands inherit no descriptor of the agent's: not the guest
 		// binary's memfd, the agent socket or the console log.

@@ -228,6 +228,9 @@ func (p *process) openConfinePipes() error {
 	return nil
 }
 
+// CommandOOMScoreAdj is the oom_score_adj of every command the agent starts.
+const CommandOOMScoreAdj = "500"
+
 // abort releases the pipes of a process that will not be started.
 func (p *process) abort() {
 	for _, f := range p.childEnds {
@@ -251,17 +254,15 @@ func (p *process) start() error {
 		f.Close()
 	}
 	p.childEnds = nil
-	// The agent shields itself from the OOM killer (sandbox-init sets
-	// -1000, which children inherit); a command goes back to the default,
-	// so a memory-hungry command is what dies, not the agent.
+	// When the sandbox runs out of memory, a command is what the OOM
+	// killer picks, not the agent (see sandboxinit.lowerPrivileges).
 	if os.Geteuid() == 0 {
-		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte("0"), 0)
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte(CommandOOMScoreAdj), 0)
 	}
-	// The agent shields itself from the OOM killer (sandbox-init sets
-	// -1000, which children inherit); a command goes back to the default,
-	// so a memory-hungry command is what dies, not the agent.
+	// When the sandbox runs out of memory, a command is what the OOM
+	// killer picks, not the agent (see sandboxinit.lowerPrivileges).
 	if os.Geteuid() == 0 {
-		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte("0"), 0)
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte(CommandOOMScoreAdj), 0)
 	}
 	if p.confine {
 		go func() {

@@ -25,6 +25,9 @@ func Main(args []string) int {
 	// so it must never change.
 	runtime.LockOSThread()
 	argv, err := setup()
+	if err == nil {
+		err = lowerPrivileges()
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
 		return 125
@@ -98,6 +101,83 @@ func setup() ([]string, error) {
 	return argv, nil
 }
 
+// agentCaps are the capabilities the agent keeps: enough to act on any file
+// and to start commands as the guest user and signal them. Everything else
+// (sys_admin, mknod, module, ptrace, raw I/O, net_admin…) leaves the
+// bounding set, so no process in the sandbox can ever hold it.
+var agentCaps = map[int]bool{
+	unix.CAP_CHOWN: true, unix.CAP_DAC_OVERRIDE: true, unix.CAP_DAC_READ_SEARCH: true,
+	unix.CAP_FOWNER: true, unix.CAP_FSETID: true, unix.CAP_KILL: true,
+	unix.CAP_SETGID: true, unix.CAP_SETUID: true, unix.CAP_NET_BIND_SERVICE: true,
+	unix.CAP_AUDIT_WRITE: true,
+}
+
+// lowerPrivileges runs on the locked thread that will fork the agent:
+// the agent and everything it starts inherit what is set here.
+func lowerPrivileges() error {
+	// The agent must survive a command that eats the sandbox's memory:
+	// it asks to be exempt from the OOM killer (some kernels refuse
+	// negative values; then only the commands' raised score protects it),
+	// and commands get a high score when the agent starts them.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("-1000"), 0); err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox-init: cannot exempt the agent from the OOM killer: %v\n", err)
+	}
+	last := unix.CAP_LAST_CAP
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		fmt.Sscan(strings.TrimSpace(string(b)), &last)
+	}
+	for c := 0; c <= last; c++ {
+		if agentCaps[c] || c == unix.CAP_SETPCAP {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SETPCAP, 0, 0, 0); err != nil {
+		return fmt.Errorf("drop CAP_SETPCAP: %w", err)
+	}
+	// No process in the sandbox gains privileges through execve (setuid,
+	// file capabilities): inherited by the agent and all it starts.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	return nil
+}
+
+// procMasked are /proc files the sandbox has no business reading.
+var procMasked = []string{"kcore", "keys", "timer_list", "sched_debug", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup"}
+
+// procReadOnly are /proc trees that change the host kernel when written.
+var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+
+// hardenProc masks and write-protects the parts of the new /proc that
+// reach the host kernel rather than this PID namespace.
+func hardenProc(proc string) error {
+	for _, f := range procMasked {
+		p := filepath.Join(proc, f)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount("/dev/null", p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", f, err)
+		}
+	}
+	for _, f := range procReadOnly {
+		p := filepath.Join(proc, f)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind /proc/%s: %w", f, err)
+		}
+		if err := unix.Mount("", p, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("make /proc/%s read-only: %w", f, err)
+		}
+	}
+	return nil
+}
+
 // setIdentity gives the machine its own /etc/machine-id, so forks of one
 // snapshot do not share it. The file lives on the machine's tmpfs and is
 // bind-mounted over the image's, only when the image has one.
@@ -129,7 +209,12 @@ func mountRoot(c Config) error {
 		}
 	}
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(c.Lower, ":"), c.Upper, c.Work)
-	if err := unix.Mount("overlay", c.Merged, "overlay", 0, opts); err != nil {
+	if len(opts) > 4000 {
+		return fmt.Errorf("the layer chain is too long for one overlay mount (%d layers, %d bytes of options; the kernel takes one page): restore or fork from an earlier checkpoint", len(c.Lower), len(opts))
+	}
+	// nosuid: a setuid binary in the image gives the guest user nothing;
+	// nodev: a device node made on the writable layer opens nothing.
+	if err := unix.Mount("overlay", c.Merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount overlay (%s): %w", opts, err)
 	}
 	r := c.Merged
@@ -150,6 +235,9 @@ func mountRoot(c Config) error {
 		if err := unix.Mount(m.src, t, m.fstype, m.flags, m.data); err != nil {
 			return fmt.Errorf("mount %s on /%s: %w", m.fstype, m.target, err)
 		}
+	}
+	if err := hardenProc(filepath.Join(r, "proc")); err != nil {
+		return err
 	}
 	dev := filepath.Join(r, "dev")
 	for _, d := range []struct {
@@ -179,7 +267,7 @@ func mountRoot(c Config) error {
 		}
 	}
 	// /dev is done: no new device nodes can appear in it.
-	if err := unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NOEXEC|unix.MS_RDONLY, ""); err != nil {
 		return fmt.Errorf("remount /dev: %w", err)
 	}
 	return nil

@@ -110,6 +110,7 @@ func TestDebianImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	m, err := b.Create(context.Background(), hypervisor.MachineSpec{Image: testutil.DebianImageName})
 	if err != nil {
 		t.Fatal(err)

@@ -288,6 +288,11 @@ func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
 	if !userRE.MatchString(spec.GuestUser) {
 		return spec, bad("guest user %q: want uid:gid", spec.GuestUser)
 	}
+	if strings.HasPrefix(spec.GuestUser, "0:") || strings.HasSuffix(spec.GuestUser, ":0") {
+		// Without a user namespace, uid 0 in a sandbox is uid 0 on the
+		// host: commands never run as root.
+		return spec, bad("guest user %q: commands cannot run as root (uid or gid 0)", spec.GuestUser)
+	}
 	if len(spec.Env) > 256 {
 		return spec, bad("at most 256 environment entries")
 	}

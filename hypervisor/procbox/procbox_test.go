@@ -35,6 +35,8 @@ func TestNormalize(t *testing.T) {
 		{"pids", hypervisor.MachineSpec{Image: "mini", PIDs: 2}, hypervisor.ErrInvalidSpec, "pids"},
 		{"network", hypervisor.MachineSpec{Image: "mini", Network: "nat"}, hypervisor.ErrNotSupported, "network"},
 		{"user", hypervisor.MachineSpec{Image: "mini", GuestUser: "root"}, hypervisor.ErrInvalidSpec, "uid:gid"},
+		{"root user", hypervisor.MachineSpec{Image: "mini", GuestUser: "0:0"}, hypervisor.ErrInvalidSpec, "cannot run as root"},
+		{"root group", hypervisor.MachineSpec{Image: "mini", GuestUser: "1000:0"}, hypervisor.ErrInvalidSpec, "cannot run as root"},
 		{"env", hypervisor.MachineSpec{Image: "mini", Env: []string{"NOEQUALS"}}, hypervisor.ErrInvalidSpec, "KEY=VALUE"},
 		{"env newline", hypervisor.MachineSpec{Image: "mini", Env: []string{"A=b\nc"}}, hypervisor.ErrInvalidSpec, "KEY=VALUE"},
 	} {
