@@ -340,7 +340,7 @@ func TestConformanceJobs(t *testing.T) {
 		}
 		r = waitJob(t, c, j.ID)
 		if r.ExitCode == nil || *r.ExitCode != 7 || r.DroppedBytes != 499000 {
-			t.Errorf("drain past cap: exit %v dropped %d", r.ExitCode, r.DroppedBytes)
+			t.Errorf("drain past cap: exit %v dropped %d", ptrStr(r.ExitCode), r.DroppedBytes)
 		}
 		r, err = c.ReadJob(ctx, j.ID, client.ReadOptions{})
 		if err != nil {
@@ -362,7 +362,8 @@ func waitJob(t *testing.T, c *client.Client, id string) *api.JobRead {
 			t.Fatal(err)
 		}
 		off, eoff = r.NextOffset, r.StderrNextOffset
-		if r.State != api.JobRunning {
+		// Ended, and both streams drained to their end: counts are final.
+		if r.State != api.JobRunning && r.EOF {
 			return r
 		}
 	}
@@ -676,4 +677,11 @@ func TestConformanceParallel(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+func ptrStr(p *int) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprint(*p)
 }

@@ -22,7 +22,9 @@ const cgroupParent = "/paddock"
 // limits is a sandbox's cgroup, version-independent.
 type limits interface {
 	addProc(pid int) error
-	freeze() error
+	// freeze stops every task in the cgroup, or fails (and thaws) at the
+	// deadline: a task stuck in the kernel must not hang a checkpoint.
+	freeze(timeout time.Duration) error
 	thaw() error
 	procs() ([]int, error)
 	// killAll SIGKILLs everything in the cgroup and waits for it to empty.
@@ -64,9 +66,10 @@ func newLimits(id string, r resources) (limits, error) {
 			res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period)}
 		}
 		if r.memoryMB > 0 {
+			// memory.swap.max is left alone: it exists only where swap
+			// accounting is on, and writing it elsewhere fails the create.
 			b := r.memoryMB << 20
-			swap := int64(0)
-			res.Memory = &cgroup2.Memory{Max: &b, Swap: &swap}
+			res.Memory = &cgroup2.Memory{Max: &b}
 		}
 		if r.pids > 0 {
 			res.Pids = &cgroup2.Pids{Max: r.pids}
@@ -123,8 +126,11 @@ type v1 struct {
 }
 
 func (c *v1) addProc(pid int) error { return c.c.AddProc(uint64(pid)) }
-func (c *v1) freeze() error         { return c.c.Freeze() }
-func (c *v1) thaw() error           { return c.c.Thaw() }
+func (c *v1) freeze(timeout time.Duration) error {
+	dir := filepath.Join("/sys/fs/cgroup/freezer", c.group)
+	return freezeFile(filepath.Join(dir, "freezer.state"), "FROZEN", filepath.Join(dir, "freezer.state"), "FROZEN", timeout, c.thaw)
+}
+func (c *v1) thaw() error { return c.c.Thaw() }
 func (c *v1) dirFD() (*os.File, error) {
 	return nil, nil
 }
@@ -157,8 +163,10 @@ type v2 struct {
 }
 
 func (c *v2) addProc(pid int) error { return c.m.AddProc(uint64(pid)) }
-func (c *v2) freeze() error         { return c.m.Freeze() }
-func (c *v2) thaw() error           { return c.m.Thaw() }
+func (c *v2) freeze(timeout time.Duration) error {
+	return freezeFile(filepath.Join(c.path, "cgroup.freeze"), "1", filepath.Join(c.path, "cgroup.events"), "frozen 1", timeout, c.thaw)
+}
+func (c *v2) thaw() error { return c.m.Thaw() }
 func (c *v2) dirFD() (*os.File, error) {
 	return os.Open(c.path)
 }
@@ -241,4 +249,28 @@ func atoiOr(s string, d int) int {
 		return n
 	}
 	return d
+}
+
+// freezeFile writes value to ctl and polls state until it contains want,
+// thawing and failing at the deadline.
+func freezeFile(ctl, value, state, want string, timeout time.Duration, thaw func() error) error {
+	if err := os.WriteFile(ctl, []byte(value), 0); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for delay := 100 * time.Microsecond; ; delay = min(delay*2, 10*time.Millisecond) {
+		b, err := os.ReadFile(state)
+		if err != nil {
+			thaw()
+			return err
+		}
+		if strings.Contains(string(b), want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			thaw()
+			return fmt.Errorf("the cgroup did not freeze within %s (a task may be stuck in the kernel)", timeout)
+		}
+		time.Sleep(delay)
+	}
 }

@@ -26,6 +26,9 @@ import (
 	"paddock.dev/paddock/hypervisor/image"
 )
 
+// freezeTimeout bounds how long a checkpoint waits for the sandbox to freeze.
+const freezeTimeout = 10 * time.Second
+
 // Machine is one procbox sandbox.
 type Machine struct {
 	b     *Backend
@@ -143,18 +146,21 @@ func (m *Machine) boot(ctx context.Context) error {
 	// The child execs the guest straight from the sealed memfd, which
 	// ExtraFiles puts at fd 5 (so nothing in the sandbox can rewrite the
 	// host's copy of the binary through /proc/1/exe).
-	cmd := &exec.Cmd{
-		Path:       "/proc/self/fd/5",
-		Args:       []string{"paddock-guest", sandboxinit.Subcommand},
-		Env:        []string{},
-		Stdout:     console,
-		Stderr:     console,
-		ExtraFiles: []*os.File{lf, pr, m.guest}, // fds 3, 4, 5: see sandboxinit
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
-			Setsid:     true,
-		},
+	newCmd := func() *exec.Cmd {
+		return &exec.Cmd{
+			Path:       "/proc/self/fd/5",
+			Args:       []string{"paddock-guest", sandboxinit.Subcommand},
+			Env:        []string{},
+			Stdout:     console,
+			Stderr:     console,
+			ExtraFiles: []*os.File{lf, pr, m.guest}, // fds 3, 4, 5: see sandboxinit
+			SysProcAttr: &syscall.SysProcAttr{
+				Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWNET,
+				Setsid:     true,
+			},
+		}
 	}
+	cmd := newCmd()
 	cgfd, err := lim.dirFD()
 	if err != nil {
 		lim.delete()
@@ -165,7 +171,18 @@ func (m *Machine) boot(ctx context.Context) error {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = int(cgfd.Fd())
 	}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if err != nil && cgfd != nil && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)) {
+		// CLONE_INTO_CGROUP needs clone3, which some seccomp profiles
+		// (Docker's default) refuse: start normally and add the pid
+		// before the init is allowed to go on, as on cgroup v1.
+		m.log.Debug("clone3 refused; adding the init to its cgroup after start", "err", err)
+		cmd = newCmd()
+		cgfd.Close()
+		cgfd = nil
+		err = cmd.Start()
+	}
+	if err != nil {
 		pr.Close()
 		lim.delete()
 		return fmt.Errorf("start sandbox init: %w", err)
@@ -313,6 +330,11 @@ func (m *Machine) halt() error {
 func (m *Machine) Stop(ctx context.Context) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
+	return m.stopLocked()
+}
+
+// stopLocked is Stop with opMu held.
+func (m *Machine) stopLocked() error {
 	m.mu.Lock()
 	if m.stopped {
 		m.mu.Unlock()
@@ -379,7 +401,7 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 	}
 	// Frozen, no process changes the upper layer while it becomes a
 	// layer: the snapshot is what the sandbox had at one instant.
-	if err := lim.freeze(); err != nil {
+	if err := lim.freeze(freezeTimeout); err != nil {
 		os.RemoveAll(dir)
 		return hypervisor.Snapshot{}, fmt.Errorf("freeze: %w", err)
 	}
@@ -410,7 +432,8 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 	if s.Memory {
 		return fmt.Errorf("%w: memory restore", hypervisor.ErrNotSupported)
 	}
-	if err := m.b.checkSnapshot(s); err != nil {
+	s, err := m.b.resolveSnapshot(s)
+	if err != nil {
 		return err
 	}
 	rootfs, err := m.b.images.Rootfs(s.Image)
@@ -431,7 +454,12 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 	m.mu.Lock()
 	m.layers, m.image, m.rootfs = slices.Clone(s.Layers), s.Image, rootfs
 	m.mu.Unlock()
-	return m.boot(ctx)
+	if err := m.boot(ctx); err != nil {
+		// Half booted is worse than stopped: clean up and say so.
+		m.stopLocked()
+		return fmt.Errorf("restore failed and the machine was stopped: %w", err)
+	}
+	return nil
 }
 
 // Fork implements hypervisor.Machine: n new machines boot from s in
@@ -440,7 +468,8 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 	if n < 1 || n > hypervisor.MaxForkChildren {
 		return nil, fmt.Errorf("%w: fork count %d must be between 1 and %d", hypervisor.ErrInvalidSpec, n, hypervisor.MaxForkChildren)
 	}
-	if err := m.b.checkSnapshot(s); err != nil {
+	s, err := m.b.resolveSnapshot(s)
+	if err != nil {
 		return nil, err
 	}
 	base := m.spec.ID

@@ -320,11 +320,12 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 	var layers []string
 	imageName := spec.Image
 	if spec.From != nil {
-		if err := b.checkSnapshot(*spec.From); err != nil {
+		rec, err := b.resolveSnapshot(*spec.From)
+		if err != nil {
 			return nil, err
 		}
-		layers = append(layers, spec.From.Layers...)
-		imageName = spec.From.Image
+		layers = append(layers, rec.Layers...)
+		imageName = rec.Image
 	}
 	rootfs, err := b.images.Rootfs(imageName)
 	if err != nil {
@@ -370,7 +371,13 @@ func (b *Backend) guestMemfd() (*os.File, error) {
 		return nil, fmt.Errorf("procbox: open guest binary: %w", err)
 	}
 	defer src.Close()
-	fd, err := unix.MemfdCreate("paddock-guest", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	// MFD_EXEC: hosts with vm.memfd_noexec set refuse to execute a memfd
+	// unless it asks to be executable; kernels before 6.3 do not know the
+	// flag (EINVAL) and allow it anyway.
+	fd, err := unix.MemfdCreate("paddock-guest", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
+	if errors.Is(err, unix.EINVAL) {
+		fd, err = unix.MemfdCreate("paddock-guest", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("procbox: memfd_create: %w", err)
 	}
@@ -397,22 +404,24 @@ func (b *Backend) forget(id string) {
 // snapshotDir is where a snapshot's layer and metadata live.
 func (b *Backend) snapshotDir(id string) string { return filepath.Join(b.dir, "snapshots", id) }
 
-func (b *Backend) checkSnapshot(s hypervisor.Snapshot) error {
+// resolveSnapshot returns the snapshot as this backend recorded it. The
+// caller's copy only names it: its layer paths are never trusted, so a
+// forged snapshot cannot mount a host directory (or another sandbox's
+// writable layer) into a sandbox.
+func (b *Backend) resolveSnapshot(s hypervisor.Snapshot) (hypervisor.Snapshot, error) {
 	if s.Backend != Name {
-		return fmt.Errorf("%w: snapshot %q belongs to backend %q", hypervisor.ErrInvalidSpec, s.ID, s.Backend)
+		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q belongs to backend %q", hypervisor.ErrInvalidSpec, s.ID, s.Backend)
 	}
-	if !idRE.MatchString(s.ID) {
-		return fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, s.ID)
+	rec, err := b.LoadSnapshot(s.ID)
+	if err != nil {
+		return hypervisor.Snapshot{}, err
 	}
-	for _, l := range s.Layers {
-		if !strings.HasPrefix(l, b.dir+"/") || strings.Contains(l, "/../") {
-			return fmt.Errorf("%w: snapshot %q has a layer outside the snapshot store", hypervisor.ErrInvalidSpec, s.ID)
-		}
+	for _, l := range rec.Layers {
 		if _, err := os.Stat(l); err != nil {
-			return fmt.Errorf("%w: snapshot %q layer is missing: %v", hypervisor.ErrNotFound, s.ID, err)
+			return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q layer is missing: %v", hypervisor.ErrNotFound, s.ID, err)
 		}
 	}
-	return nil
+	return rec, nil
 }
 
 // LoadSnapshot reads a snapshot's metadata from the store.

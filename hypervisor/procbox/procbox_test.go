@@ -126,12 +126,35 @@ func TestCreateRefusesUnknownImageAndSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	if _, err := b.Create(context.Background(), hypervisor.MachineSpec{Image: "nope"}); !errors.Is(err, hypervisor.ErrNotFound) {
 		t.Errorf("unknown image: %v", err)
 	}
 	bad := hypervisor.Snapshot{ID: "snap-x", Backend: Name, Image: "mini", Layers: []string{"/etc"}}
-	if _, err := b.Create(context.Background(), hypervisor.MachineSpec{From: &bad}); !errors.Is(err, hypervisor.ErrInvalidSpec) {
-		t.Errorf("layer outside the store: %v", err)
+	if _, err := b.Create(context.Background(), hypervisor.MachineSpec{From: &bad}); !errors.Is(err, hypervisor.ErrNotFound) {
+		t.Errorf("unknown snapshot: %v", err)
+	}
+	other := bad
+	other.Backend = "qemu"
+	if _, err := b.Create(context.Background(), hypervisor.MachineSpec{From: &other}); !errors.Is(err, hypervisor.ErrInvalidSpec) {
+		t.Errorf("another backend's snapshot: %v", err)
+	}
+	// A real snapshot with forged layer paths is used as recorded: the
+	// caller's paths never reach the overlay.
+	m, err := b.Create(context.Background(), hypervisor.MachineSpec{Image: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop(context.Background())
+	s, err := m.Checkpoint(context.Background(), "real", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := s
+	forged.Layers = []string{"/etc", "/root"}
+	rec, err := b.resolveSnapshot(forged)
+	if err != nil || len(rec.Layers) != 1 || rec.Layers[0] != s.Layers[0] {
+		t.Errorf("forged layers: %v %v", rec.Layers, err)
 	}
 	if _, err := b.LoadSnapshot("snap-missing"); !errors.Is(err, hypervisor.ErrNotFound) {
 		t.Errorf("missing snapshot: %v", err)
