@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -104,5 +105,62 @@ func TestCLI(t *testing.T) {
 	so, _, code = run("backends")
 	if code != 0 || !strings.Contains(so, "procbox") || !strings.Contains(so, "namespaces") {
 		t.Errorf("backends: %q", so)
+	}
+}
+
+// TestCLISweepsLeftovers kills a `paddock sandbox run` with SIGKILL while
+// its sandbox runs, then checks that the next paddock on the same state
+// dir removes what it left: the sandbox's processes, cgroup and files.
+func TestCLISweepsLeftovers(t *testing.T) {
+	testutil.RequiresRoot(t)
+	bin := buildCLI(t)
+	state := t.TempDir()
+	paddock := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, append([]string{"--state-dir", state}, args...)...)
+		c.Env = append(os.Environ(), "PADDOCK_GUEST=")
+		return c
+	}
+	if out, err := paddock("image", "build", "mini").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	victim := paddock("sandbox", "run", "--", "sleep 300")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	machines := filepath.Join(state, "procbox", "machines")
+	var id string
+	for deadline := time.Now().Add(20 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ents, _ := os.ReadDir(machines)
+		for _, e := range ents {
+			if _, err := os.Stat(filepath.Join(machines, e.Name(), "console.log")); err == nil {
+				id = e.Name()
+			}
+		}
+	}
+	if id == "" {
+		t.Fatal("the sandbox never appeared")
+	}
+	time.Sleep(300 * time.Millisecond) // let the command start
+	victim.Process.Kill()
+	victim.Wait()
+	cgroups := func() []string {
+		m, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + id)
+		n, _ := filepath.Glob("/sys/fs/cgroup/paddock/" + id)
+		return append(m, n...)
+	}
+	if len(cgroups()) == 0 {
+		t.Fatal("the killed run left no cgroup: the test proves nothing")
+	}
+	if out, err := paddock("sandbox", "run", "--", "true").CombinedOutput(); err != nil {
+		t.Fatalf("second run: %v: %s", err, out)
+	}
+	if cg := cgroups(); len(cg) != 0 {
+		t.Errorf("leftover cgroups not swept: %v", cg)
+	}
+	if _, err := os.Stat(filepath.Join(machines, id)); err == nil {
+		t.Errorf("leftover machine dir %s not swept", id)
+	}
+	if raw, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(raw), state) {
+		t.Errorf("a mount under the state dir is left")
 	}
 }

@@ -212,7 +212,9 @@ func killLoop(procs func() ([]int, error)) error {
 			return fmt.Errorf("cgroup still has %d processes after SIGKILL", len(ps))
 		}
 		for _, p := range ps {
-			syscall.Kill(p, syscall.SIGKILL)
+			if p > 1 { // never 0 (our own process group) or init
+				syscall.Kill(p, syscall.SIGKILL)
+			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -274,3 +276,47 @@ func freezeFile(ctl, value, state, want string, timeout time.Duration, thaw func
 		time.Sleep(delay)
 	}
 }
+
+// killCgroups empties and removes a sandbox's cgroup in every hierarchy
+// without knowing how it was made (used to sweep leftovers).
+func killCgroups(id string) error {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + cgroupParent + "/" + id)
+	if d := "/sys/fs/cgroup" + cgroupParent + "/" + id; fileExists(d) {
+		dirs = append(dirs, d)
+	}
+	// Thaw first: a frozen task cannot die.
+	for _, d := range dirs {
+		if fileExists(filepath.Join(d, "freezer.state")) {
+			os.WriteFile(filepath.Join(d, "freezer.state"), []byte("THAWED"), 0)
+		}
+		if fileExists(filepath.Join(d, "cgroup.freeze")) {
+			os.WriteFile(filepath.Join(d, "cgroup.freeze"), []byte("0"), 0)
+		}
+	}
+	var errs []error
+	for _, d := range dirs {
+		procs := func() ([]int, error) {
+			b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			if err != nil {
+				return nil, err
+			}
+			var out []int
+			for _, f := range strings.Fields(string(b)) {
+				if pid := atoiOr(f, 0); pid > 0 {
+					out = append(out, pid)
+				}
+			}
+			return out, nil
+		}
+		if err := killLoop(procs); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -36,6 +36,7 @@ type Machine struct {
 	spec  hypervisor.MachineSpec
 	dir   string
 	guest *os.File
+	owner *os.File // flock held while this process owns the machine
 	log   *slog.Logger
 
 	// opMu serializes lifecycle operations (checkpoint, restore, fork,
@@ -345,6 +346,9 @@ func (m *Machine) stopLocked() error {
 	err := m.halt()
 	if rmErr := os.RemoveAll(m.dir); rmErr != nil {
 		err = errors.Join(err, rmErr)
+	}
+	if m.owner != nil {
+		m.owner.Close()
 	}
 	m.b.forget(m.spec.ID)
 	if cerr := m.b.collectLayers(); cerr != nil {

@@ -13,6 +13,7 @@ package procbox
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -125,7 +126,73 @@ func (b *Backend) layerStore() (layerStore, error) {
 		b.log.Info("procbox layer store", "kind", s.kind(), "note", note)
 	}
 	b.store, b.storeNote = s, note
+	b.sweep(s)
 	return s, nil
+}
+
+// sweep removes what sandboxes of a process that died left behind: their
+// processes (through their cgroups), writable layers, sockets and
+// directories. A machine directory whose owner lock is held belongs to a
+// live process and is left alone.
+func (b *Backend) sweep(store layerStore) {
+	ents, _ := os.ReadDir(filepath.Join(b.dir, "machines"))
+	for _, e := range ents {
+		id := e.Name()
+		b.mu.Lock()
+		_, ours := b.machines[id]
+		b.mu.Unlock()
+		if ours || !idRE.MatchString(id) {
+			continue
+		}
+		dir := filepath.Join(b.dir, "machines", id)
+		lock, err := tryLock(filepath.Join(dir, "owner.lock"))
+		if err != nil {
+			continue // alive elsewhere
+		}
+		errs := []error{killCgroups(id), store.removeWritable(id)}
+		h := sha256.Sum256([]byte(id))
+		os.Remove(filepath.Join(b.dir, "run", hex.EncodeToString(h[:8])+".sock"))
+		errs = append(errs, os.RemoveAll(dir))
+		lock.Close()
+		if err := errors.Join(errs...); err != nil {
+			b.log.Warn("sweep a leftover sandbox", "machine", id, "err", err)
+		} else {
+			b.log.Info("swept a leftover sandbox", "machine", id)
+		}
+	}
+}
+
+// liveElsewhere reports whether another process owns a machine in this
+// state directory.
+func (b *Backend) liveElsewhere() bool {
+	ents, _ := os.ReadDir(filepath.Join(b.dir, "machines"))
+	for _, e := range ents {
+		b.mu.Lock()
+		_, ours := b.machines[e.Name()]
+		b.mu.Unlock()
+		if ours {
+			return true
+		}
+		lock, err := tryLock(filepath.Join(b.dir, "machines", e.Name(), "owner.lock"))
+		if err != nil {
+			return true
+		}
+		lock.Close()
+	}
+	return false
+}
+
+// tryLock takes an exclusive flock without waiting.
+func tryLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // StoreKind reports which layer store this backend uses ("btrfs" or
@@ -144,6 +211,11 @@ func (b *Backend) Close() error {
 	b.storeMu.Lock()
 	defer b.storeMu.Unlock()
 	if b.store == nil {
+		return nil
+	}
+	if b.liveElsewhere() {
+		// Sandboxes of this or another process still use the store.
+		b.store = nil
 		return nil
 	}
 	err := b.store.close()
@@ -349,6 +421,16 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 		log: b.log.With("machine", spec.ID)}
 	b.machines[spec.ID] = m
 	b.mu.Unlock()
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+		b.forget(spec.ID)
+		return nil, err
+	}
+	// The owner lock says this process is alive and owns the machine;
+	// a sweep by a later process skips it while it is held.
+	if m.owner, err = tryLock(filepath.Join(m.dir, "owner.lock")); err != nil {
+		b.forget(spec.ID)
+		return nil, fmt.Errorf("lock machine %s: %w", spec.ID, err)
+	}
 	if err := m.boot(ctx); err != nil {
 		m.Stop(context.Background())
 		return nil, err

@@ -184,14 +184,16 @@ func openBtrfs(dir string, imageBytes int64) (*btrfsStore, error) {
 		return nil, err
 	}
 	s := &btrfsStore{root: root}
-	if !isBtrfs(root) {
-		if !isBtrfs(dir) {
-			s.image = filepath.Join(dir, "store.img")
+	if !isBtrfs(dir) {
+		// Our own loop image: mount it unless an earlier process left it
+		// mounted, and unmount it on close either way.
+		s.image = filepath.Join(dir, "store.img")
+		if !isBtrfs(root) {
 			if err := mountImage(s.image, root, imageBytes); err != nil {
 				return nil, err
 			}
-			s.mounted = true
 		}
+		s.mounted = true
 	}
 	for _, d := range []string{s.machinesDir(), s.snapshotsDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
