@@ -320,8 +320,16 @@ func TestConformanceJobs(t *testing.T) {
 		if r.State != api.JobKilled {
 			t.Errorf("after kill: state %s", r.State)
 		}
-		if out := mustOK(t, c, "ps -eo args 2>/dev/null || true"); strings.Contains(out, "sleep 20") {
-			t.Errorf("a sleep survived the kill:\n%s", out)
+		// Killed processes may take a moment to be reaped by init.
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			out := mustOK(t, c, "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done")
+			if !strings.Contains(out, "sleep 20") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("a sleep survived the kill:\n%s", out)
+				break
+			}
 		}
 		// timeout.
 		j, err = c.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: "sleep 100", TimeoutSeconds: 1}})

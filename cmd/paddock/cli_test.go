@@ -72,6 +72,9 @@ func TestCLI(t *testing.T) {
 	if so != "out\n" || se != "err\n" || code != 7 {
 		t.Errorf("run: stdout %q stderr %q code %d", so, se, code)
 	}
+	if _, _, code := run("sandbox", "run", "--", "kill -TERM $$"); code != 128+15 {
+		t.Errorf("a command killed by SIGTERM: code %d, want 143", code)
+	}
 	so, _, code = run("sandbox", "run", "echo", "a;b")
 	if so != "a;b\n" || code != 0 {
 		t.Errorf("argv run: %q %d", so, code)

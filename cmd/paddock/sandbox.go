@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/spf13/cobra"
 
@@ -95,7 +98,8 @@ print its output and delete the sandbox. One argument is a shell line
 			if res.ExitCode != 0 {
 				code := res.ExitCode
 				if code < 0 {
-					code = 128 + 9
+					// Killed by a signal: exit as a shell would, 128+n.
+					code = 128 + int(unix.SignalNum("SIG"+strings.TrimPrefix(res.Signal, "SIG")))
 				}
 				return exitCodeError(code)
 			}

@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	"syscall"
 )
 
 // DebianOptions configure BuildDebian.
@@ -67,6 +69,11 @@ func (s Store) BuildDebian(ctx context.Context, name string, opt DebianOptions, 
 	root := filepath.Join(tmp, "rootfs")
 	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase",
 		"--include="+strings.Join(pkgs, ","), opt.Suite, root, opt.Mirror)
+	// debootstrap runs dpkg and friends, and mounts /proc and /sys in the
+	// new root: on cancel, kill the whole group and unmount what it left.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	defer unmountUnder(root)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return Meta{}, err
@@ -118,4 +125,22 @@ func (s Store) BuildDebian(ctx context.Context, name string, opt DebianOptions, 
 	}
 	progress("done", 1, 1)
 	return s.commit(name, "debian", tmp, fmt.Sprintf("debootstrap %s with %s", opt.Suite, strings.Join(pkgs, " ")))
+}
+
+// unmountUnder lazily unmounts every mount at or below dir, deepest first.
+func unmountUnder(dir string) {
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			points = append(points, f[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(points)))
+	for _, p := range points {
+		syscall.Unmount(p, syscall.MNT_DETACH)
+	}
 }

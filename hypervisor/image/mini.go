@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -24,7 +25,12 @@ var miniTools = []string{
 	"setsid", "nohup", "which", "awk", "mawk", "base64", "split", "comm", "paste", "fold",
 }
 
-var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}
+// libDirs are where the dynamic loader looks on Debian, for this machine's
+// architecture.
+var libDirs = func() []string {
+	triplet := map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "riscv64": "riscv64-linux-gnu", "ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu", "386": "i386-linux-gnu"}[runtime.GOARCH]
+	return []string{"/lib/" + triplet, "/usr/lib/" + triplet, "/lib64", "/usr/lib64", "/lib", "/usr/lib"}
+}()
 
 // BuildMini builds the "mini" image from the host's own binaries.
 func (s Store) BuildMini(ctx context.Context, name string, progress Progress) (Meta, error) {

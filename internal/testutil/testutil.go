@@ -5,11 +5,13 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -69,7 +71,9 @@ func GuestBinary(t testing.TB) string {
 	}
 	guestOnce.Do(func() {
 		dir := filepath.Join(os.TempDir(), "paddock-test-bin")
-		os.MkdirAll(dir, 0o755)
+		if guestErr = privateCache(dir); guestErr != nil {
+			return
+		}
 		unlock := lockFile(filepath.Join(dir, ".lock"))
 		defer unlock()
 		out := filepath.Join(dir, "paddock-guest")
@@ -110,8 +114,10 @@ func MiniImages(t testing.TB) string {
 	t.Helper()
 	imageOnce.Do(func() {
 		dir := filepath.Join(os.TempDir(), "paddock-test-images")
-		os.MkdirAll(dir, 0o755)
-		unlock := lockFile(filepath.Join(os.TempDir(), "paddock-test-images.lock"))
+		if imageErr = privateCache(dir); imageErr != nil {
+			return
+		}
+		unlock := lockFile(filepath.Join(dir, ".lock"))
 		defer unlock()
 		s := image.Store{Dir: dir}
 		if m, err := s.Get(MiniImageName); err == nil && m.Format == image.FormatVersion && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
@@ -156,8 +162,10 @@ func DebianImages(t testing.TB) (string, []string) {
 	RequiresCommand(t, "debootstrap")
 	dir := filepath.Join(os.TempDir(), "paddock-test-images")
 	debianOnce.Do(func() {
-		os.MkdirAll(dir, 0o755)
-		unlock := lockFile(filepath.Join(os.TempDir(), "paddock-test-images.lock"))
+		if debianErr = privateCache(dir); debianErr != nil {
+			return
+		}
+		unlock := lockFile(filepath.Join(dir, ".lock"))
 		defer unlock()
 		s := image.Store{Dir: dir}
 		if m, err := s.Get(DebianImageName); err == nil && m.Format == image.FormatVersion && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
@@ -178,4 +186,22 @@ func DebianImages(t testing.TB) (string, []string) {
 		t.Fatalf("build the debian image: %v", debianErr)
 	}
 	return dir, debianLog
+}
+
+// privateCache makes sure a shared cache directory in /tmp belongs to us
+// and nobody else can write it: tests run what it holds as root, so a
+// directory another user planted first must not be used.
+func privateCache(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("test cache %s is not a directory owned by uid %d that only it can write (mode %v): remove it", dir, os.Geteuid(), fi.Mode())
+	}
+	return nil
 }
