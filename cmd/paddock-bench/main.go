@@ -50,6 +50,7 @@ func main() {
 	}
 	b, err := procbox.New(hypervisor.Config{StateDir: dir, GuestBinary: *guest, ImagesDir: imgs.Dir})
 	check(err)
+	defer b.Close()
 	// Warm up: the first create copies the guest binary into its memfd.
 	m, err := b.Create(ctx, hypervisor.MachineSpec{Image: "mini"})
 	check(err)
@@ -144,6 +145,7 @@ func main() {
 	})
 	row("fork into 4, per child vs create", fork, ours, "create (goal ≤ 50ms per child)")
 	check(m.Stop(ctx))
+	// Deferred: Close unmounts the store, then the state dir goes.
 }
 
 func dialer(m hypervisor.Machine) func(context.Context) (net.Conn, error) {
@@ -177,7 +179,6 @@ func median(n int, f func() time.Duration) time.Duration {
 
 func check(err error) {
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "paddock-bench:", err)
-		os.Exit(1)
+		panic(fmt.Sprintf("paddock-bench: %v", err)) // unwinds the deferred cleanup
 	}
 }
