@@ -1,8 +1,11 @@
 // Package image builds and stores the root filesystems sandboxes start from.
 //
-// An image is a directory <dir>/<name>/rootfs plus <dir>/<name>/image.json.
-// Backends use the rootfs as the read-only bottom layer of a sandbox and never
-// write to it. Two builders exist:
+// An image is <dir>/<name>/image.json naming the current build, whose root
+// filesystem is <dir>/<name>/builds/<build>/rootfs. A build is never
+// changed after it is made: rebuilding makes a new build and switches
+// image.json to it, so sandboxes and snapshots standing on the old build
+// keep it. Backends record who uses a build (Use/Release) and old builds go
+// once unused. Two builders exist:
 //
 //   - "mini": host binaries (a shell, coreutils and a few tools) with the
 //     shared libraries they need, copied into a fresh tree. Builds in about a
@@ -23,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -44,12 +48,13 @@ const (
 
 // FormatVersion changes whenever finishTree adds something every image
 // must have; images of an older format should be rebuilt.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // Meta is image.json.
 type Meta struct {
 	Name      string    `json:"name"`
 	Format    int       `json:"format"`
+	Build     string    `json:"build"` // the current build's id
 	Builder   string    `json:"builder"`
 	CreatedAt time.Time `json:"created_at"`
 	Bytes     int64     `json:"bytes"`
@@ -70,16 +75,100 @@ func ValidName(name string) error {
 	return nil
 }
 
-// Rootfs returns the root filesystem directory of a built image.
+// Rootfs returns the root filesystem directory of an image's current
+// build.
 func (s Store) Rootfs(name string) (string, error) {
-	if err := ValidName(name); err != nil {
-		return "", err
-	}
-	dir := filepath.Join(s.Dir, name, "rootfs")
-	if _, err := os.Stat(filepath.Join(s.Dir, name, "image.json")); err != nil {
+	m, err := s.Get(name)
+	if errors.Is(err, ErrNotFound) {
 		return "", fmt.Errorf("%w: %q (build it with `paddock image build %s`)", ErrNotFound, name, name)
 	}
-	return dir, nil
+	if err != nil {
+		return "", err
+	}
+	if m.Build == "" { // format 2 and older: one rootfs in place
+		return filepath.Join(s.Dir, name, "rootfs"), nil
+	}
+	return filepath.Join(s.Dir, name, "builds", m.Build, "rootfs"), nil
+}
+
+// Use records that user (a machine or snapshot id, a file name) stands on
+// the build holding rootfs, so it is not removed under them.
+func (s Store) Use(rootfs, user string) error {
+	if !usersRE.MatchString(user) {
+		return fmt.Errorf("invalid image user %q", user)
+	}
+	dir := filepath.Join(filepath.Dir(rootfs), "users")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, user), nil, 0o600)
+}
+
+// Release undoes Use, and removes the build if it is no longer current
+// and nobody else uses it.
+func (s Store) Release(rootfs, user string) error {
+	if !usersRE.MatchString(user) {
+		return fmt.Errorf("invalid image user %q", user)
+	}
+	err := os.Remove(filepath.Join(filepath.Dir(rootfs), "users", user))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	name := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(rootfs))))
+	if ValidName(name) == nil {
+		s.prune(name)
+	}
+	return nil
+}
+
+// ReleaseAll drops user from every build of every image (a sweep of a
+// machine whose owner died).
+func (s Store) ReleaseAll(user string) {
+	if !usersRE.MatchString(user) {
+		return
+	}
+	matches, _ := filepath.Glob(filepath.Join(s.Dir, "*", "builds", "*", "users", user))
+	for _, m := range matches {
+		s.Release(filepath.Join(filepath.Dir(filepath.Dir(m)), "rootfs"), user)
+	}
+}
+
+var usersRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// prune removes the builds of name that are not current and unused.
+func (s Store) prune(name string) {
+	s.lock(name, func() {
+		current := ""
+		if m, err := s.Get(name); err == nil {
+			current = m.Build
+		}
+		builds, _ := os.ReadDir(filepath.Join(s.Dir, name, "builds"))
+		for _, b := range builds {
+			if b.Name() == current {
+				continue
+			}
+			users, _ := os.ReadDir(filepath.Join(s.Dir, name, "builds", b.Name(), "users"))
+			if len(users) == 0 {
+				os.RemoveAll(filepath.Join(s.Dir, name, "builds", b.Name()))
+			}
+		}
+		if current == "" {
+			if rest, _ := os.ReadDir(filepath.Join(s.Dir, name, "builds")); len(rest) == 0 {
+				os.RemoveAll(filepath.Join(s.Dir, name))
+			}
+		}
+	})
+}
+
+// lock runs fn holding the image's lock file.
+func (s Store) lock(name string, fn func()) {
+	os.MkdirAll(filepath.Join(s.Dir, name), 0o755)
+	f, err := os.OpenFile(filepath.Join(s.Dir, name, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		defer f.Close()
+		syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	}
+	fn()
 }
 
 // Get reads an image's metadata.
@@ -120,39 +209,59 @@ func (s Store) List() ([]Meta, error) {
 	return out, nil
 }
 
-// Remove deletes an image. Sandboxes running from it keep their mounts
-// until they stop, but must not be restarted.
+// Remove deletes an image. Builds that sandboxes or snapshots still use
+// stay until they are released.
 func (s Store) Remove(name string) error {
 	if err := ValidName(name); err != nil {
 		return err
 	}
-	if _, err := s.Get(name); err != nil {
+	m, err := s.Get(name)
+	if err != nil {
 		return err
 	}
-	return os.RemoveAll(filepath.Join(s.Dir, name))
+	if m.Build == "" {
+		return os.RemoveAll(filepath.Join(s.Dir, name))
+	}
+	if err := os.Remove(filepath.Join(s.Dir, name, "image.json")); err != nil {
+		return err
+	}
+	s.prune(name)
+	return nil
 }
 
 // Progress receives build progress: a phase name, and done/total counts
 // (total 0 when unknown).
 type Progress func(phase string, done, total int)
 
-// commit moves a finished build from tmp into place and writes image.json.
+// commit moves a finished build from tmp into place, points image.json at
+// it, and prunes unused older builds.
 func (s Store) commit(name, builder, tmp, note string) (Meta, error) {
 	bytes, files := treeSize(filepath.Join(tmp, "rootfs"))
-	m := Meta{Name: name, Format: FormatVersion, Builder: builder, CreatedAt: time.Now().UTC(), Bytes: bytes, Files: files, Note: note}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, "image.json"), append(b, '\n'), 0o644); err != nil {
+	build := fmt.Sprintf("b%d", time.Now().UnixNano())
+	m := Meta{Name: name, Format: FormatVersion, Build: build, Builder: builder, CreatedAt: time.Now().UTC(), Bytes: bytes, Files: files, Note: note}
+	var err error
+	s.lock(name, func() {
+		buildDir := filepath.Join(s.Dir, name, "builds", build)
+		if err = os.MkdirAll(buildDir, 0o755); err != nil {
+			return
+		}
+		if err = os.Rename(filepath.Join(tmp, "rootfs"), filepath.Join(buildDir, "rootfs")); err != nil {
+			return
+		}
+		// An older layout (format 2) kept one rootfs in place: it is
+		// replaced, as it cannot be shared safely.
+		os.RemoveAll(filepath.Join(s.Dir, name, "rootfs"))
+		b, _ := json.MarshalIndent(m, "", "  ")
+		tmpMeta := filepath.Join(s.Dir, name, "image.json.tmp")
+		if err = os.WriteFile(tmpMeta, append(b, '\n'), 0o644); err != nil {
+			return
+		}
+		err = os.Rename(tmpMeta, filepath.Join(s.Dir, name, "image.json"))
+	})
+	if err != nil {
 		return Meta{}, err
 	}
-	final := filepath.Join(s.Dir, name)
-	old := final + ".old-" + fmt.Sprint(time.Now().UnixNano())
-	if err := os.Rename(final, old); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return Meta{}, err
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return Meta{}, err
-	}
-	os.RemoveAll(old)
+	s.prune(name)
 	return m, nil
 }
 

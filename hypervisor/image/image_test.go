@@ -133,3 +133,49 @@ func TestDebianImage(t *testing.T) {
 		t.Errorf("probe: %+v", p)
 	}
 }
+
+// TestRebuildKeepsBuildsInUse rebuilds an image while a user stands on its
+// build: the old build stays until released, then goes.
+func TestRebuildKeepsBuildsInUse(t *testing.T) {
+	testutil.RequiresRoot(t)
+	s := image.Store{Dir: t.TempDir()}
+	if _, err := s.BuildMini(context.Background(), "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Rootfs("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Use(old, "m-machine1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BuildMini(context.Background(), "m", nil); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := s.Rootfs("m")
+	if cur == old {
+		t.Fatal("a rebuild reused the build directory")
+	}
+	if _, err := os.Stat(filepath.Join(old, "usr/bin/sh")); err != nil {
+		t.Fatalf("the build in use was removed by the rebuild: %v", err)
+	}
+	// Removing the image keeps the used build too.
+	if err := s.Remove("m"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(old, "usr/bin/sh")); err != nil {
+		t.Fatalf("the build in use was removed by image rm: %v", err)
+	}
+	if _, err := os.Stat(cur); err == nil {
+		t.Errorf("the unused current build survived image rm")
+	}
+	if err := s.Release(old, "m-machine1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(filepath.Dir(filepath.Dir(old)))); err == nil {
+		t.Errorf("the image directory outlived its last user: %s", filepath.Dir(filepath.Dir(filepath.Dir(old))))
+	}
+	if err := s.Use(old, "../escape"); err == nil {
+		t.Error("a user name with a slash was accepted")
+	}
+}

@@ -43,18 +43,19 @@ type Machine struct {
 	// stop) on this machine.
 	opMu sync.Mutex
 
-	mu       sync.Mutex
-	image    string
-	rootfs   string
-	layers   []string // snapshot layers under the upper layer, oldest first
-	cmd      *exec.Cmd
-	lim      limits
-	exited   chan struct{} // closed when the current init exits
-	halting  bool
-	stopped  bool
-	writable bool          // the store holds a writable layer for this machine
-	gone     chan struct{} // closed once the machine has stopped for good
-	goneOnce sync.Once
+	mu         sync.Mutex
+	image      string
+	rootfs     string
+	layers     []string // snapshot layers under the upper layer, oldest first
+	cmd        *exec.Cmd
+	lim        limits
+	exited     chan struct{} // closed when the current init exits
+	halting    bool
+	stopped    bool
+	writable   bool          // the store holds a writable layer for this machine
+	usedRootfs string        // the image build this boot marked in use
+	gone       chan struct{} // closed once the machine has stopped for good
+	goneOnce   sync.Once
 }
 
 // ID implements hypervisor.Machine.
@@ -106,6 +107,16 @@ func (m *Machine) boot(ctx context.Context) error {
 	if len(m.sockPath()) >= 108 {
 		return fmt.Errorf("%w: socket path %q is too long for a unix socket; use a shorter state dir", hypervisor.ErrInvalidSpec, m.sockPath())
 	}
+	// The image build under this machine must outlive a rebuild.
+	m.mu.Lock()
+	rootfs := m.rootfs
+	m.mu.Unlock()
+	if err := m.b.images.Use(rootfs, "m-"+m.spec.ID); err != nil {
+		return fmt.Errorf("mark the image in use: %w", err)
+	}
+	m.mu.Lock()
+	m.usedRootfs = rootfs
+	m.mu.Unlock()
 	rw, err := m.store.newWritable(m.spec.ID, m.spec.DiskMB)
 	if err != nil {
 		return err
@@ -324,6 +335,15 @@ func (m *Machine) halt() error {
 		}
 	}
 	os.Remove(m.sockPath())
+	m.mu.Lock()
+	used := m.usedRootfs
+	m.usedRootfs = ""
+	m.mu.Unlock()
+	if used != "" {
+		if err := m.b.images.Release(used, "m-"+m.spec.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -422,7 +442,16 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 		ID: id, Tag: tag, Machine: m.spec.ID, Backend: Name, Image: img,
 		CreatedAt: time.Now().UTC(), Layers: append(layers, layer), Bytes: n,
 	}
-	if err := writeMeta(dir, snapshotMeta{Snapshot: s}); err != nil {
+	m.mu.Lock()
+	rootfs := m.rootfs
+	m.mu.Unlock()
+	if err := m.b.images.Use(rootfs, "s-"+id); err != nil {
+		m.store.removeSnapshot(id)
+		os.RemoveAll(dir)
+		return hypervisor.Snapshot{}, err
+	}
+	if err := writeMeta(dir, snapshotMeta{Snapshot: s, Rootfs: rootfs}); err != nil {
+		m.b.images.Release(rootfs, "s-"+id)
 		m.store.removeSnapshot(id)
 		os.RemoveAll(dir)
 		return hypervisor.Snapshot{}, err
@@ -436,13 +465,9 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 	if s.Memory {
 		return fmt.Errorf("%w: memory restore", hypervisor.ErrNotSupported)
 	}
-	s, err := m.b.resolveSnapshot(s)
+	s, rootfs, err := m.b.resolveSnapshot(s)
 	if err != nil {
 		return err
-	}
-	rootfs, err := m.b.images.Rootfs(s.Image)
-	if err != nil {
-		return fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err)
 	}
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
@@ -472,7 +497,7 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 	if n < 1 || n > hypervisor.MaxForkChildren {
 		return nil, fmt.Errorf("%w: fork count %d must be between 1 and %d", hypervisor.ErrInvalidSpec, n, hypervisor.MaxForkChildren)
 	}
-	s, err := m.b.resolveSnapshot(s)
+	s, _, err := m.b.resolveSnapshot(s)
 	if err != nil {
 		return nil, err
 	}
@@ -611,6 +636,9 @@ func (b *Backend) collectLayers() error {
 			own := s.Layers[len(s.Layers)-1]
 			if used[own] || usedByDeleted(deleted, i, own) {
 				continue
+			}
+			if s.Rootfs != "" {
+				b.images.Release(s.Rootfs, "s-"+s.ID)
 			}
 			if err := store.removeSnapshot(s.ID); err != nil {
 				errs = append(errs, err)

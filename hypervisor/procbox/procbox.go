@@ -150,6 +150,7 @@ func (b *Backend) sweep(store layerStore) {
 			continue // alive elsewhere
 		}
 		errs := []error{killCgroups(id), store.removeWritable(id)}
+		b.images.ReleaseAll("m-" + id)
 		h := sha256.Sum256([]byte(id))
 		os.Remove(filepath.Join(b.dir, "run", hex.EncodeToString(h[:8])+".sock"))
 		errs = append(errs, os.RemoveAll(dir))
@@ -391,16 +392,15 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 	}
 	var layers []string
 	imageName := spec.Image
+	var rootfs string
 	if spec.From != nil {
-		rec, err := b.resolveSnapshot(*spec.From)
+		rec, recRootfs, err := b.resolveSnapshot(*spec.From)
 		if err != nil {
 			return nil, err
 		}
 		layers = append(layers, rec.Layers...)
-		imageName = rec.Image
-	}
-	rootfs, err := b.images.Rootfs(imageName)
-	if err != nil {
+		imageName, rootfs = rec.Image, recRootfs
+	} else if rootfs, err = b.images.Rootfs(imageName); err != nil {
 		return nil, fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err)
 	}
 	guest, err := b.guestMemfd()
@@ -490,49 +490,65 @@ func (b *Backend) snapshotDir(id string) string { return filepath.Join(b.dir, "s
 // caller's copy only names it: its layer paths are never trusted, so a
 // forged snapshot cannot mount a host directory (or another sandbox's
 // writable layer) into a sandbox.
-func (b *Backend) resolveSnapshot(s hypervisor.Snapshot) (hypervisor.Snapshot, error) {
+// It also returns the image build (rootfs) the snapshot's layers sit on.
+func (b *Backend) resolveSnapshot(s hypervisor.Snapshot) (hypervisor.Snapshot, string, error) {
 	if s.Backend != Name {
-		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q belongs to backend %q", hypervisor.ErrInvalidSpec, s.ID, s.Backend)
+		return hypervisor.Snapshot{}, "", fmt.Errorf("%w: snapshot %q belongs to backend %q", hypervisor.ErrInvalidSpec, s.ID, s.Backend)
 	}
-	rec, err := b.LoadSnapshot(s.ID)
+	rec, err := b.loadMeta(s.ID)
 	if err != nil {
-		return hypervisor.Snapshot{}, err
+		return hypervisor.Snapshot{}, "", err
 	}
 	for _, l := range rec.Layers {
 		if _, err := os.Stat(l); err != nil {
-			return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q layer is missing: %v", hypervisor.ErrNotFound, s.ID, err)
+			return hypervisor.Snapshot{}, "", fmt.Errorf("%w: snapshot %q layer is missing: %v", hypervisor.ErrNotFound, s.ID, err)
 		}
 	}
-	return rec, nil
+	rootfs := rec.Rootfs
+	if rootfs == "" {
+		if rootfs, err = b.images.Rootfs(rec.Image); err != nil {
+			return hypervisor.Snapshot{}, "", fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err)
+		}
+	}
+	if _, err := os.Stat(rootfs); err != nil {
+		return hypervisor.Snapshot{}, "", fmt.Errorf("%w: the image build snapshot %q stands on is gone: %v", hypervisor.ErrNotFound, s.ID, err)
+	}
+	return rec.Snapshot, rootfs, nil
 }
 
 // LoadSnapshot reads a snapshot's metadata from the store.
 func (b *Backend) LoadSnapshot(id string) (hypervisor.Snapshot, error) {
+	m, err := b.loadMeta(id)
+	return m.Snapshot, err
+}
+
+func (b *Backend) loadMeta(id string) (snapshotMeta, error) {
 	if !idRE.MatchString(id) {
-		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, id)
+		return snapshotMeta{}, fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, id)
 	}
 	raw, err := os.ReadFile(filepath.Join(b.snapshotDir(id), "snapshot.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q", hypervisor.ErrNotFound, id)
+		return snapshotMeta{}, fmt.Errorf("%w: snapshot %q", hypervisor.ErrNotFound, id)
 	}
 	if err != nil {
-		return hypervisor.Snapshot{}, err
+		return snapshotMeta{}, err
 	}
 	var s snapshotMeta
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return hypervisor.Snapshot{}, err
+		return snapshotMeta{}, err
 	}
 	if s.Deleted {
-		return hypervisor.Snapshot{}, fmt.Errorf("%w: snapshot %q was deleted", hypervisor.ErrNotFound, id)
+		return snapshotMeta{}, fmt.Errorf("%w: snapshot %q was deleted", hypervisor.ErrNotFound, id)
 	}
-	return s.Snapshot, nil
+	return s, nil
 }
 
 // snapshotMeta is snapshot.json: the snapshot, and whether it was deleted
 // (its layer stays while a machine or another snapshot stands on it).
 type snapshotMeta struct {
 	hypervisor.Snapshot
-	Deleted bool `json:"deleted,omitempty"`
+	Deleted bool   `json:"deleted,omitempty"`
+	Rootfs  string `json:"rootfs,omitempty"` // the image build under the layers
 }
 
 // dialUnix connects to a machine's agent socket.

@@ -152,7 +152,7 @@ func TestCreateRefusesUnknownImageAndSnapshot(t *testing.T) {
 	}
 	forged := s
 	forged.Layers = []string{"/etc", "/root"}
-	rec, err := b.resolveSnapshot(forged)
+	rec, _, err := b.resolveSnapshot(forged)
 	if err != nil || len(rec.Layers) != 1 || rec.Layers[0] != s.Layers[0] {
 		t.Errorf("forged layers: %v %v", rec.Layers, err)
 	}

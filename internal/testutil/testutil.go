@@ -117,7 +117,7 @@ func MiniImages(t testing.TB) string {
 		if imageErr = privateCache(dir); imageErr != nil {
 			return
 		}
-		unlock := lockFile(filepath.Join(dir, ".lock"))
+		unlock := lockFile(filepath.Join(dir, ".lock-"+MiniImageName))
 		defer unlock()
 		s := image.Store{Dir: dir}
 		if m, err := s.Get(MiniImageName); err == nil && m.Format == image.FormatVersion && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
@@ -165,7 +165,7 @@ func DebianImages(t testing.TB) (string, []string) {
 		if debianErr = privateCache(dir); debianErr != nil {
 			return
 		}
-		unlock := lockFile(filepath.Join(dir, ".lock"))
+		unlock := lockFile(filepath.Join(dir, ".lock-"+DebianImageName))
 		defer unlock()
 		s := image.Store{Dir: dir}
 		if m, err := s.Get(DebianImageName); err == nil && m.Format == image.FormatVersion && os.Getenv("PADDOCK_REBUILD_IMAGES") == "" {
