@@ -431,6 +431,11 @@ func TestConformanceFiles(t *testing.T) {
 				t.Errorf("delete %q: %v, want 400", refused, err)
 			}
 		}
+		// An absolute symlink inside the sandbox resolves inside it.
+		mustOK(t, c, "ln -s '/workspace/new dir/sub' /home/agent/abs-link")
+		if got, err := c.ReadFile(ctx, "/home/agent/abs-link/blob.bin"); err != nil || !bytes.Equal(got.Content, data) {
+			t.Errorf("read through an absolute symlink: %v", err)
+		}
 		if err := c.DeleteFile(ctx, "/workspace/new dir", true); err != nil {
 			t.Fatal(err)
 		}

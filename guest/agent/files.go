@@ -45,6 +45,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	if rel, err = resolveInRoot(root, rel, false); err != nil {
+		return rootErr(clean, err)
+	}
 	lfi, err := root.Lstat(rel)
 	if err != nil {
 		return rootErr(clean, err)
@@ -52,8 +55,10 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 	self := fileInfo(root, clean, rel, lfi)
 	isDir := lfi.IsDir()
 	if lfi.Mode()&fs.ModeSymlink != 0 {
-		if fi, err := root.Stat(rel); err == nil && fi.IsDir() {
-			isDir = true
+		if frel, err := resolveInRoot(root, rel, true); err == nil {
+			if fi, err := root.Stat(frel); err == nil && fi.IsDir() {
+				isDir, rel = true, frel
+			}
 		}
 	}
 	if !isDir {
@@ -121,6 +126,9 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	if rel, err = resolveInRoot(root, rel, true); err != nil {
+		return rootErr(clean, err)
+	}
 	f, fi, err := openRegular(root, clean, rel)
 	if err != nil {
 		return err
@@ -165,6 +173,9 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	if rel, err = resolveInRoot(root, rel, false); err != nil {
+		return rootErr(clean, err)
+	}
 	if err := s.prepareParent(root, clean, rel, req.Parents == nil || *req.Parents); err != nil {
 		return err
 	}
@@ -209,6 +220,13 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	// Parents may be links; what they lead to gets the same refusals.
+	if rel, err = resolveInRoot(root, rel, false); err != nil {
+		return rootErr(clean, err)
+	}
+	if rel == "." || !strings.Contains(rel, "/") {
+		return fmt.Errorf("%w: %s leads to / or a top-level directory (/%s) through a symbolic link; refusing to delete it", ErrBadRequest, clean, rel)
+	}
 	fi, err := root.Lstat(rel)
 	if err != nil {
 		return rootErr(clean, err)
@@ -251,6 +269,9 @@ func (s *Server) handleRange(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	if rel, err = resolveInRoot(root, rel, true); err != nil {
+		return rootErr(clean, err)
+	}
 	f, fi, err := openRegular(root, clean, rel)
 	if err != nil {
 		return err

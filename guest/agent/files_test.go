@@ -321,22 +321,48 @@ func TestSymlinksCannotLeaveTheRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Links are resolved with the root as "/" (RESOLVE_IN_ROOT): what they
+	// name outside the root is never reached; the same path inside the
+	// root is used instead.
+	hostPasswd, _ := os.ReadFile("/etc/passwd")
 	for _, p := range []string{"/x/passwd", "/abs/secret", "/climb/secret"} {
 		if got, err := a.c.ReadFile(ctx, p); err == nil {
 			t.Errorf("read %s through a link out of the root: %q", p, got.Content)
+		} else {
+			wantStatus(t, err, http.StatusNotFound)
 		}
 		if _, err := a.c.ReadRange(ctx, p, 0, 10, false); err == nil {
 			t.Errorf("ranged read of %s through a link out of the root", p)
 		}
-		if _, err := a.c.WriteFile(ctx, api.FileContent{Path: p, Content: []byte("pwned")}); err == nil {
-			t.Errorf("wrote %s through a link out of the root", p)
+		if _, err := a.c.WriteFile(ctx, api.FileContent{Path: p, Content: []byte("pwned")}); err != nil {
+			t.Errorf("write %s: %v", p, err)
+		}
+		got, err := a.c.ReadFile(ctx, p)
+		if err != nil || string(got.Content) != "pwned" {
+			t.Errorf("read back %s: %v", p, err)
 		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(outside, "secret")); string(b) != "OUTSIDE" {
 		t.Errorf("file outside the root changed to %q", b)
 	}
-	_, err := a.c.ReadFile(ctx, "/x/passwd")
-	wantStatus(t, err, http.StatusForbidden)
+	if b, _ := os.ReadFile("/etc/passwd"); string(b) != string(hostPasswd) {
+		t.Errorf("the host's /etc/passwd changed")
+	}
+	for want, p := range map[string]string{"etc/passwd": "/x/passwd", "outside/secret": "/climb/secret"} {
+		if b, err := os.ReadFile(filepath.Join(a.root, want)); err != nil || string(b) != "pwned" {
+			t.Errorf("write to %s did not land at %s inside the root: %v", p, want, err)
+		}
+	}
+	// Deleting through a link that leads to a top-level directory gets the
+	// same refusal as naming it.
+	if err := os.Symlink("/", filepath.Join(a.root, "sub", "toroot")); err != nil {
+		t.Fatal(err)
+	}
+	err := a.c.DeleteFile(ctx, "/sub/toroot/etc", true)
+	wantStatus(t, err, http.StatusBadRequest)
+	if _, err := os.Stat(filepath.Join(a.root, "etc/passwd")); err != nil {
+		t.Errorf("delete through a link removed a top-level directory: %v", err)
+	}
 	for _, p := range []string{"/ok", "/dotdotok"} {
 		got, err := a.c.ReadFile(ctx, p)
 		if err != nil || string(got.Content) != "inside" {

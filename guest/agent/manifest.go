@@ -41,6 +41,9 @@ func (s *Server) handleManifest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	if rel, err = resolveInRoot(root, rel, true); err != nil {
+		return rootErr(clean, err)
+	}
 	fi, err := root.Lstat(rel)
 	if err != nil {
 		return rootErr(clean, err)

@@ -88,6 +88,62 @@ func fileType(m fs.FileMode) string {
 	return api.TypeOther
 }
 
+// maxSymlinks bounds the links followed while resolving one path (the
+// kernel's own limit is 40).
+const maxSymlinks = 40
+
+// resolveInRoot rewrites rel so that no symbolic link in it (in its last
+// component only when followLast) points outside the root: links are
+// expanded with the root as "/", the way openat2(RESOLVE_IN_ROOT) does, so
+// an absolute link such as /etc/alternatives/x -> /usr/bin/x works inside
+// a sandbox. The result is then opened through os.Root, which still refuses
+// any link that escapes, so a link swapped in after resolving cannot lead
+// out. Components that do not exist are kept as they are (they may be
+// about to be created).
+func resolveInRoot(root *os.Root, rel string, followLast bool) (string, error) {
+	todo := strings.Split(rel, "/")
+	var done []string
+	links := 0
+	for len(todo) > 0 {
+		part := todo[0]
+		todo = todo[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		if len(todo) == 0 && !followLast {
+			done = append(done, part)
+			break
+		}
+		cur := path.Join(append(append([]string{}, done...), part)...)
+		fi, err := root.Lstat(cur)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, part)
+			continue
+		}
+		if links++; links > maxSymlinks {
+			return "", &fs.PathError{Op: "resolve", Path: "/" + rel, Err: syscall.ELOOP}
+		}
+		target, err := root.Readlink(cur)
+		if err != nil {
+			return "", err
+		}
+		if strings.HasPrefix(target, "/") {
+			done = done[:0]
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return ".", nil
+	}
+	return strings.Join(done, "/"), nil
+}
+
 // openRoot opens Config.Root for one request.
 func (s *Server) openRoot() (*os.Root, error) {
 	root, err := os.OpenRoot(s.cfg.Root)

@@ -229,6 +229,9 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	defer root.Close()
+	if rel, err = resolveInRoot(root, rel, false); err != nil {
+		return rootErr(clean, err)
+	}
 	if err := s.prepareParent(root, clean, rel, req.Parents == nil || *req.Parents); err != nil {
 		return err
 	}
