@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,4 +170,55 @@ func TestRootErrRecognisesEscapes(t *testing.T) {
 	if diff := cmp.Diff([]int{http.StatusForbidden, http.StatusForbidden, http.StatusNotFound}, got); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}
+}
+
+// FuzzResolveInRoot builds a small tree with links (absolute, relative,
+// climbing, looping) and checks that whatever path is resolved, the result
+// is root-relative, has no .. or empty component, and is reached without
+// leaving the root.
+func FuzzResolveInRoot(f *testing.F) {
+	for _, s := range []string{"a/b", "abs/x", "climb/../../x", "loop/x", "a/../../../etc", "self/self/self/a", "."} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	dir := f.TempDir()
+	for _, d := range []string{"a/b", "c"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{
+		"abs": "/c", "climb": "../../../../c", "loop": "loop", "self": ".", "a/up": "../..", "a/b/etc": "/etc",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { root.Close() })
+	f.Fuzz(func(t *testing.T, rel string, follow bool) {
+		if len(rel) > 512 || strings.ContainsRune(rel, 0) {
+			return
+		}
+		got, err := resolveInRoot(root, rel, follow)
+		if err != nil {
+			return // a loop: refused
+		}
+		if strings.HasPrefix(got, "/") {
+			t.Fatalf("resolve(%q) = %q: absolute", rel, got)
+		}
+		for _, part := range strings.Split(got, "/") {
+			if part == ".." || (part == "" && got != "") {
+				t.Fatalf("resolve(%q) = %q: bad component %q", rel, got, part)
+			}
+		}
+		// Whatever the result names, os.Root can look it up (or not find
+		// it) without being refused as an escape.
+		if _, err := root.Lstat(got); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ENAMETOOLONG) {
+			t.Fatalf("resolve(%q) = %q: %v", rel, got, err)
+		}
+	})
 }
