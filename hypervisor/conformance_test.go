@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
@@ -697,4 +699,62 @@ func ptrStr(p *int) string {
 		return "<nil>"
 	}
 	return fmt.Sprint(*p)
+}
+
+// TestConformancePTY opens a terminal in a real sandbox: a tty from the
+// sandbox's own devpts, the size, a resize, input, and the exit code.
+func TestConformancePTY(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e backendEnv) {
+		if !e.b.Capabilities().PTY {
+			t.Skip("backend has no PTY")
+		}
+		_, c := e.create(t, hypervisor.MachineSpec{})
+		ctx := ctxT(t)
+		conn, err := c.PTY(ctx, 120, 33, "tty; stty size; id -u; read x; stty size; echo got-$x; exit 7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.CloseNow()
+		var out strings.Builder
+		readUntil := func(want string) {
+			t.Helper()
+			for !strings.Contains(out.String(), want) {
+				_, data, err := conn.Read(ctx)
+				if err != nil {
+					t.Fatalf("waiting for %q: %v (output %q)", want, err, out.String())
+				}
+				out.Write(data)
+			}
+		}
+		readUntil("1000")
+		if err := client.Resize(ctx, conn, 90, 20); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // the resize lands before the read returns
+		if err := conn.Write(ctx, websocket.MessageBinary, []byte("abc\r")); err != nil {
+			t.Fatal(err)
+		}
+		readUntil("got-abc")
+		var code int
+		for {
+			_, data, err := conn.Read(ctx)
+			if err != nil {
+				var ok bool
+				if code, ok = client.ExitCode(err); !ok {
+					t.Fatalf("pty ended with %v, not an exit code", err)
+				}
+				break
+			}
+			out.Write(data)
+		}
+		got := out.String()
+		for _, want := range []string{"/dev/pts/0", "33 120", "20 90", "got-abc"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("terminal output lacks %q:\n%s", want, got)
+			}
+		}
+		if code != 7 {
+			t.Errorf("exit code %d, want 7", code)
+		}
+	})
 }
