@@ -40,14 +40,11 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	root, err := s.openRoot()
+	root, rel, err := s.openResolved(clean, rel, false)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if rel, err = resolveInRoot(root, rel, false); err != nil {
-		return rootErr(clean, err)
-	}
 	lfi, err := root.Lstat(rel)
 	if err != nil {
 		return rootErr(clean, err)
@@ -121,14 +118,11 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	root, err := s.openRoot()
+	root, rel, err := s.openResolved(clean, rel, true)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if rel, err = resolveInRoot(root, rel, true); err != nil {
-		return rootErr(clean, err)
-	}
 	f, fi, err := openRegular(root, clean, rel)
 	if err != nil {
 		return err
@@ -168,14 +162,11 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Content) > api.MaxFileWriteBytes {
 		return fmt.Errorf("%w: content is %d bytes, more than %d; use /v1/uploads", ErrTooLarge, len(req.Content), api.MaxFileWriteBytes)
 	}
-	root, err := s.openRoot()
+	root, rel, err := s.openResolved(clean, rel, false)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if rel, err = resolveInRoot(root, rel, false); err != nil {
-		return rootErr(clean, err)
-	}
 	if err := s.prepareParent(root, clean, rel, req.Parents == nil || *req.Parents); err != nil {
 		return err
 	}
@@ -215,15 +206,12 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	if !strings.Contains(rel, "/") {
 		return fmt.Errorf("%w: refusing to delete the top-level directory %s; delete what is inside it", ErrBadRequest, clean)
 	}
-	root, err := s.openRoot()
+	// Parents may be links; what they lead to gets the same refusals.
+	root, rel, err := s.openResolved(clean, rel, false)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	// Parents may be links; what they lead to gets the same refusals.
-	if rel, err = resolveInRoot(root, rel, false); err != nil {
-		return rootErr(clean, err)
-	}
 	if rel == "." || !strings.Contains(rel, "/") {
 		return fmt.Errorf("%w: %s leads to / or a top-level directory (/%s) through a symbolic link; refusing to delete it", ErrBadRequest, clean, rel)
 	}
@@ -264,14 +252,11 @@ func (s *Server) handleRange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	root, err := s.openRoot()
+	root, rel, err := s.openResolved(clean, rel, true)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if rel, err = resolveInRoot(root, rel, true); err != nil {
-		return rootErr(clean, err)
-	}
 	f, fi, err := openRegular(root, clean, rel)
 	if err != nil {
 		return err

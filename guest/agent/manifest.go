@@ -36,14 +36,11 @@ func (s *Server) handleManifest(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: max_files %d must be from 1 to %d", ErrBadRequest, req.MaxFiles, api.MaxManifestFiles)
 	}
 	hash := req.Hash == nil || *req.Hash
-	root, err := s.openRoot()
+	root, rel, err := s.openResolved(clean, rel, true)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if rel, err = resolveInRoot(root, rel, true); err != nil {
-		return rootErr(clean, err)
-	}
 	fi, err := root.Lstat(rel)
 	if err != nil {
 		return rootErr(clean, err)

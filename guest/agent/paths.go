@@ -144,6 +144,21 @@ func resolveInRoot(root *os.Root, rel string, followLast bool) (string, error) {
 	return strings.Join(done, "/"), nil
 }
 
+// openResolved opens the root for one request and resolves rel in it (see
+// resolveInRoot); errors name the path as the caller gave it.
+func (s *Server) openResolved(clean, rel string, followLast bool) (*os.Root, string, error) {
+	root, err := s.openRoot()
+	if err != nil {
+		return nil, "", err
+	}
+	resolved, err := resolveInRoot(root, rel, followLast)
+	if err != nil {
+		root.Close()
+		return nil, "", rootErr(clean, err)
+	}
+	return root, resolved, nil
+}
+
 // openRoot opens Config.Root for one request.
 func (s *Server) openRoot() (*os.Root, error) {
 	root, err := os.OpenRoot(s.cfg.Root)

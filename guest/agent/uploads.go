@@ -224,14 +224,11 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 		return fmt.Errorf("%w: upload %s holds %d bytes but size is %d; send the rest from offset %d", ErrConflict, id, received, req.Size, received)
 	}
 
-	root, err := s.openRoot()
+	root, rel, err := s.openResolved(clean, rel, false)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if rel, err = resolveInRoot(root, rel, false); err != nil {
-		return rootErr(clean, err)
-	}
 	if err := s.prepareParent(root, clean, rel, req.Parents == nil || *req.Parents); err != nil {
 		return err
 	}
