@@ -102,6 +102,11 @@ func TestCLI(t *testing.T) {
 	if _, _, code := run("sandbox", "run", "--no-such-flag"); code != exitUsage {
 		t.Errorf("unknown flag: code %d, want %d", code, exitUsage)
 	}
+	// A terminal: output and the remote exit code come back.
+	so, _, code = run("sandbox", "shell", "--", "tty; echo shell-ok; exit 3")
+	if code != 3 || !strings.Contains(so, "/dev/pts/") || !strings.Contains(so, "shell-ok") {
+		t.Errorf("sandbox shell: code %d stdout %q", code, so)
+	}
 	if raw, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(raw), state) {
 		t.Errorf("sandbox run left a mount under the state dir")
 	}

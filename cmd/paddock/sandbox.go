@@ -7,12 +7,15 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/coder/websocket"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
@@ -119,6 +122,104 @@ print its output and delete the sandbox. One argument is a shell line
 	f.StringSliceVar(&fsRead, "fs-read", nil, "extra read-only paths under --confine")
 	f.StringSliceVar(&execAllow, "exec-allow", nil, "executable allow-list under --confine (empty: any)")
 	f.BoolVar(&bestEffort, "best-effort", false, "run even when the kernel cannot enforce every right")
-	cmd.AddCommand(run)
+	cmd.AddCommand(run, newShellCmd(g))
 	return cmd
+}
+
+func newShellCmd(g *globals) *cobra.Command {
+	var backend, img string
+	c := &cobra.Command{
+		Use:   "shell [flags] [-- COMMAND]",
+		Short: "Open a terminal in a one-off sandbox (deleted when the shell exits)",
+		Example: `  paddock sandbox shell
+  paddock sandbox shell -- 'top -b -n 1'`,
+		RunE: func(c *cobra.Command, args []string) error {
+			b, err := g.backend(backend)
+			if err != nil {
+				return err
+			}
+			if cl, ok := b.(io.Closer); ok {
+				defer cl.Close()
+			}
+			ctx := c.Context()
+			m, err := b.Create(ctx, hypervisor.MachineSpec{Image: img})
+			if err != nil {
+				return err
+			}
+			defer m.Stop(context.Background())
+			code, err := runTerminal(ctx, client.New(func(ctx context.Context) (net.Conn, error) { return m.Dial(ctx) }), strings.Join(args, " "))
+			if err != nil {
+				return err
+			}
+			m.Stop(context.Background())
+			if code != 0 {
+				return exitCodeError(code)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
+	c.Flags().StringVar(&img, "image", "mini", "image to start from")
+	return c
+}
+
+// runTerminal bridges this process's terminal (raw mode when stdin is a
+// terminal) to a PTY in the guest and returns the remote exit code.
+func runTerminal(ctx context.Context, cl *client.Client, command string) (int, error) {
+	cols, rows := 80, 24
+	fd := int(os.Stdin.Fd())
+	isTTY := term.IsTerminal(fd)
+	if isTTY {
+		if w, h, err := term.GetSize(fd); err == nil {
+			cols, rows = w, h
+		}
+	}
+	conn, err := cl.PTY(ctx, uint16(cols), uint16(rows), command)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.CloseNow()
+	if isTTY {
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return 0, err
+		}
+		defer term.Restore(fd, old)
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		go func() {
+			for range winch {
+				if w, h, err := term.GetSize(fd); err == nil {
+					client.Resize(ctx, conn, uint16(w), uint16(h))
+				}
+			}
+		}()
+	}
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := os.Stdin.Read(buf)
+			if n > 0 {
+				if conn.Write(ctx, websocket.MessageBinary, buf[:n]) != nil {
+					return
+				}
+			}
+			if err != nil {
+				// End of input: send ^D so a shell reading it exits.
+				conn.Write(ctx, websocket.MessageBinary, []byte{4})
+				return
+			}
+		}
+	}()
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			if code, ok := client.ExitCode(err); ok {
+				return code, nil
+			}
+			return 0, fmt.Errorf("terminal: %w", err)
+		}
+		os.Stdout.Write(data)
+	}
 }
