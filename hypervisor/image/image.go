@@ -97,6 +97,37 @@ func (s Store) Use(rootfs, user string) error {
 	if !usersRE.MatchString(user) {
 		return fmt.Errorf("invalid image user %q", user)
 	}
+	name := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(rootfs))))
+	var err error
+	s.lock(name, func() { err = use(rootfs, user) })
+	return err
+}
+
+// UseCurrent marks the current build of name in use by user and returns
+// its rootfs, under the image's lock so a rebuild cannot remove it in
+// between.
+func (s Store) UseCurrent(name, user string) (string, error) {
+	if !usersRE.MatchString(user) {
+		return "", fmt.Errorf("invalid image user %q", user)
+	}
+	if err := ValidName(name); err != nil {
+		return "", err
+	}
+	var rootfs string
+	var err error
+	s.lock(name, func() {
+		if rootfs, err = s.Rootfs(name); err == nil {
+			err = use(rootfs, user)
+		}
+	})
+	return rootfs, err
+}
+
+// use writes the marker; the caller holds the image's lock.
+func use(rootfs, user string) error {
+	if _, err := os.Stat(rootfs); err != nil {
+		return fmt.Errorf("%w: image build %s is gone (rebuilt or removed)", ErrNotFound, rootfs)
+	}
 	dir := filepath.Join(filepath.Dir(rootfs), "users")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

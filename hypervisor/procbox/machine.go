@@ -620,9 +620,11 @@ func (b *Backend) collectLayers() error {
 		mm.mu.Unlock()
 	}
 	b.mu.Unlock()
-	store, err := b.layerStore()
-	if err != nil {
-		return err
+	b.storeMu.Lock()
+	store := b.store
+	b.storeMu.Unlock()
+	if store == nil {
+		return nil // released: collect on the next open
 	}
 	var errs []error
 	// A deleted snapshot's chain may keep older deleted layers alive: go

@@ -62,9 +62,10 @@ type Backend struct {
 	images image.Store
 	log    *slog.Logger
 
-	mu        sync.Mutex
-	machines  map[string]*Machine
-	guestFile *os.File // sealed memfd with the guest binary, made on first Create
+	mu          sync.Mutex
+	machines    map[string]*Machine
+	closeWanted bool     // Close was called: the last Stop releases the store
+	guestFile   *os.File // sealed memfd with the guest binary, made on first Create
 
 	gcMu sync.Mutex // one layer collection at a time
 
@@ -141,6 +142,14 @@ func (b *Backend) sweep(store layerStore) {
 		b.mu.Lock()
 		_, ours := b.machines[id]
 		b.mu.Unlock()
+		if strings.HasPrefix(id, ".new-") {
+			// A directory its maker died before renaming.
+			if lock, err := tryLock(filepath.Join(b.dir, "machines", id, "owner.lock")); err == nil {
+				os.RemoveAll(filepath.Join(b.dir, "machines", id))
+				lock.Close()
+			}
+			continue
+		}
 		if ours || !idRE.MatchString(id) {
 			continue
 		}
@@ -149,11 +158,25 @@ func (b *Backend) sweep(store layerStore) {
 		if err != nil {
 			continue // alive elsewhere
 		}
-		errs := []error{killCgroups(id), store.removeWritable(id)}
+		if err := killCgroups(id); err != nil {
+			// Something of it may still run: leave it all for next time.
+			lock.Close()
+			b.log.Warn("sweep: could not end a leftover sandbox", "machine", id, "err", err)
+			continue
+		}
+		errs := []error{store.removeWritable(id)}
 		b.images.ReleaseAll("m-" + id)
 		h := sha256.Sum256([]byte(id))
 		os.Remove(filepath.Join(b.dir, "run", hex.EncodeToString(h[:8])+".sock"))
-		errs = append(errs, os.RemoveAll(dir))
+		// Everything but the lock first, then the lock: a directory is
+		// gone only once nothing of it is left.
+		subs, _ := os.ReadDir(dir)
+		for _, e := range subs {
+			if e.Name() != "owner.lock" {
+				errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+			}
+		}
+		errs = append(errs, os.Remove(filepath.Join(dir, "owner.lock")), os.Remove(dir))
 		lock.Close()
 		if err := errors.Join(errs...); err != nil {
 			b.log.Warn("sweep a leftover sandbox", "machine", id, "err", err)
@@ -163,35 +186,48 @@ func (b *Backend) sweep(store layerStore) {
 	}
 }
 
-// liveElsewhere reports whether another process owns a machine in this
-// state directory.
-func (b *Backend) liveElsewhere() bool {
-	ents, _ := os.ReadDir(filepath.Join(b.dir, "machines"))
-	for _, e := range ents {
-		b.mu.Lock()
-		_, ours := b.machines[e.Name()]
-		b.mu.Unlock()
-		if ours {
-			return true
-		}
-		lock, err := tryLock(filepath.Join(b.dir, "machines", e.Name(), "owner.lock"))
-		if err != nil {
-			return true
-		}
-		lock.Close()
+// newOwnedDir makes dir holding a locked owner.lock, atomically.
+func newOwnedDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, err
 	}
-	return false
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".new-")
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(tmp, "owner.lock"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dir)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return f, nil
 }
 
-// tryLock takes an exclusive flock without waiting.
+// tryLock takes an exclusive flock on an existing file without waiting,
+// and checks the file is still linked where it was opened (a sweeper may
+// have removed it in between).
 func tryLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		return nil, err
+	}
+	var held, named unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(path, &named) != nil || held.Ino != named.Ino || held.Dev != named.Dev {
+		f.Close()
+		return nil, fmt.Errorf("%s was replaced while locking it", path)
 	}
 	return f, nil
 }
@@ -206,17 +242,24 @@ func (b *Backend) StoreKind() (string, string, error) {
 	return s.kind(), b.storeNote, nil
 }
 
-// Close releases the layer store (a btrfs loop mount made by this
-// backend). Running machines keep working; new ones cannot be created.
+// Close releases the layer store (a btrfs loop mount, unmounted when no
+// other process holds it). With machines of this backend still running it
+// waits: the last Stop releases the store.
 func (b *Backend) Close() error {
+	b.mu.Lock()
+	running := len(b.machines)
+	b.closeWanted = true
+	b.mu.Unlock()
+	if running > 0 {
+		return nil
+	}
+	return b.releaseStore()
+}
+
+func (b *Backend) releaseStore() error {
 	b.storeMu.Lock()
 	defer b.storeMu.Unlock()
 	if b.store == nil {
-		return nil
-	}
-	if b.liveElsewhere() {
-		// Sandboxes of this or another process still use the store.
-		b.store = nil
 		return nil
 	}
 	err := b.store.close()
@@ -390,24 +433,12 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 	if err != nil {
 		return nil, err
 	}
-	var layers []string
-	imageName := spec.Image
-	var rootfs string
-	if spec.From != nil {
-		rec, recRootfs, err := b.resolveSnapshot(*spec.From)
-		if err != nil {
-			return nil, err
-		}
-		layers = append(layers, rec.Layers...)
-		imageName, rootfs = rec.Image, recRootfs
-	} else if rootfs, err = b.images.Rootfs(imageName); err != nil {
-		return nil, fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err)
-	}
-	guest, err := b.guestMemfd()
+	// The store first: a snapshot's layers live in it.
+	store, err := b.layerStore()
 	if err != nil {
 		return nil, err
 	}
-	store, err := b.layerStore()
+	guest, err := b.guestMemfd()
 	if err != nil {
 		return nil, err
 	}
@@ -416,20 +447,42 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 		b.mu.Unlock()
 		return nil, fmt.Errorf("%w: machine %q already exists", hypervisor.ErrInvalidSpec, spec.ID)
 	}
-	m := &Machine{b: b, store: store, spec: spec, image: imageName, rootfs: rootfs, layers: layers,
+	m := &Machine{b: b, store: store, spec: spec, image: spec.Image,
 		dir: filepath.Join(b.dir, "machines", spec.ID), guest: guest,
 		log: b.log.With("machine", spec.ID)}
 	b.machines[spec.ID] = m
 	b.mu.Unlock()
-	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+	fail := func(err error) (*Machine, error) {
 		b.forget(spec.ID)
 		return nil, err
 	}
-	// The owner lock says this process is alive and owns the machine;
-	// a sweep by a later process skips it while it is held.
-	if m.owner, err = tryLock(filepath.Join(m.dir, "owner.lock")); err != nil {
-		b.forget(spec.ID)
-		return nil, fmt.Errorf("lock machine %s: %w", spec.ID, err)
+	// The image build is marked in use at once, so a rebuild cannot
+	// remove it before the machine boots on it.
+	user := "m-" + spec.ID
+	if spec.From != nil {
+		rec, rootfs, err := b.resolveSnapshot(*spec.From)
+		if err != nil {
+			return fail(err)
+		}
+		if err := b.images.Use(rootfs, user); err != nil {
+			return fail(fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err))
+		}
+		m.layers, m.image, m.rootfs = append([]string(nil), rec.Layers...), rec.Image, rootfs
+	} else {
+		rootfs, err := b.images.UseCurrent(spec.Image, user)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %v", hypervisor.ErrNotFound, err))
+		}
+		m.rootfs = rootfs
+	}
+	m.usedRootfs = m.rootfs
+	// The owner lock says this process is alive and owns the machine; a
+	// sweep by another process skips it while it is held. The directory
+	// is made under a name sweeps ignore and renamed once locked, so no
+	// sweep ever sees it unlocked.
+	if m.owner, err = newOwnedDir(m.dir); err != nil {
+		b.images.Release(m.rootfs, user)
+		return fail(fmt.Errorf("machine %s: %w", spec.ID, err))
 	}
 	if err := m.boot(ctx); err != nil {
 		m.Stop(context.Background())
@@ -480,7 +533,13 @@ func (b *Backend) guestMemfd() (*os.File, error) {
 func (b *Backend) forget(id string) {
 	b.mu.Lock()
 	delete(b.machines, id)
+	last := b.closeWanted && len(b.machines) == 0
 	b.mu.Unlock()
+	if last {
+		if err := b.releaseStore(); err != nil {
+			b.log.Warn("release the layer store", "err", err)
+		}
+	}
 }
 
 // snapshotDir is where a snapshot's layer and metadata live.

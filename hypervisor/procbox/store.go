@@ -103,9 +103,9 @@ func makeLayerDirs(rw string) error {
 // ---- btrfs store ---------------------------------------------------------
 
 type btrfsStore struct {
-	root    string // the btrfs mount (or a directory on one)
-	image   string // the loop image we mounted, "" when the dir was btrfs already
-	mounted bool   // we mounted root and unmount it on close
+	root  string   // where the image is mounted
+	image string   // the loop image
+	lock  *os.File // shared flock on store.lock while open
 }
 
 func (s *btrfsStore) kind() string { return StoreBtrfs }
@@ -122,13 +122,21 @@ func (s *btrfsStore) newWritable(id string, diskMB int64) (string, error) {
 		btrfsSubvolDelete(s.machinesDir(), id)
 		return "", fmt.Errorf("limit the writable subvolume: %w", err)
 	}
-	if err := os.Chmod(path, 0o700); err != nil {
+	err := os.Chmod(path, 0o700)
+	if err == nil {
+		err = makeLayerDirs(path)
+	}
+	if err != nil {
+		btrfsSubvolDelete(s.machinesDir(), id)
 		return "", err
 	}
-	return path, makeLayerDirs(path)
+	return path, nil
 }
 
 func (s *btrfsStore) removeWritable(id string) error {
+	if !isBtrfs(s.machinesDir()) {
+		return fmt.Errorf("the btrfs store at %s is not mounted", s.root)
+	}
 	err := btrfsSubvolDelete(s.machinesDir(), id)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -152,18 +160,24 @@ func (s *btrfsStore) removeSnapshot(snap string) error {
 }
 
 func (s *btrfsStore) close() error {
-	if !s.mounted {
+	defer s.lock.Close() // releases the shared lock
+	// Unmount only when no other process holds the store: the shared lock
+	// every open backend keeps turns into an exclusive one only then.
+	if err := unix.Flock(int(s.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return nil
 	}
-	// Sandboxes still running keep their own references to the file
-	// system; a lazy unmount lets them finish.
+	if !mountedAt(s.root) {
+		return nil
+	}
+	// Anything still running keeps its own references to the file system;
+	// a lazy unmount lets it finish.
 	return unix.Unmount(s.root, unix.MNT_DETACH)
 }
 
-// openStore picks the store for a state directory: btrfs when the state
-// directory is on btrfs or a btrfs loop image can be made, tmpfs otherwise
-// (the reason is returned for Capabilities). kindWanted forces one ("" is
-// automatic).
+// openStore picks the store for a state directory: btrfs when a btrfs loop
+// image can be made and mounted, tmpfs otherwise (the reason is returned).
+// kindWanted forces one ("" is automatic). Once a state directory has a
+// btrfs image it never falls back to tmpfs: its snapshots live in there.
 func openStore(dir, kindWanted string, imageBytes int64) (layerStore, string, error) {
 	if kindWanted == StoreTmpfs {
 		return &tmpfsStore{dir: dir}, "tmpfs store chosen by configuration", nil
@@ -172,40 +186,69 @@ func openStore(dir, kindWanted string, imageBytes int64) (layerStore, string, er
 	if err == nil {
 		return bs, "", nil
 	}
-	if kindWanted == StoreBtrfs {
+	if _, statErr := os.Stat(filepath.Join(dir, "store.img")); kindWanted == StoreBtrfs || statErr == nil {
 		return nil, "", err
 	}
 	return &tmpfsStore{dir: dir}, "btrfs store unavailable (" + err.Error() + "): checkpoints copy the writable layer", nil
 }
 
+// openBtrfs makes (once) and mounts the state directory's btrfs image. The
+// file <dir>/store.lock serializes this between processes, and each open
+// store keeps a shared lock on it so the last one out unmounts.
 func openBtrfs(dir string, imageBytes int64) (*btrfsStore, error) {
 	root := filepath.Join(dir, "store")
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	s := &btrfsStore{root: root}
-	if !isBtrfs(dir) {
-		// Our own loop image: mount it unless an earlier process left it
-		// mounted, and unmount it on close either way.
-		s.image = filepath.Join(dir, "store.img")
-		if !isBtrfs(root) {
-			if err := mountImage(s.image, root, imageBytes); err != nil {
-				return nil, err
-			}
+	lock, err := os.OpenFile(filepath.Join(dir, "store.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s := &btrfsStore{root: root, image: filepath.Join(dir, "store.img"), lock: lock}
+	fail := func(err error) (*btrfsStore, error) {
+		lock.Close()
+		return nil, err
+	}
+	if !mountedAt(root) {
+		if err := mountImage(s.image, root, imageBytes); err != nil {
+			return fail(err)
 		}
-		s.mounted = true
+	}
+	if !isBtrfs(root) {
+		return fail(fmt.Errorf("%s is mounted but is not btrfs", root))
 	}
 	for _, d := range []string{s.machinesDir(), s.snapshotsDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			s.close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if err := btrfsQuotaEnable(root); err != nil {
-		s.close()
-		return nil, fmt.Errorf("enable btrfs quotas (needed for disk limits): %w", err)
+		return fail(fmt.Errorf("enable btrfs quotas (needed for disk limits): %w", err))
+	}
+	// Downgrade: other processes may open the store now; nobody unmounts
+	// it while we hold this.
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+		return fail(err)
 	}
 	return s, nil
+}
+
+// mountedAt reports whether something is mounted exactly at dir.
+func mountedAt(dir string) bool {
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
 }
 
 func isBtrfs(path string) bool {
@@ -220,20 +263,23 @@ func mountImage(image, root string, size int64) error {
 		if err != nil {
 			return errors.New("mkfs.btrfs is not installed (apt-get install btrfs-progs)")
 		}
-		f, err := os.OpenFile(image+".tmp", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		f, err := os.CreateTemp(filepath.Dir(image), ".store.img.")
 		if err != nil {
 			return err
 		}
+		tmp := f.Name()
 		err = f.Truncate(size) // sparse: takes no space until written
 		f.Close()
 		if err != nil {
+			os.Remove(tmp)
 			return err
 		}
-		if out, err := exec.Command(mkfs, "-q", "-f", image+".tmp").CombinedOutput(); err != nil {
-			os.Remove(image + ".tmp")
+		if out, err := exec.Command(mkfs, "-q", "-f", tmp).CombinedOutput(); err != nil {
+			os.Remove(tmp)
 			return fmt.Errorf("mkfs.btrfs: %v: %s", err, strings.TrimSpace(string(out)))
 		}
-		if err := os.Rename(image+".tmp", image); err != nil {
+		if err := os.Rename(tmp, image); err != nil {
+			os.Remove(tmp)
 			return err
 		}
 	}
