@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +172,51 @@ func TestCLISweepsLeftovers(t *testing.T) {
 	}
 	if raw, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(raw), state) {
 		t.Errorf("a mount under the state dir is left")
+	}
+}
+
+// TestCLIConcurrentRuns starts several `paddock sandbox run` at once on a
+// fresh state dir: they race to make and mount the layer store, and sweep
+// each other's directories. All must succeed and leave nothing behind.
+func TestCLIConcurrentRuns(t *testing.T) {
+	testutil.RequiresRoot(t)
+	bin := buildCLI(t)
+	state := t.TempDir()
+	paddock := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, append([]string{"--state-dir", state}, args...)...)
+		c.Env = append(os.Environ(), "PADDOCK_GUEST=")
+		return c
+	}
+	if out, err := paddock("image", "build", "mini").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	const n = 6
+	errs := make(chan error, n*2)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 2 {
+				out, err := paddock("sandbox", "run", "--", fmt.Sprintf("echo %d-%d > /workspace/f; sleep 0.5; cat /workspace/f", i, round)).CombinedOutput()
+				if err != nil || strings.TrimSpace(string(out)) != fmt.Sprintf("%d-%d", i, round) {
+					errs <- fmt.Errorf("run %d.%d: %v: %s", i, round, err, out)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if raw, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(raw), state) {
+		t.Errorf("a mount under the state dir is left")
+	}
+	if out, _ := exec.Command("losetup", "-a").CombinedOutput(); strings.Contains(string(out), state) {
+		t.Errorf("a loop device is left: %s", out)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(state, "procbox", "machines")); len(ents) != 0 {
+		t.Errorf("%d machine directories left", len(ents))
 	}
 }
