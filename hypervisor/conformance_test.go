@@ -175,8 +175,8 @@ func TestConformanceCreateExec(t *testing.T) {
 		// Hardening every command gets, confined or not: no way to gain
 		// privileges, a bounding set without sys_admin and friends,
 		// nosuid/nodev root, read-only /dev, masked /proc files.
-		status := mustOK(t, c, "grep -E '^(NoNewPrivs|CapBnd|CapEff)' /proc/self/status")
-		if !strings.Contains(status, "NoNewPrivs:\t1") || !strings.Contains(status, "CapEff:\t0000000000000000") {
+		status := mustOK(t, c, "grep -E '^(NoNewPrivs|CapBnd|CapEff|Seccomp)' /proc/self/status")
+		if !strings.Contains(status, "NoNewPrivs:\t1") || !strings.Contains(status, "CapEff:\t0000000000000000") || !strings.Contains(status, "Seccomp:\t2") {
 			t.Errorf("command status: %q", status)
 		}
 		if bnd := status[strings.Index(status, "CapBnd:")+8:]; strings.HasPrefix(bnd, "000001ff") || strings.HasPrefix(bnd, "0000003f") {

@@ -231,3 +231,17 @@ func dropBoundingCaps() error {
 	}
 	return nil
 }
+
+// ApplyBaseline loads the system-call deny-list (see deniedSyscalls) on
+// every thread of the calling process, without Landlock or rlimits. The
+// sandbox's first process calls it before it starts the agent, so every
+// process in a sandbox runs under it, confined or not. no_new_privs must
+// already be set.
+func ApplyBaseline() error {
+	sf, err := buildSeccomp()
+	if err != nil {
+		return err
+	}
+	defer sf.release()
+	return sf.load()
+}

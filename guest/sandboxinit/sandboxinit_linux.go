@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/guest/agent"
+	"paddock.dev/paddock/guest/confine"
 )
 
 // Main runs sandbox-init and returns only on failure (exit code), or when
@@ -141,6 +142,13 @@ func lowerPrivileges() error {
 	// file capabilities): inherited by the agent and all it starts.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	// The baseline system-call filter: keyrings, namespaces, mounts,
+	// io_uring, bpf, ptrace and the 32-bit entry points are refused to
+	// everything in the sandbox, the agent included. Confined commands
+	// stack their own filter and Landlock on top.
+	if err := confine.ApplyBaseline(); err != nil {
+		return fmt.Errorf("baseline seccomp filter: %w", err)
 	}
 	return nil
 }
