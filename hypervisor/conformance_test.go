@@ -710,7 +710,7 @@ func TestConformancePTY(t *testing.T) {
 		}
 		_, c := e.create(t, hypervisor.MachineSpec{})
 		ctx := ctxT(t)
-		conn, err := c.PTY(ctx, 120, 33, "tty; stty size; id -u; read x; stty size; echo got-$x; exit 7")
+		conn, err := c.PTY(ctx, 120, 33, "tty; echo to-own-tty > $(tty) && echo wrote-tty; stty size; id -u; read x; stty size; echo got-$x; exit 7")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -748,7 +748,7 @@ func TestConformancePTY(t *testing.T) {
 			out.Write(data)
 		}
 		got := out.String()
-		for _, want := range []string{"/dev/pts/0", "33 120", "20 90", "got-abc"} {
+		for _, want := range []string{"/dev/pts/0", "wrote-tty", "33 120", "20 90", "got-abc"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("terminal output lacks %q:\n%s", want, got)
 			}

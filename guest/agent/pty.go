@@ -63,6 +63,11 @@ func (s *Server) handlePTY(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("open a pseudo-terminal: %w", err)
 	}
 	defer ptmx.Close()
+	// The terminal belongs to whoever sits at it, as login would do, so
+	// the guest user can write to its own tty (`echo hi > $(tty)`).
+	if s.chown {
+		_ = tty.Chown(s.uid, s.gid)
+	}
 	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		tty.Close()
 		p.abort()
