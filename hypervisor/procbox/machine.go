@@ -125,6 +125,14 @@ func (m *Machine) boot(ctx context.Context) error {
 	m.writable = true
 	m.mu.Unlock()
 	upper, work, ident := filepath.Join(rw, "upper"), filepath.Join(rw, "work"), filepath.Join(rw, "identity")
+	// The layer chain this boot stands on, on disk, so layer collection by
+	// any process on this state dir keeps it (see collectLayers).
+	m.mu.Lock()
+	chain, _ := json.Marshal(m.layers)
+	m.mu.Unlock()
+	if err := os.WriteFile(filepath.Join(m.dir, "layers.json"), chain, 0o600); err != nil {
+		return err
+	}
 	os.Remove(m.sockPath())
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: m.sockPath(), Net: "unix"})
 	if err != nil {
@@ -620,6 +628,17 @@ func (b *Backend) collectLayers() error {
 		mm.mu.Unlock()
 	}
 	b.mu.Unlock()
+	// Machines of other processes on this state dir: their chains are on
+	// disk beside their owner locks.
+	chains, _ := filepath.Glob(filepath.Join(b.dir, "machines", "*", "layers.json"))
+	for _, c := range chains {
+		var ls []string
+		if raw, err := os.ReadFile(c); err == nil && json.Unmarshal(raw, &ls) == nil {
+			for _, l := range ls {
+				used[l] = true
+			}
+		}
+	}
 	b.storeMu.Lock()
 	store := b.store
 	b.storeMu.Unlock()

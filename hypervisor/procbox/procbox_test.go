@@ -281,3 +281,50 @@ func mustRun(t *testing.T, c *client.Client, line string) string {
 	}
 	return string(res.Stdout)
 }
+
+// TestLayersKeptForOtherBackends deletes a snapshot through one backend
+// while a machine of another backend on the same state dir stands on it.
+func TestLayersKeptForOtherBackends(t *testing.T) {
+	testutil.RequiresRoot(t)
+	state := t.TempDir()
+	cfg := hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t), Options: map[string]string{"store": StoreTmpfs}}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	m, err := a.create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop(ctx)
+	mustRun(t, clientFor(m), "echo kept > /workspace/f")
+	s, err := m.Checkpoint(ctx, "s", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids, err := m.Fork(ctx, s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kids[0].Stop(ctx)
+	if err := b.DeleteSnapshot(s); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, clientFor(kids[0]), "cat /workspace/f"); out != "kept\n" {
+		t.Errorf("the child lost its layer to another backend's delete: %q", out)
+	}
+	kids[0].Stop(ctx)
+	if err := b.DeleteSnapshot(s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Layers[0]); err == nil {
+		t.Errorf("layer %s outlived its last user", s.Layers[0])
+	}
+}
