@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -326,5 +327,43 @@ func TestLayersKeptForOtherBackends(t *testing.T) {
 	}
 	if _, err := os.Stat(s.Layers[0]); err == nil {
 		t.Errorf("layer %s outlived its last user", s.Layers[0])
+	}
+}
+
+// TestBtrfsQgroupsDoNotPileUp creates and stops machines on the btrfs
+// store and checks their qgroups are destroyed (now or on a later call).
+func TestBtrfsQgroupsDoNotPileUp(t *testing.T) {
+	testutil.RequiresRoot(t)
+	btrfsCLI := testutil.RequiresCommand(t, "btrfs")
+	state := t.TempDir()
+	b, err := New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t), Options: map[string]string{"store": StoreBtrfs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	for range 6 {
+		m, err := b.create(ctx, hypervisor.MachineSpec{Image: "mini"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Stop(ctx)
+	}
+	// Wait for the kernel to finish dropping the deleted subvolumes, then
+	// one more create retries whatever qgroup it still held.
+	if out, err := exec.Command(btrfsCLI, "subvolume", "sync", filepath.Join(state, "procbox", "store")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	m, err := b.create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop(ctx)
+	out, err := exec.Command(btrfsCLI, "qgroup", "show", filepath.Join(state, "procbox", "store")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if stale := strings.Count(string(out), "<stale>"); stale > 0 {
+		t.Errorf("%d stale qgroups after 6 machines came and went:\n%s", stale, out)
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -106,6 +109,37 @@ type btrfsStore struct {
 	root  string   // where the image is mounted
 	image string   // the loop image
 	lock  *os.File // shared flock on store.lock while open
+
+	mu    sync.Mutex
+	stale []uint64 // qgroups of deleted subvolumes, destroyed once the kernel lets go
+}
+
+// destroyStale retries destroying the qgroups of deleted subvolumes; the
+// list lives in store/stale-qgroups so another process can finish the job.
+func (s *btrfsStore) destroyStale(add ...uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := filepath.Join(s.root, "stale-qgroups")
+	ids := map[uint64]bool{}
+	if raw, err := os.ReadFile(path); err == nil {
+		for _, f := range strings.Fields(string(raw)) {
+			if n, err := strconv.ParseUint(f, 10, 64); err == nil {
+				ids[n] = true
+			}
+		}
+	}
+	for _, id := range add {
+		ids[id] = true
+	}
+	var left []string
+	for id := range ids {
+		if err := btrfsQgroupDestroy(s.root, id); err == nil || errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		left = append(left, strconv.FormatUint(id, 10))
+	}
+	sort.Strings(left)
+	os.WriteFile(path, []byte(strings.Join(left, "\n")), 0o600)
 }
 
 func (s *btrfsStore) kind() string { return StoreBtrfs }
@@ -114,6 +148,7 @@ func (s *btrfsStore) machinesDir() string  { return filepath.Join(s.root, "machi
 func (s *btrfsStore) snapshotsDir() string { return filepath.Join(s.root, "snapshots") }
 
 func (s *btrfsStore) newWritable(id string, diskMB int64) (string, error) {
+	s.destroyStale()
 	path := filepath.Join(s.machinesDir(), id)
 	if err := btrfsSubvolCreate(s.machinesDir(), id); err != nil {
 		return "", fmt.Errorf("create the writable subvolume: %w", err)
@@ -137,9 +172,15 @@ func (s *btrfsStore) removeWritable(id string) error {
 	if !isBtrfs(s.machinesDir()) {
 		return fmt.Errorf("the btrfs store at %s is not mounted", s.root)
 	}
+	qid, idErr := btrfsSubvolID(filepath.Join(s.machinesDir(), id))
 	err := btrfsSubvolDelete(s.machinesDir(), id)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
+	}
+	if err == nil && idErr == nil {
+		// Its qgroup (and limit) would stay behind: destroy it now or,
+		// once the kernel has cleaned the subvolume, on a later call.
+		s.destroyStale(qid)
 	}
 	return err
 }
@@ -283,7 +324,7 @@ func mountImage(image, root string, size int64) error {
 			return err
 		}
 	}
-	out, err := exec.Command("mount", "-o", "loop,noatime,discard", image, root).CombinedOutput()
+	out, err := exec.Command("mount", "-o", "loop,noatime,discard,commit=5", image, root).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("mount %s: %v: %s", image, err, strings.TrimSpace(string(out)))
 	}
@@ -304,16 +345,19 @@ func storeImageSize(dir string) int64 {
 // ---- btrfs ioctls (linux/btrfs.h) ----------------------------------------
 
 const (
-	btrfsIocSubvolCreate = 0x5000940e // _IOW(0x94, 14, btrfs_ioctl_vol_args)
-	btrfsIocSnapDestroy  = 0x5000940f // _IOW(0x94, 15, btrfs_ioctl_vol_args)
-	btrfsIocSnapCreateV2 = 0x50009417 // _IOW(0x94, 23, btrfs_ioctl_vol_args_v2)
-	btrfsIocQuotaCtl     = 0xc0109428 // _IOWR(0x94, 40, btrfs_ioctl_quota_ctl_args)
-	btrfsIocQgroupLimit  = 0x8030942b // _IOR(0x94, 43, btrfs_ioctl_qgroup_limit_args)
-	btrfsSubvolRdonly    = 1 << 1
-	btrfsQuotaCtlEnable  = 1
-	btrfsQgroupLimitRfer = 1 << 0
-	btrfsPathNameMax     = 4087
-	btrfsSubvolNameMax   = 4039
+	btrfsIocSubvolCreate   = 0x5000940e // _IOW(0x94, 14, btrfs_ioctl_vol_args)
+	btrfsIocSnapDestroy    = 0x5000940f // _IOW(0x94, 15, btrfs_ioctl_vol_args)
+	btrfsIocSnapCreateV2   = 0x50009417 // _IOW(0x94, 23, btrfs_ioctl_vol_args_v2)
+	btrfsIocQuotaCtl       = 0xc0109428 // _IOWR(0x94, 40, btrfs_ioctl_quota_ctl_args)
+	btrfsIocQgroupLimit    = 0x8030942b // _IOR(0x94, 43, btrfs_ioctl_qgroup_limit_args)
+	btrfsIocQgroupCreate   = 0x4010942a // _IOW(0x94, 42, btrfs_ioctl_qgroup_create_args)
+	btrfsIocInoLookup      = 0xd0009412 // _IOWR(0x94, 18, btrfs_ioctl_ino_lookup_args)
+	btrfsFirstFreeObjectID = 256
+	btrfsSubvolRdonly      = 1 << 1
+	btrfsQuotaCtlEnable    = 1
+	btrfsQgroupLimitRfer   = 1 << 0
+	btrfsPathNameMax       = 4087
+	btrfsSubvolNameMax     = 4039
 )
 
 type btrfsVolArgs struct {
@@ -327,6 +371,34 @@ type btrfsVolArgsV2 struct {
 	flags   uint64
 	unused  [4]uint64
 	name    [btrfsSubvolNameMax + 1]byte
+}
+
+type btrfsQgroupCreateArgs struct {
+	create   uint64
+	qgroupid uint64
+}
+
+type btrfsInoLookupArgs struct {
+	treeid   uint64
+	objectid uint64
+	name     [4080]byte
+}
+
+// btrfsSubvolID returns the id of the subvolume at path (its qgroup is
+// 0/<id>).
+func btrfsSubvolID(path string) (uint64, error) {
+	a := btrfsInoLookupArgs{objectid: btrfsFirstFreeObjectID}
+	if err := btrfsIoctl(path, btrfsIocInoLookup, unsafe.Pointer(&a)); err != nil {
+		return 0, err
+	}
+	return a.treeid, nil
+}
+
+// btrfsQgroupDestroy removes qgroup 0/id. The kernel answers EBUSY until a
+// deleted subvolume has been cleaned up in the background.
+func btrfsQgroupDestroy(root string, id uint64) error {
+	a := btrfsQgroupCreateArgs{create: 0, qgroupid: id}
+	return btrfsIoctl(root, btrfsIocQgroupCreate, unsafe.Pointer(&a))
 }
 
 type btrfsQuotaCtlArgs struct {
