@@ -1,0 +1,159 @@
+// Package client is the Go SDK for Paddock's session API. The CLI uses it,
+// and so will the MCP server: one client, not three.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+)
+
+// Client talks to one Paddock daemon.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// New returns a client for the daemon at baseURL (e.g.
+// http://127.0.0.1:7788) authenticating with token.
+func New(baseURL, token string) *Client {
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{Timeout: 2 * time.Hour}}
+}
+
+// Error is a non-2xx answer.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("paddock: %d %s", e.Status, e.Message) }
+
+func (c *Client) do(ctx context.Context, method, path string, header map[string]string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		json.Unmarshal(data, &e)
+		if e.Error == "" {
+			e.Error = strings.TrimSpace(string(data))
+		}
+		return &Error{Status: resp.StatusCode, Message: e.Error}
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func ifMatch(rev int64) map[string]string {
+	if rev < 0 {
+		return nil
+	}
+	return map[string]string{"If-Match": strconv.FormatInt(rev, 10)}
+}
+
+func sp(id string) string { return "/v1/agents/sessions/" + url.PathEscape(id) }
+
+// CreateSession creates a session.
+func (c *Client) CreateSession(ctx context.Context, req session.CreateRequest) (*session.Session, error) {
+	var out session.Session
+	return &out, c.do(ctx, http.MethodPost, "/v1/agents/sessions", nil, req, &out)
+}
+
+// ListSessions lists sessions, oldest first.
+func (c *Client) ListSessions(ctx context.Context) ([]*session.Session, error) {
+	var out struct {
+		Sessions []*session.Session `json:"sessions"`
+	}
+	return out.Sessions, c.do(ctx, http.MethodGet, "/v1/agents/sessions", nil, nil, &out)
+}
+
+// GetSession returns one session.
+func (c *Client) GetSession(ctx context.Context, id string) (*session.Session, error) {
+	var out session.Session
+	return &out, c.do(ctx, http.MethodGet, sp(id), nil, nil, &out)
+}
+
+// DeleteSession deletes a session (idempotent).
+func (c *Client) DeleteSession(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, sp(id), nil, nil, nil)
+}
+
+// Exec runs a shell line in the session's sandbox.
+func (c *Client) Exec(ctx context.Context, id string, req session.ExecRequest) (*session.ExecResult, error) {
+	var out session.ExecResult
+	return &out, c.do(ctx, http.MethodPost, sp(id)+"/exec", nil, req, &out)
+}
+
+// Checkpoint takes a checkpoint (rev < 0: any revision).
+func (c *Client) Checkpoint(ctx context.Context, id string, rev int64, req session.CheckpointRequest) (*session.Checkpoint, error) {
+	var out session.Checkpoint
+	return &out, c.do(ctx, http.MethodPost, sp(id)+"/checkpoint", ifMatch(rev), req, &out)
+}
+
+// Restore restores a checkpoint of this session.
+func (c *Client) Restore(ctx context.Context, id string, rev int64, tag string) (*session.Session, error) {
+	var out session.Session
+	return &out, c.do(ctx, http.MethodPost, sp(id)+"/restore", ifMatch(rev), session.RestoreRequest{Tag: tag}, &out)
+}
+
+// Fork starts count children from the session's current state.
+func (c *Client) Fork(ctx context.Context, id string, rev int64, count int) ([]*session.Session, error) {
+	var out struct {
+		Children []*session.Session `json:"children"`
+	}
+	return out.Children, c.do(ctx, http.MethodPost, sp(id)+"/fork", ifMatch(rev), session.ForkRequest{Count: count}, &out)
+}
+
+// Artifacts returns the workspace changes since the baseline.
+func (c *Client) Artifacts(ctx context.Context, id string) (*session.Artifacts, error) {
+	var out session.Artifacts
+	return &out, c.do(ctx, http.MethodGet, sp(id)+"/artifacts", nil, nil, &out)
+}
+
+// Events returns the session's ledger.
+func (c *Client) Events(ctx context.Context, id string) ([]ledger.Entry, error) {
+	var out struct {
+		Ledger []ledger.Entry `json:"ledger"`
+	}
+	return out.Ledger, c.do(ctx, http.MethodGet, sp(id)+"/events", nil, nil, &out)
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	var listen, backend, img string
+	var gateway bool
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Paddock daemon (the sessions API)",
+		Long: `Run the daemon. Every API route needs the admin token as a bearer token:
+PADDOCK_ADMIN_TOKEN, or one generated on first start, printed once and
+kept only as its SHA-256 in the state dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if gateway {
+				return usageError{errors.New("the Caddy gateway is not built yet: run with --gateway=false (plain HTTP on --listen)")}
+			}
+			log := g.logger()
+			if err := os.MkdirAll(g.stateDir, 0o700); err != nil {
+				return err
+			}
+			hash, fresh, err := adminToken(g.stateDir)
+			if err != nil {
+				return err
+			}
+			if fresh != "" {
+				fmt.Fprintf(c.ErrOrStderr(), "paddock: admin token (shown once; only its hash is kept): %s\n", fresh)
+			}
+			st, err := store.Open(filepath.Join(g.stateDir, "paddock.db"))
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			led := ledger.New(st)
+			b, err := g.backend(backend)
+			if err != nil {
+				return err
+			}
+			if cl, ok := b.(io.Closer); ok {
+				defer cl.Close()
+			}
+			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log})
+			defer mgr.Shutdown(context.Background())
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			srv := &http.Server{Handler: api.New(mgr, hash, log), ReadHeaderTimeout: 10 * time.Second}
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ln) }()
+			log.Info("paddock serving", "listen", ln.Addr().String(), "state_dir", g.stateDir, "backend", backend)
+			select {
+			case err := <-errc:
+				return err
+			case <-c.Context().Done():
+			}
+			log.Info("shutting down")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return srv.Shutdown(ctx)
+		},
+	}
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7788", "address to serve the API on")
+	c.Flags().BoolVar(&gateway, "gateway", false, "serve through the Caddy gateway (not built yet)")
+	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
+	c.Flags().StringVar(&img, "image", "mini", "default image for new sessions")
+	return c
+}
+
+// adminToken returns the admin token's hash: from PADDOCK_ADMIN_TOKEN, or
+// the hash kept in the state dir, or a new token (returned once as fresh).
+func adminToken(stateDir string) (hash [32]byte, fresh string, err error) {
+	if t := os.Getenv("PADDOCK_ADMIN_TOKEN"); t != "" {
+		if len(t) < 16 {
+			return hash, "", usageError{errors.New("PADDOCK_ADMIN_TOKEN must be at least 16 characters")}
+		}
+		return sha256.Sum256([]byte(t)), "", nil
+	}
+	path := filepath.Join(stateDir, "admin-token.sha256")
+	if b, err := os.ReadFile(path); err == nil {
+		raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(raw) != 32 {
+			return hash, "", fmt.Errorf("%s is corrupt: remove it to generate a new token", path)
+		}
+		copy(hash[:], raw)
+		return hash, "", nil
+	}
+	var b [24]byte
+	rand.Read(b[:])
+	fresh = "pdk_" + hex.EncodeToString(b[:])
+	hash = sha256.Sum256([]byte(fresh))
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(hash[:])+"\n"), 0o600); err != nil {
+		return hash, "", err
+	}
+	return hash, fresh, nil
+}

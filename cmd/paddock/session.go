@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/session"
+)
+
+func newSessionCmd(g *globals) *cobra.Command {
+	var addr, token string
+	cmd := &cobra.Command{
+		Use:     "session",
+		Aliases: []string{"agent"},
+		Short:   "Agent sessions on a Paddock daemon (PADDOCK_URL, PADDOCK_TOKEN)",
+	}
+	cmd.PersistentFlags().StringVar(&addr, "url", envOr("PADDOCK_URL", "http://127.0.0.1:7788"), "daemon URL; env PADDOCK_URL")
+	cmd.PersistentFlags().StringVar(&token, "token", "", "bearer token (default: env PADDOCK_TOKEN; not shown in argv when taken from the environment)")
+	cl := func() (*client.Client, error) {
+		t := token
+		if t == "" {
+			t = os.Getenv("PADDOCK_TOKEN")
+		}
+		if t == "" {
+			return nil, usageError{errors.New("no token: set PADDOCK_TOKEN (printed by `paddock serve` on first start)")}
+		}
+		return client.New(addr, t), nil
+	}
+	out := func(c *cobra.Command, v any, table func()) error {
+		if g.json {
+			enc := json.NewEncoder(c.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(v)
+		}
+		table()
+		return nil
+	}
+	var agent, img string
+	var ttl int
+	run := &cobra.Command{
+		Use:   "run [AGENT]",
+		Short: "Create a session: a sandbox with a workspace",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				agent = args[0]
+			}
+			s, err := k.CreateSession(c.Context(), session.CreateRequest{Agent: agent, Runtime: session.Runtime{Image: img}, TTLSeconds: ttl})
+			if err != nil {
+				return apiErr(err)
+			}
+			return out(c, s, func() { printSessions(c, []*session.Session{s}) })
+		},
+	}
+	run.Flags().StringVar(&img, "image", "", "image (default: the daemon's)")
+	run.Flags().IntVar(&ttl, "ttl-seconds", 3600, "lifetime")
+	ls := &cobra.Command{Use: "ls", Short: "List sessions", Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		ss, err := k.ListSessions(c.Context())
+		if err != nil {
+			return apiErr(err)
+		}
+		return out(c, ss, func() { printSessions(c, ss) })
+	}}
+	get := &cobra.Command{Use: "get ID", Short: "Show one session", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		s, err := k.GetSession(c.Context(), args[0])
+		if err != nil {
+			return apiErr(err)
+		}
+		return out(c, s, func() { printSessions(c, []*session.Session{s}) })
+	}}
+	var timeout int
+	execCmd := &cobra.Command{
+		Use:   "exec ID -- COMMAND...",
+		Short: "Run a command in the session (exits with its code)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			line := args[1]
+			if len(args) > 2 {
+				line = shellJoin(args[1:])
+			}
+			r, err := k.Exec(c.Context(), args[0], session.ExecRequest{Command: line, TimeoutSeconds: timeout})
+			if err != nil {
+				return apiErr(err)
+			}
+			if g.json {
+				json.NewEncoder(c.OutOrStdout()).Encode(r)
+			} else {
+				fmt.Fprint(c.OutOrStdout(), r.Stdout)
+				fmt.Fprint(c.ErrOrStderr(), r.Stderr)
+			}
+			if r.ExitCode != 0 {
+				if r.ExitCode < 0 {
+					return exitCodeError(128 + 9)
+				}
+				return exitCodeError(r.ExitCode)
+			}
+			return nil
+		},
+	}
+	execCmd.Flags().IntVar(&timeout, "timeout", 300, "seconds before the command is killed")
+	var tag string
+	ckpt := &cobra.Command{Use: "checkpoint ID", Short: "Checkpoint the session", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		mem := false
+		cp, err := k.Checkpoint(c.Context(), args[0], -1, session.CheckpointRequest{Tag: tag, Memory: &mem})
+		if err != nil {
+			return apiErr(err)
+		}
+		return out(c, cp, func() { fmt.Fprintf(c.OutOrStdout(), "checkpoint %s (%s)\n", cp.Tag, cp.Snapshot) })
+	}}
+	ckpt.Flags().StringVar(&tag, "tag", "", "name of the checkpoint")
+	restore := &cobra.Command{Use: "restore ID TAG", Short: "Restore a checkpoint", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, args []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		s, err := k.Restore(c.Context(), args[0], -1, args[1])
+		if err != nil {
+			return apiErr(err)
+		}
+		return out(c, s, func() { fmt.Fprintf(c.OutOrStdout(), "restored %s to %s\n", s.ID, args[1]) })
+	}}
+	var count int
+	fork := &cobra.Command{Use: "fork ID", Short: "Fork the session into children", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		kids, err := k.Fork(c.Context(), args[0], -1, count)
+		if err != nil {
+			return apiErr(err)
+		}
+		return out(c, kids, func() { printSessions(c, kids) })
+	}}
+	fork.Flags().IntVar(&count, "count", 1, "children (1-32)")
+	artifacts := &cobra.Command{Use: "artifacts ID", Short: "What changed in the workspace", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		a, err := k.Artifacts(c.Context(), args[0])
+		if err != nil {
+			return apiErr(err)
+		}
+		return out(c, a, func() {
+			for _, p := range a.Added {
+				fmt.Fprintf(c.OutOrStdout(), "A %s\n", p)
+			}
+			for _, p := range a.Modified {
+				fmt.Fprintf(c.OutOrStdout(), "M %s\n", p)
+			}
+			for _, p := range a.Deleted {
+				fmt.Fprintf(c.OutOrStdout(), "D %s\n", p)
+			}
+		})
+	}}
+	timeline := &cobra.Command{Use: "timeline ID", Short: "What was done, in order (the ledger)", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		es, err := k.Events(c.Context(), args[0])
+		if err != nil {
+			return apiErr(err)
+		}
+		return out(c, es, func() {
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tDATA")
+			for _, e := range es {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Seq, e.Time.Format(time.RFC3339), e.Kind, e.Data)
+			}
+			tw.Flush()
+		})
+	}}
+	rm := &cobra.Command{Use: "rm ID", Short: "Delete a session and its sandbox", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+		k, err := cl()
+		if err != nil {
+			return err
+		}
+		return apiErr(k.DeleteSession(c.Context(), args[0]))
+	}}
+	cmd.AddCommand(run, ls, get, execCmd, ckpt, restore, fork, artifacts, timeline, rm)
+	return cmd
+}
+
+func printSessions(c *cobra.Command, ss []*session.Session) {
+	tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tIMAGE\tCHECKPOINTS\tCREATED\tEXPIRES")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Agent, s.State, s.Runtime.Image, len(s.Checkpoints), s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+}
+
+// apiErr turns API statuses into the CLI's exit codes.
+func apiErr(err error) error {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Status {
+	case 400, 413:
+		return usageError{e}
+	case 404:
+		return notFoundError{e}
+	case 409, 412:
+		return conflictError{e}
+	}
+	return err
+}
+
+type notFoundError struct{ error }
+type conflictError struct{ error }
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+// shellJoin quotes argv words into one shell line.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,298 @@
+// Package api is hostd's HTTP surface: the /v1/agents/sessions routes,
+// thin handlers over hostd/session. Errors are mapped to status codes in
+// one place (writeError); bodies are size-limited and unknown fields are
+// refused.
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"paddock.dev/paddock/hostd/session"
+)
+
+// MaxBodyBytes bounds every JSON request body.
+const MaxBodyBytes = 1 << 20
+
+// Server serves the API.
+type Server struct {
+	sessions  *session.Manager
+	tokenHash [32]byte
+	log       *slog.Logger
+	mux       *http.ServeMux
+}
+
+// New returns the API handler. adminTokenHash is the SHA-256 of the admin
+// token: the token itself is never kept, and what callers send is hashed
+// and compared in constant time.
+func New(m *session.Manager, adminTokenHash [32]byte, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{sessions: m, tokenHash: adminTokenHash, log: log, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) routes() {
+	open := func(pattern string, h handler) {
+		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				s.writeError(w, r, err)
+			}
+		})
+	}
+	auth := func(pattern string, h handler) {
+		open(pattern, func(w http.ResponseWriter, r *http.Request) error {
+			if !s.authorized(r) {
+				return errUnauthorized
+			}
+			start := time.Now()
+			err := h(w, r)
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))
+			return err
+		})
+	}
+	open("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		return nil
+	})
+	auth("POST /v1/agents/sessions", s.create)
+	auth("GET /v1/agents/sessions", s.list)
+	auth("GET /v1/agents/sessions/{id}", s.get)
+	auth("DELETE /v1/agents/sessions/{id}", s.delete)
+	auth("POST /v1/agents/sessions/{id}/exec", s.exec)
+	auth("POST /v1/agents/sessions/{id}/checkpoint", s.checkpoint)
+	auth("POST /v1/agents/sessions/{id}/restore", s.restore)
+	auth("POST /v1/agents/sessions/{id}/fork", s.fork)
+	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
+	auth("GET /v1/agents/sessions/{id}/events", s.events)
+	open("/", func(w http.ResponseWriter, r *http.Request) error {
+		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
+	})
+}
+
+var (
+	errUnauthorized = errors.New("a valid bearer token is required (Authorization: Bearer <token>)")
+	errNoRoute      = errors.New("not found")
+	errTooLarge     = errors.New("request body too large")
+)
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		return false
+	}
+	h := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(h[:], s.tokenHash[:]) == 1
+}
+
+// writeError is the one place errors become status codes.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, errUnauthorized):
+		status = http.StatusUnauthorized
+	case errors.Is(err, errTooLarge):
+		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, session.ErrBadRequest):
+		status = http.StatusBadRequest
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, errNoRoute):
+		status = http.StatusNotFound
+	case errors.Is(err, session.ErrConflict):
+		status = http.StatusConflict
+	case errors.Is(err, session.ErrRevision):
+		status = http.StatusPreconditionFailed
+	}
+	if status == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// decode reads a JSON body (empty means {}), refusing unknown fields and
+// bodies over MaxBodyBytes.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return fmt.Errorf("%w: reading the body: %v", session.ErrBadRequest, err)
+	}
+	if len(body) > MaxBodyBytes {
+		return fmt.Errorf("%w: more than %d bytes", errTooLarge, MaxBodyBytes)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: invalid JSON body: %v", session.ErrBadRequest, err)
+	}
+	return nil
+}
+
+// revision reads If-Match: a revision number, or * / absent for any.
+func revision(r *http.Request) (int64, error) {
+	v := strings.Trim(r.Header.Get("If-Match"), `" `)
+	if v == "" || v == "*" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: If-Match %q must be a revision number or *", session.ErrBadRequest, v)
+	}
+	return n, nil
+}
+
+// tenant is "" (the admin sees every session) until scoped tokens exist.
+func tenant(*http.Request) string { return "" }
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) error {
+	var req session.CreateRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.Create(r.Context(), tenant(r), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.List(r.Context(), tenant(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	return nil
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Get(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
+	if err := s.sessions.Delete(r.Context(), tenant(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
+	var req session.ExecRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.Exec(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) error {
+	var req session.CheckpointRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	rev, err := revision(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.sessions.Checkpoint(r.Context(), tenant(r), r.PathValue("id"), rev, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
+	var req session.RestoreRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	rev, err := revision(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.sessions.Restore(r.Context(), tenant(r), r.PathValue("id"), rev, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
+	var req session.ForkRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	rev, err := revision(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.sessions.Fork(r.Context(), tenant(r), r.PathValue("id"), rev, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"children": out})
+	return nil
+}
+
+func (s *Server) artifacts(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Artifacts(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Events(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ledger": out, "vm_events": []any{}})
+	return nil
+}

@@ -1,0 +1,281 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/hypervisor"
+)
+
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// CheckpointRequest is the body of POST .../checkpoint.
+type CheckpointRequest struct {
+	Tag    string `json:"tag"`
+	Memory *bool  `json:"memory,omitempty"`
+}
+
+// RestoreRequest is the body of POST .../restore.
+type RestoreRequest struct {
+	Tag string `json:"tag"`
+}
+
+// ForkRequest is the body of POST .../fork.
+type ForkRequest struct {
+	Count int `json:"count"`
+}
+
+// Artifacts answers GET .../artifacts: workspace changes since the
+// baseline.
+type Artifacts struct {
+	Workspace   string       `json:"workspace"`
+	Added       []string     `json:"added"`
+	Modified    []string     `json:"modified"`
+	Deleted     []string     `json:"deleted"`
+	Checkpoints []Checkpoint `json:"checkpoints"`
+	Children    []string     `json:"children"`
+	Usage       Usage        `json:"usage"`
+}
+
+func (m *Manager) snapshots(ctx context.Context, id string) (map[string]hypervisor.Snapshot, error) {
+	row, err := m.st.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var st stored
+	if err := json.Unmarshal(row.Record, &st); err != nil {
+		return nil, err
+	}
+	return st.Snapshots, nil
+}
+
+type snapshotDeleter interface {
+	DeleteSnapshot(hypervisor.Snapshot) error
+}
+
+func (m *Manager) deleteSnapshot(s hypervisor.Snapshot) {
+	if d, ok := m.backend.(snapshotDeleter); ok {
+		if err := d.DeleteSnapshot(s); err != nil {
+			m.log.Warn("delete snapshot", "snapshot", s.ID, "err", err)
+		}
+	}
+}
+
+// Checkpoint records the sandbox's state under a tag.
+func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, req CheckpointRequest) (*Checkpoint, error) {
+	if req.Tag == "" {
+		req.Tag = fmt.Sprintf("ckpt-%d", m.now().Unix())
+	}
+	if !tagRE.MatchString(req.Tag) {
+		return nil, bad("tag %q: use letters, digits, '.', '_' and '-', at most %d", req.Tag, MaxTagLen)
+	}
+	s, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if rev >= 0 && rev != s.Revision {
+		return nil, fmt.Errorf("%w: session %s is at revision %d, not %d", ErrRevision, id, s.Revision, rev)
+	}
+	for _, c := range s.Checkpoints {
+		if c.Tag == req.Tag {
+			return nil, fmt.Errorf("%w: session %s already has a checkpoint tagged %q", ErrConflict, id, req.Tag)
+		}
+	}
+	memory := s.Capabilities.MemoryCheckpoint
+	if req.Memory != nil {
+		memory = *req.Memory
+	}
+	if memory && !s.Capabilities.MemoryCheckpoint {
+		return nil, fmt.Errorf("%w: memory checkpoints are not available: %s (ask for memory: false)", ErrConflict, s.Capabilities.MemoryCheckpointReason)
+	}
+	leave, err := m.enter(id, "checkpoint")
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	snap, err := mc.Checkpoint(ctx, req.Tag, memory)
+	if err != nil {
+		return nil, mapBackendErr(err)
+	}
+	c := Checkpoint{Tag: req.Tag, Snapshot: snap.ID, Memory: snap.Memory, CreatedAt: snap.CreatedAt}
+	_, err = m.updateStored(ctx, id, rev, func(st *stored) error {
+		st.Session.Checkpoints = append(st.Session.Checkpoints, c)
+		if st.Snapshots == nil {
+			st.Snapshots = map[string]hypervisor.Snapshot{}
+		}
+		st.Snapshots[req.Tag] = snap
+		return nil
+	})
+	if err != nil {
+		m.deleteSnapshot(snap)
+		return nil, err
+	}
+	m.ledgerAppend(ctx, id, "checkpoint", map[string]any{"tag": req.Tag, "memory": snap.Memory, "snapshot_id": snap.ID})
+	return &c, nil
+}
+
+// Restore puts the sandbox back to one of this session's checkpoints.
+func (m *Manager) Restore(ctx context.Context, tenant, id string, rev int64, req RestoreRequest) (*Session, error) {
+	s, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if rev >= 0 && rev != s.Revision {
+		return nil, fmt.Errorf("%w: session %s is at revision %d, not %d", ErrRevision, id, s.Revision, rev)
+	}
+	snaps, err := m.snapshots(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	snap, ok := snaps[req.Tag]
+	if !ok {
+		return nil, fmt.Errorf("%w: session %s has no checkpoint tagged %q", ErrNotFound, id, req.Tag)
+	}
+	leave, err := m.enter(id, "restore")
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	if err := mc.Restore(ctx, snap); err != nil {
+		return nil, mapBackendErr(err)
+	}
+	out, err := m.updateStored(ctx, id, -1, func(*stored) error { return nil })
+	if err != nil {
+		return nil, err
+	}
+	m.ledgerAppend(ctx, id, "restore", map[string]any{"tag": req.Tag, "snapshot_id": snap.ID})
+	return out, nil
+}
+
+// Fork starts count child sessions from the session's current state.
+func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req ForkRequest) ([]*Session, error) {
+	if req.Count < 1 || req.Count > hypervisor.MaxForkChildren {
+		return nil, bad("count %d must be from 1 to %d", req.Count, hypervisor.MaxForkChildren)
+	}
+	s, base, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if !s.Capabilities.Fork {
+		return nil, fmt.Errorf("%w: the %s backend cannot fork", ErrConflict, s.Backend)
+	}
+	if rev >= 0 && rev != s.Revision {
+		return nil, fmt.Errorf("%w: session %s is at revision %d, not %d", ErrRevision, id, s.Revision, rev)
+	}
+	leave, err := m.enter(id, "fork")
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	snap, err := mc.Checkpoint(ctx, "fork", false)
+	if err != nil {
+		return nil, mapBackendErr(err)
+	}
+	// The children's layers keep the snapshot alive; the record goes.
+	defer m.deleteSnapshot(snap)
+	kids, err := mc.Fork(ctx, snap, req.Count)
+	if err != nil {
+		return nil, mapBackendErr(err)
+	}
+	// Each child's baseline is the parent's workspace at the fork.
+	parentNow, err := clientFor(mc).Manifest(ctx, api.ManifestRequest{Path: s.Workspace.Path})
+	if err != nil {
+		parentNow = base
+	}
+	out := make([]*Session, 0, len(kids))
+	for _, k := range kids {
+		now := m.now().UTC()
+		child := &Session{
+			ID: k.ID(), Agent: s.Agent, Tenant: s.Tenant, State: StateRunning, Backend: s.Backend,
+			SandboxID: k.ID(), Capabilities: s.Capabilities, Runtime: s.Runtime,
+			Workspace: Workspace{Path: s.Workspace.Path, BaselineFiles: len(parentNow.Entries)},
+			Checkpoints: []Checkpoint{}, Children: []string{}, Parent: id,
+			CreatedAt: now, ExpiresAt: s.ExpiresAt,
+		}
+		if err := m.save(ctx, child, parentNow); err != nil {
+			k.Stop(context.Background())
+			continue
+		}
+		m.mu.Lock()
+		m.machines[child.ID] = k
+		m.mu.Unlock()
+		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id})
+		out = append(out, child)
+	}
+	ids := make([]string, len(out))
+	for i, c := range out {
+		ids[i] = c.ID
+	}
+	m.updateStored(ctx, id, -1, func(st *stored) error {
+		st.Session.Children = append(st.Session.Children, ids...)
+		return nil
+	})
+	m.ledgerAppend(ctx, id, "fork", map[string]any{"count": req.Count, "children": ids})
+	return out, nil
+}
+
+// Artifacts diffs the workspace against the session's baseline.
+func (m *Manager) Artifacts(ctx context.Context, tenant, id string) (*Artifacts, error) {
+	s, base, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	now, err := clientFor(mc).Manifest(ctx, api.ManifestRequest{Path: s.Workspace.Path})
+	if err != nil {
+		return nil, fmt.Errorf("read the workspace: %w", err)
+	}
+	a := &Artifacts{Workspace: s.Workspace.Path, Added: []string{}, Modified: []string{}, Deleted: []string{},
+		Checkpoints: s.Checkpoints, Children: s.Children, Usage: s.Usage}
+	was := map[string]api.ManifestEntry{}
+	if base != nil {
+		for _, e := range base.Entries {
+			was[e.Path] = e
+		}
+	}
+	for _, e := range now.Entries {
+		old, ok := was[e.Path]
+		delete(was, e.Path)
+		switch {
+		case !ok:
+			a.Added = append(a.Added, e.Path)
+		case old.Type != e.Type || old.SHA256 != e.SHA256 || old.Mode != e.Mode || old.Target != e.Target:
+			a.Modified = append(a.Modified, e.Path)
+		}
+	}
+	for p := range was {
+		a.Deleted = append(a.Deleted, p)
+	}
+	sort.Strings(a.Deleted)
+	return a, nil
+}
+
+// updateStored is update with the whole stored record.
+func (m *Manager) updateStored(ctx context.Context, id string, rev int64, fn func(*stored) error) (*Session, error) {
+	var out *Session
+	row, err := m.st.UpdateSession(ctx, id, rev, func(r *storeRow) error {
+		var st stored
+		if err := json.Unmarshal(r.Record, &st); err != nil || st.Session == nil {
+			return fmt.Errorf("corrupt record: %v", err)
+		}
+		if err := fn(&st); err != nil {
+			return err
+		}
+		r.State = st.Session.State
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		r.Record = raw
+		out = st.Session
+		return nil
+	})
+	if err != nil {
+		return nil, revisionErr(err, id, rev)
+	}
+	out.Revision = row.Revision
+	return out, nil
+}

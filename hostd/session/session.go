@@ -1,0 +1,479 @@
+// Package session is the domain of agent sessions: one handle for a
+// sandbox, its workspace, its checkpoints and children, and its ledger.
+// HTTP handlers (hostd/api) are thin; the rules live here. State is in the
+// SQLite store (hostd/store); every action is ledgered (hostd/ledger).
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+)
+
+// Sentinel errors; hostd/api maps them to HTTP status in one place.
+var (
+	ErrBadRequest = errors.New("bad request")  // 400
+	ErrNotFound   = errors.New("not found")    // 404
+	ErrConflict   = errors.New("conflict")     // 409
+	ErrRevision   = errors.New("revision mismatch") // 412
+)
+
+// Limits on what callers send.
+const (
+	MaxTTLSeconds     = 7 * 24 * 3600
+	DefaultTTLSeconds = 3600
+	MaxAgentName      = 64
+	MaxCommandBytes   = 64 << 10
+	MaxExecTimeout    = 3600
+	DefaultExecTimeout = 300
+	MaxTagLen         = 64
+)
+
+// States of a session.
+const (
+	StateRunning = "running"
+	StateExpired = "expired"
+	StateGone    = "gone" // shown, never saved: the daemon has no sandbox for it
+)
+
+// Runtime is what the sandbox is made of.
+type Runtime struct {
+	Image    string  `json:"image"`
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryMB int64   `json:"memory_mb,omitempty"`
+	DiskMB   int64   `json:"disk_mb,omitempty"`
+}
+
+// Workspace is the agent's working directory in the sandbox.
+type Workspace struct {
+	Path string `json:"path"`
+	Note string `json:"note,omitempty"`
+	// BaselineFiles counts the files in the baseline artifacts diff against.
+	BaselineFiles int `json:"baseline_files"`
+}
+
+// Checkpoint is one checkpoint the session took.
+type Checkpoint struct {
+	Tag       string    `json:"tag"`
+	Snapshot  string    `json:"snapshot_id"`
+	Memory    bool      `json:"memory"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Usage counts what the session did; kept beside the record.
+type Usage struct {
+	Execs  int64 `json:"execs"`
+	ExecMS int64 `json:"exec_ms"`
+}
+
+// Session is the record GET /v1/agents/sessions/{id} returns.
+type Session struct {
+	ID           string                  `json:"id"`
+	Agent        string                  `json:"agent"`
+	Tenant       string                  `json:"tenant,omitempty"`
+	State        string                  `json:"state"`
+	Revision     int64                   `json:"revision"`
+	Backend      string                  `json:"backend"`
+	SandboxID    string                  `json:"sandbox_id"`
+	Capabilities hypervisor.Capabilities `json:"capabilities"`
+	Runtime      Runtime                 `json:"runtime"`
+	Workspace    Workspace               `json:"workspace"`
+	Checkpoints  []Checkpoint            `json:"checkpoints"`
+	Children     []string                `json:"children"`
+	Parent       string                  `json:"parent,omitempty"`
+	Usage        Usage                   `json:"usage"`
+	CreatedAt    time.Time               `json:"created_at"`
+	ExpiresAt    time.Time               `json:"expires_at"`
+}
+
+// CreateRequest is the body of POST /v1/agents/sessions.
+type CreateRequest struct {
+	Agent     string `json:"agent"`
+	Workspace struct {
+		Path string `json:"path"`
+	} `json:"workspace"`
+	Runtime    Runtime `json:"runtime"`
+	TTLSeconds int     `json:"ttl_seconds"`
+}
+
+// ExecRequest is the body of POST .../exec.
+type ExecRequest struct {
+	Command        string `json:"command"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+}
+
+// ExecResult answers POST .../exec.
+type ExecResult struct {
+	ExitCode   int    `json:"exit_code"`
+	Signal     string `json:"signal,omitempty"`
+	TimedOut   bool   `json:"timed_out"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	Truncated  bool   `json:"truncated"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Manager runs sessions on one backend.
+type Manager struct {
+	st      *store.Store
+	ledger  *ledger.Ledger
+	backend hypervisor.Backend
+	image   string
+	log     *slog.Logger
+	now     func() time.Time
+
+	mu       sync.Mutex
+	machines map[string]hypervisor.Machine // session id → running sandbox
+	gate     map[string]string             // session id → lifecycle op in flight
+}
+
+// Config configures a Manager.
+type Config struct {
+	Store        *store.Store
+	Ledger       *ledger.Ledger
+	Backend      hypervisor.Backend
+	DefaultImage string
+	Logger       *slog.Logger
+}
+
+// New returns a Manager. It starts nothing.
+func New(c Config) *Manager {
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, image: c.DefaultImage,
+		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
+}
+
+var agentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "ses-" + hex.EncodeToString(b[:])
+}
+
+func bad(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(f, a...)) }
+
+// Create makes a sandbox, its workspace and the workspace baseline, and
+// records the session.
+func (m *Manager) Create(ctx context.Context, tenant string, req CreateRequest) (*Session, error) {
+	if req.Agent == "" {
+		req.Agent = "agent"
+	}
+	if !agentRE.MatchString(req.Agent) {
+		return nil, bad("agent %q: use letters, digits, '.', '_' and '-', at most 64", req.Agent)
+	}
+	if req.TTLSeconds == 0 {
+		req.TTLSeconds = DefaultTTLSeconds
+	}
+	if req.TTLSeconds < 1 || req.TTLSeconds > MaxTTLSeconds {
+		return nil, bad("ttl_seconds %d must be from 1 to %d", req.TTLSeconds, MaxTTLSeconds)
+	}
+	ws := req.Workspace.Path
+	if ws == "" {
+		ws = "/workspace"
+	}
+	if !strings.HasPrefix(ws, "/") || strings.Contains(ws, "..") || strings.ContainsAny(ws, "\x00\n") || len(ws) > 256 || strings.Count(ws, "/") < 1 || ws == "/" {
+		return nil, bad("workspace.path %q must be an absolute directory below /, without ..", ws)
+	}
+	rt := req.Runtime
+	if rt.Image == "" {
+		rt.Image = m.image
+	}
+	id := newID()
+	mc, err := m.backend.Create(ctx, hypervisor.MachineSpec{
+		ID: id, Image: rt.Image, CPUs: rt.CPUs, MemoryMB: rt.MemoryMB, DiskMB: rt.DiskMB,
+		Network: hypervisor.NetworkOffline,
+	})
+	if errors.Is(err, hypervisor.ErrNotFound) {
+		return nil, bad("runtime.image %q: %v", rt.Image, err)
+	}
+	if err != nil {
+		return nil, mapBackendErr(err)
+	}
+	cleanup := func() { mc.Stop(context.Background()) }
+	now := m.now().UTC()
+	s := &Session{
+		ID: id, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: m.backend.Name(),
+		SandboxID: mc.ID(), Capabilities: m.backend.Capabilities(), Runtime: rt,
+		Workspace: Workspace{Path: ws}, Checkpoints: []Checkpoint{}, Children: []string{},
+		CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
+	}
+	cl := clientFor(mc)
+	// The workspace exists and belongs to the guest user (the files API
+	// creates parents as the guest user).
+	if _, err := cl.WriteFile(ctx, api.FileContent{Path: ws + "/.paddock-keep", Content: nil}); err != nil {
+		s.Workspace.Note = "workspace was not created: " + err.Error()
+	} else {
+		cl.DeleteFile(ctx, ws+"/.paddock-keep", false)
+	}
+	base, err := cl.Manifest(ctx, api.ManifestRequest{Path: ws})
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("workspace baseline: %w", err)
+	}
+	s.Workspace.BaselineFiles = len(base.Entries)
+	if err := m.save(ctx, s, base); err != nil {
+		cleanup()
+		return nil, err
+	}
+	m.mu.Lock()
+	m.machines[id] = mc
+	m.mu.Unlock()
+	m.ledgerAppend(ctx, id, "session.create", map[string]any{"agent": s.Agent, "image": rt.Image, "workspace": ws, "sandbox_id": mc.ID(), "ttl_seconds": req.TTLSeconds})
+	return s, nil
+}
+
+func clientFor(mc hypervisor.Machine) *client.Client {
+	return client.New(func(ctx context.Context) (net.Conn, error) { return mc.Dial(ctx) })
+}
+
+// baselineKey names the stored baseline manifest in the session record
+// companion table.
+type stored struct {
+	Session  *Session      `json:"session"`
+	Baseline *api.Manifest `json:"baseline,omitempty"`
+	// Snapshots are the backend's records of this session's checkpoints,
+	// by tag.
+	Snapshots map[string]hypervisor.Snapshot `json:"snapshots,omitempty"`
+}
+
+func (m *Manager) save(ctx context.Context, s *Session, base *api.Manifest) error {
+	raw, err := json.Marshal(stored{Session: s, Baseline: base})
+	if err != nil {
+		return err
+	}
+	s.Revision = 1
+	return m.st.CreateSession(ctx, store.SessionRow{ID: s.ID, Tenant: s.Tenant, Revision: 1, State: s.State, CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, Record: raw})
+}
+
+func (m *Manager) load(ctx context.Context, tenant, id string) (*Session, *api.Manifest, error) {
+	row, err := m.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && tenant != "" && row.Tenant != tenant) {
+		// Another tenant's session answers as if it did not exist.
+		return nil, nil, fmt.Errorf("%w: session %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var st stored
+	if err := json.Unmarshal(row.Record, &st); err != nil || st.Session == nil {
+		return nil, nil, fmt.Errorf("session %s: corrupt record: %v", id, err)
+	}
+	s := st.Session
+	s.Revision, s.State = row.Revision, row.State
+	if s.State == StateRunning && m.now().After(s.ExpiresAt) {
+		if _, err := m.update(ctx, id, -1, func(s *Session) error { s.State = StateExpired; return nil }); err == nil {
+			s.State = StateExpired
+			m.ledgerAppend(ctx, id, "session.expire", map[string]any{"expires_at": s.ExpiresAt})
+		}
+	}
+	m.mu.Lock()
+	_, live := m.machines[id]
+	m.mu.Unlock()
+	if s.State == StateRunning && !live {
+		s.State = StateGone
+	}
+	return s, st.Baseline, nil
+}
+
+// update is a compare-and-set on the session record.
+func (m *Manager) update(ctx context.Context, id string, rev int64, fn func(*Session) error) (*Session, error) {
+	return m.updateStored(ctx, id, rev, func(st *stored) error { return fn(st.Session) })
+}
+
+type storeRow = store.SessionRow
+
+func revisionErr(err error, id string, rev int64) error {
+	if errors.Is(err, store.ErrRevision) {
+		return fmt.Errorf("%w: session %s changed since revision %d", ErrRevision, id, rev)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: session %s", ErrNotFound, id)
+	}
+	return err
+}
+
+// Get returns one session.
+func (m *Manager) Get(ctx context.Context, tenant, id string) (*Session, error) {
+	s, _, err := m.load(ctx, tenant, id)
+	return s, err
+}
+
+// List returns the tenant's sessions, oldest first.
+func (m *Manager) List(ctx context.Context, tenant string) ([]*Session, error) {
+	rows, err := m.st.ListSessions(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Session, 0, len(rows))
+	for _, r := range rows {
+		s, _, err := m.load(ctx, tenant, r.ID)
+		if err != nil {
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// running returns the session and its machine, refusing sessions that are
+// expired or gone.
+func (m *Manager) running(ctx context.Context, tenant, id string) (*Session, *api.Manifest, hypervisor.Machine, error) {
+	s, base, err := m.load(ctx, tenant, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if s.State != StateRunning {
+		return nil, nil, nil, fmt.Errorf("%w: session %s is %s", ErrConflict, id, s.State)
+	}
+	m.mu.Lock()
+	mc := m.machines[id]
+	m.mu.Unlock()
+	return s, base, mc, nil
+}
+
+// enter takes the session's lifecycle slot for op; a second lifecycle op
+// (or any exec while one runs) is refused with 409 naming what is in
+// flight.
+func (m *Manager) enter(id, op string) (func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, busy := m.gate[id]; busy {
+		return nil, fmt.Errorf("%w: %s is in progress on session %s", ErrConflict, cur, id)
+	}
+	m.gate[id] = op
+	return func() { m.mu.Lock(); delete(m.gate, id); m.mu.Unlock() }, nil
+}
+
+func (m *Manager) busy(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, busy := m.gate[id]; busy {
+		return fmt.Errorf("%w: %s is in progress on session %s", ErrConflict, cur, id)
+	}
+	return nil
+}
+
+// Exec runs one command through the guest and ledgers it.
+func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) (*ExecResult, error) {
+	if strings.TrimSpace(req.Command) == "" {
+		return nil, bad("command is empty")
+	}
+	if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
+		return nil, bad("command must be at most %d bytes without NUL", MaxCommandBytes)
+	}
+	if req.TimeoutSeconds == 0 {
+		req.TimeoutSeconds = DefaultExecTimeout
+	}
+	if req.TimeoutSeconds < 1 || req.TimeoutSeconds > MaxExecTimeout {
+		return nil, bad("timeout_seconds %d must be from 1 to %d", req.TimeoutSeconds, MaxExecTimeout)
+	}
+	s, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.busy(id); err != nil {
+		return nil, err
+	}
+	res, err := clientFor(mc).Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path, TimeoutSeconds: req.TimeoutSeconds}})
+	if err != nil {
+		return nil, fmt.Errorf("exec in the sandbox: %w", err)
+	}
+	out := &ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
+		Stdout: string(res.Stdout), Stderr: string(res.Stderr),
+		Truncated: res.StdoutTruncated || res.StderrTruncated, DurationMS: res.DurationMillis}
+	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": req.Command, "exit_code": res.ExitCode, "duration_ms": res.DurationMillis, "timed_out": res.TimedOut})
+	m.update(ctx, id, -1, func(s *Session) error { s.Usage.Execs++; s.Usage.ExecMS += res.DurationMillis; return nil })
+	return out, nil
+}
+
+// Delete stops the sandbox and marks the session deleted. Idempotent.
+func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
+	s, _, err := m.load(ctx, tenant, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	mc := m.machines[id]
+	delete(m.machines, id)
+	m.mu.Unlock()
+	if mc != nil {
+		if err := mc.Stop(ctx); err != nil {
+			m.log.Warn("stop sandbox", "session", id, "err", err)
+		}
+	}
+	if snaps, err := m.snapshots(ctx, id); err == nil {
+		for _, snap := range snaps {
+			m.deleteSnapshot(snap)
+		}
+	}
+	m.ledgerAppend(ctx, id, "session.delete", map[string]any{"sandbox_id": s.SandboxID})
+	return m.st.DeleteSession(ctx, id)
+}
+
+func (m *Manager) ledgerAppend(ctx context.Context, id, kind string, data any) {
+	if m.ledger == nil {
+		return
+	}
+	if _, err := m.ledger.Append(ctx, id, kind, "admin", data); err != nil {
+		m.log.Error("ledger append", "session", id, "kind", kind, "err", err)
+	}
+}
+
+// Events returns the session's ledger.
+func (m *Manager) Events(ctx context.Context, tenant, id string) ([]ledger.Entry, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	return m.ledger.List(ctx, id, 0, 10000)
+}
+
+func mapBackendErr(err error) error {
+	switch {
+	case errors.Is(err, hypervisor.ErrInvalidSpec):
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	case errors.Is(err, hypervisor.ErrNotFound):
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	case errors.Is(err, hypervisor.ErrNotSupported), errors.Is(err, hypervisor.ErrStopped):
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	return err
+}
+
+// Shutdown stops every sandbox this manager runs. Their sessions show as
+// gone afterwards (re-adopting running sandboxes across a daemon restart
+// is not built yet).
+func (m *Manager) Shutdown(ctx context.Context) {
+	m.mu.Lock()
+	machines := m.machines
+	m.machines = map[string]hypervisor.Machine{}
+	m.mu.Unlock()
+	for id, mc := range machines {
+		if err := mc.Stop(ctx); err != nil {
+			m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
+		}
+	}
+}
