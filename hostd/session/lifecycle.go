@@ -192,7 +192,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 		child := &Session{
 			ID: k.ID(), Agent: s.Agent, Tenant: s.Tenant, State: StateRunning, Backend: s.Backend,
 			SandboxID: k.ID(), Capabilities: s.Capabilities, Runtime: s.Runtime,
-			Workspace: Workspace{Path: s.Workspace.Path, BaselineFiles: len(parentNow.Entries)},
+			Workspace:   Workspace{Path: s.Workspace.Path, BaselineFiles: len(parentNow.Entries)},
 			Checkpoints: []Checkpoint{}, Children: []string{}, Parent: id,
 			CreatedAt: now, ExpiresAt: s.ExpiresAt,
 		}

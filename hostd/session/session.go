@@ -28,21 +28,21 @@ import (
 
 // Sentinel errors; hostd/api maps them to HTTP status in one place.
 var (
-	ErrBadRequest = errors.New("bad request")  // 400
-	ErrNotFound   = errors.New("not found")    // 404
-	ErrConflict   = errors.New("conflict")     // 409
+	ErrBadRequest = errors.New("bad request")       // 400
+	ErrNotFound   = errors.New("not found")         // 404
+	ErrConflict   = errors.New("conflict")          // 409
 	ErrRevision   = errors.New("revision mismatch") // 412
 )
 
 // Limits on what callers send.
 const (
-	MaxTTLSeconds     = 7 * 24 * 3600
-	DefaultTTLSeconds = 3600
-	MaxAgentName      = 64
-	MaxCommandBytes   = 64 << 10
-	MaxExecTimeout    = 3600
+	MaxTTLSeconds      = 7 * 24 * 3600
+	DefaultTTLSeconds  = 3600
+	MaxAgentName       = 64
+	MaxCommandBytes    = 64 << 10
+	MaxExecTimeout     = 3600
 	DefaultExecTimeout = 300
-	MaxTagLen         = 64
+	MaxTagLen          = 64
 )
 
 // States of a session.
