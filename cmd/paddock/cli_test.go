@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,5 +221,102 @@ func TestCLIConcurrentRuns(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(state, "procbox", "machines")); len(ents) != 0 {
 		t.Errorf("%d machine directories left", len(ents))
+	}
+}
+
+// TestCLIServeWalkthrough runs `paddock serve` and the 60-second
+// walkthrough with `paddock session` verbs against it.
+func TestCLIServeWalkthrough(t *testing.T) {
+	testutil.RequiresRoot(t)
+	bin := buildCLI(t)
+	state := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	const token = "pdk_cli_test_token_0123456789"
+	env := append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token, "PADDOCK_URL=http://"+addr)
+	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr)
+	srv.Env = env
+	var logs strings.Builder
+	srv.Stderr = &logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- srv.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve did not exit cleanly on SIGTERM: %v\n%s", err, logs.String())
+			}
+		case <-time.After(20 * time.Second):
+			srv.Process.Kill()
+			t.Errorf("serve ignored SIGTERM")
+		}
+		if raw, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(raw), state) {
+			t.Errorf("serve left a mount under the state dir")
+		}
+	}()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never answered /healthz:\n%s", logs.String())
+		}
+	}
+	pd := func(args ...string) (string, int) {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		c.Env = env
+		out, err := c.Output()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	out, code := pd("--json", "session", "run", "claude-code", "--ttl-seconds", "600")
+	var s struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.ID == "" {
+		t.Fatalf("session run: %q %d %v", out, code, err)
+	}
+	steps := []struct {
+		args []string
+		out  string
+		code int
+	}{
+		{[]string{"session", "exec", s.ID, "--", "mkdir -p /workspace/demo && echo hi > /workspace/demo/a.txt"}, "", 0},
+		{[]string{"session", "checkpoint", s.ID, "--tag", "before-change"}, "checkpoint before-change", 0},
+		{[]string{"session", "exec", s.ID, "--", "echo changed > /workspace/demo/a.txt"}, "", 0},
+		{[]string{"session", "artifacts", s.ID}, "A demo/a.txt", 0},
+		{[]string{"session", "restore", s.ID, "before-change"}, "restored", 0},
+		{[]string{"session", "exec", s.ID, "--", "cat /workspace/demo/a.txt; exit 4"}, "hi", 4},
+		{[]string{"session", "timeline", s.ID}, "checkpoint", 0},
+		{[]string{"session", "restore", s.ID, "no-such-tag"}, "", 3},
+		{[]string{"session", "ls"}, s.ID, 0},
+		{[]string{"session", "rm", s.ID}, "", 0},
+		{[]string{"session", "get", s.ID}, "", 3},
+	}
+	for _, st := range steps {
+		out, code := pd(st.args...)
+		if code != st.code || !strings.Contains(out, st.out) {
+			t.Errorf("paddock %s: code %d (want %d), output %q (want %q)", strings.Join(st.args, " "), code, st.code, out, st.out)
+		}
+	}
+	if _, code := pd("session", "ls", "--token", "wrong-token-xxxxxxxx"); code != exitError {
+		t.Errorf("a wrong token: code %d", code)
 	}
 }
