@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations is the schema history. Entry i is version i+1. Append new
+// versions at the end; never edit one that has shipped. Each is applied with
+// its version row in the one transaction Open runs, so a database is never
+// left between two versions.
+//
+// The ledger table lives here too, so the database has one schema version.
+// Its rows are written and read only by package ledger (which imports this
+// package, never the other way round); it has no foreign key to sessions
+// because a session's ledger outlives the session row. The two triggers make
+// it append-only for anything going through SQLite's normal paths; someone
+// with the file can still drop them, which is what the hash chain detects.
+var migrations = []string{
+	// 1: the first schema.
+	`
+CREATE TABLE sessions (
+	id         TEXT PRIMARY KEY,
+	tenant     TEXT NOT NULL,
+	revision   INTEGER NOT NULL CHECK (revision >= 0),
+	state      TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL,
+	record     TEXT NOT NULL CHECK (json_valid(record))
+);
+CREATE INDEX sessions_tenant_created ON sessions (tenant, created_at, id);
+CREATE INDEX sessions_created ON sessions (created_at, id);
+
+CREATE TABLE checkpoints (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	tag        TEXT NOT NULL,
+	snapshot   TEXT NOT NULL CHECK (json_valid(snapshot)),
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (session_id, tag)
+);
+
+CREATE TABLE jobs (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	job_id     TEXT NOT NULL,
+	command    TEXT NOT NULL,
+	record     TEXT NOT NULL CHECK (json_valid(record)),
+	PRIMARY KEY (session_id, job_id)
+);
+
+CREATE TABLE uploads (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	upload_id  TEXT NOT NULL,
+	record     TEXT NOT NULL CHECK (json_valid(record)),
+	PRIMARY KEY (session_id, upload_id)
+);
+
+CREATE TABLE idempotency (
+	scope        TEXT NOT NULL,
+	key          TEXT NOT NULL,
+	request_hash TEXT NOT NULL,
+	done         INTEGER NOT NULL DEFAULT 0,
+	response     BLOB,
+	created_at   TEXT NOT NULL,
+	PRIMARY KEY (scope, key)
+);
+CREATE INDEX idempotency_created ON idempotency (created_at);
+
+CREATE TABLE ledger (
+	session TEXT NOT NULL,
+	seq     INTEGER NOT NULL CHECK (seq >= 1),
+	time    TEXT NOT NULL,
+	kind    TEXT NOT NULL,
+	actor   TEXT NOT NULL,
+	data    TEXT NOT NULL,
+	prev    TEXT NOT NULL,
+	hash    TEXT NOT NULL,
+	PRIMARY KEY (session, seq)
+);
+CREATE INDEX ledger_session_time ON ledger (session, time);
+CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger
+BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
+BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
+`,
+}
+
+// SchemaVersion is the version a database has after Open.
+func SchemaVersion() int { return len(migrations) }
+
+// migrate brings the schema up to date in one transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.WithTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			applied_at TEXT NOT NULL
+		)`); err != nil {
+			return fmt.Errorf("migrations table: %w", err)
+		}
+		var have int
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if have > len(migrations) {
+			return fmt.Errorf("database schema is version %d, this binary knows up to %d: use a newer paddock", have, len(migrations))
+		}
+		for v := have + 1; v <= len(migrations); v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+				return fmt.Errorf("migration %d: %w", v, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+				v, formatTime(s.now())); err != nil {
+				return fmt.Errorf("migration %d: record version: %w", v, err)
+			}
+		}
+		return nil
+	})
+}
