@@ -305,6 +305,8 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		{[]string{"session", "restore", s.ID, "before-change"}, "restored", 0},
 		{[]string{"session", "exec", s.ID, "--", "cat /workspace/demo/a.txt; exit 4"}, "hi", 4},
 		{[]string{"session", "timeline", s.ID}, "checkpoint", 0},
+		{[]string{"--state-dir", state, "ledger", "verify", s.ID}, "ok: 6 entries", 0},
+		{[]string{"--state-dir", state, "ledger", "export", s.ID}, `"kind":"restore"`, 0},
 		{[]string{"session", "restore", s.ID, "no-such-tag"}, "", 3},
 		{[]string{"session", "ls"}, s.ID, 0},
 		{[]string{"session", "rm", s.ID}, "", 0},
