@@ -20,8 +20,11 @@ import (
 	"paddock.dev/paddock/hostd/session"
 )
 
-// MaxBodyBytes bounds every JSON request body.
+// MaxBodyBytes bounds every JSON request body but file writes.
 const MaxBodyBytes = 1 << 20
+
+// maxFileBody bounds PUT .../files/content: the largest file as base64.
+const maxFileBody = (session.MaxFileWriteBytes/3+1)*4 + 4096
 
 // Server serves the API.
 type Server struct {
@@ -81,6 +84,16 @@ func (s *Server) routes() {
 	auth("POST /v1/agents/sessions/{id}/fork", s.fork)
 	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
 	auth("GET /v1/agents/sessions/{id}/events", s.events)
+	auth("GET /v1/agents/sessions/{id}/files", s.listFiles)
+	auth("DELETE /v1/agents/sessions/{id}/files", s.deleteFile)
+	auth("GET /v1/agents/sessions/{id}/files/content", s.readFile)
+	auth("PUT /v1/agents/sessions/{id}/files/content", s.writeFile)
+	auth("GET /v1/agents/sessions/{id}/files/range", s.readRange)
+	auth("POST /v1/agents/sessions/{id}/jobs", s.startJob)
+	auth("GET /v1/agents/sessions/{id}/jobs", s.listJobs)
+	auth("GET /v1/agents/sessions/{id}/jobs/{job}", s.readJob)
+	auth("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
+	auth("DELETE /v1/agents/sessions/{id}/jobs/{job}", s.killJob)
 	open("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
 	})
@@ -124,6 +137,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusConflict
 	case errors.Is(err, session.ErrRevision):
 		status = http.StatusPreconditionFailed
+	case errors.Is(err, session.ErrForbidden):
+		status = http.StatusForbidden
+	case errors.Is(err, session.ErrTooLarge):
+		status = http.StatusRequestEntityTooLarge
 	}
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -142,12 +159,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decode reads a JSON body (empty means {}), refusing unknown fields and
 // bodies over MaxBodyBytes.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	return decodeLimit(r, v, MaxBodyBytes)
+}
+
+func decodeLimit(r *http.Request, v any, limit int64) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("%w: reading the body: %v", session.ErrBadRequest, err)
 	}
-	if len(body) > MaxBodyBytes {
-		return fmt.Errorf("%w: more than %d bytes", errTooLarge, MaxBodyBytes)
+	if int64(len(body)) > limit {
+		return fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil
@@ -294,5 +315,161 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ledger": out, "vm_events": []any{}})
+	return nil
+}
+
+func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, fmt.Errorf("%w: %s=%q must be a number from %d to %d", session.ErrBadRequest, name, v, min, max)
+	}
+	return n, nil
+}
+
+func queryBool(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: %s=%q must be true or false", session.ErrBadRequest, name, v)
+	}
+}
+
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.ListFiles(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.ReadFile(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
+	var req session.FileWrite
+	if err := decodeLimit(r, &req, maxFileBody); err != nil {
+		return err
+	}
+	out, err := s.sessions.WriteFile(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
+	rec, err := queryBool(r, "recursive")
+	if err != nil {
+		return err
+	}
+	if err := s.sessions.DeleteFile(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"), rec); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) readRange(w http.ResponseWriter, r *http.Request) error {
+	off, err := queryInt(r, "offset", 0, 0, 1<<40)
+	if err != nil {
+		return err
+	}
+	n, err := queryInt(r, "length", 4<<20, 1, 4<<20)
+	if err != nil {
+		return err
+	}
+	sum, err := queryBool(r, "checksum")
+	if err != nil {
+		return err
+	}
+	out, err := s.sessions.ReadRange(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"), off, n, sum)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) startJob(w http.ResponseWriter, r *http.Request) error {
+	var req session.JobStart
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.StartJob(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Jobs(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
+	return nil
+}
+
+func (s *Server) readJob(w http.ResponseWriter, r *http.Request) error {
+	off, err := queryInt(r, "offset", 0, 0, 1<<40)
+	if err != nil {
+		return err
+	}
+	eoff, err := queryInt(r, "stderr_offset", 0, 0, 1<<40)
+	if err != nil {
+		return err
+	}
+	wait, err := queryInt(r, "wait_ms", 0, 0, 25000)
+	if err != nil {
+		return err
+	}
+	out, err := s.sessions.ReadJob(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("job"), off, eoff, time.Duration(wait)*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) jobStdin(w http.ResponseWriter, r *http.Request) error {
+	var req session.JobStdin
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.WriteJobStdin(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("job"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) killJob(w http.ResponseWriter, r *http.Request) error {
+	sig := r.URL.Query().Get("signal")
+	if sig == "" {
+		sig = "TERM"
+	}
+	out, err := s.sessions.SignalJob(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("job"), sig)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

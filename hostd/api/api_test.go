@@ -1,14 +1,20 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/api"
@@ -194,5 +200,115 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := c.Fork(ctx, s.ID, -1, 33); status(err) != 400 {
 		t.Errorf("fork 33: %v, want 400", err)
+	}
+}
+
+// call does one raw API request and decodes the JSON answer into out.
+func call(t *testing.T, url, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+func TestFilesAndJobs(t *testing.T) {
+	c, url := daemon(t)
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(ctx, s.ID)
+	p := "/v1/agents/sessions/" + s.ID
+	content := []byte("hello, files\n")
+	if code := call(t, url, "PUT", p+"/files/content", map[string]any{"path": "/workspace/d/f.txt", "content_base64": base64.StdEncoding.EncodeToString(content), "mode": "0600"}, nil); code != 200 {
+		t.Fatalf("write: %d", code)
+	}
+	var rd session.FileRead
+	if code := call(t, url, "GET", p+"/files/content?path=/workspace/d/f.txt", nil, &rd); code != 200 || rd.ContentBase64 != base64.StdEncoding.EncodeToString(content) || rd.Mode != "0600" {
+		t.Errorf("read: %d %+v", code, rd)
+	}
+	var ls struct {
+		Kind    string
+		Entries []struct{ Name string }
+	}
+	if code := call(t, url, "GET", p+"/files?path=/workspace/d", nil, &ls); code != 200 || ls.Kind != "dir" || len(ls.Entries) != 1 || ls.Entries[0].Name != "f.txt" {
+		t.Errorf("list: %d %+v", code, ls)
+	}
+	var rg session.FileRange
+	if code := call(t, url, "GET", p+"/files/range?path=/workspace/d/f.txt&offset=7&length=5&checksum=true", nil, &rg); code != 200 || rg.DataBase64 != base64.StdEncoding.EncodeToString(content[7:12]) || rg.SHA256 == "" {
+		t.Errorf("range: %d %+v", code, rg)
+	}
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		want         int
+	}{
+		{"GET", p + "/files/content?path=../etc/passwd", nil, 400},
+		{"GET", p + "/files/content?path=/workspace/none", nil, 404},
+		{"DELETE", p + "/files?path=/etc&recursive=true", nil, 400},
+		{"PUT", p + "/files/content", map[string]any{"path": "/workspace/x", "content_base64": "***"}, 400},
+		{"GET", p + "/files/range?path=/workspace/d/f.txt&length=99999999", nil, 400},
+		{"GET", p + "/jobs/j-none", nil, 404},
+	} {
+		if code := call(t, url, tc.method, tc.path, tc.body, nil); code != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, code, tc.want)
+		}
+	}
+	if code := call(t, url, "DELETE", p+"/files?path=/workspace/d&recursive=true", nil, nil); code != 204 {
+		t.Errorf("delete: %d", code)
+	}
+	var job session.Job
+	if code := call(t, url, "POST", p+"/jobs", map[string]any{"command": "cat; echo done", "stdin": true}, &job); code != 201 || job.ID == "" || job.Engine != "supervisor" {
+		t.Fatalf("start job: %d %+v", code, job)
+	}
+	if code := call(t, url, "POST", p+"/jobs/"+job.ID+"/stdin", map[string]any{"text": "hi\n", "close": true}, nil); code != 200 {
+		t.Errorf("stdin: %d", code)
+	}
+	var out strings.Builder
+	var off int64
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		var r session.JobRead
+		if code := call(t, url, "GET", p+"/jobs/"+job.ID+"?wait_ms=2000&offset="+strconv.FormatInt(off, 10), nil, &r); code != 200 {
+			t.Fatalf("read job: %d", code)
+		}
+		out.WriteString(r.Output)
+		off = r.NextOffset
+		if r.EOF {
+			if r.State != "exited" || r.ExitCode == nil || *r.ExitCode != 0 {
+				t.Errorf("job ended %s %v", r.State, r.ExitCode)
+			}
+			break
+		}
+	}
+	if out.String() != "hi\ndone\n" {
+		t.Errorf("job output %q", out.String())
+	}
+	es, err := c.Events(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range es {
+		kinds = append(kinds, e.Kind)
+		if strings.Contains(string(e.Data), "hello") || strings.Contains(string(e.Data), "hi\\n") {
+			t.Errorf("content reached the ledger: %s", e.Data)
+		}
+	}
+	if want := "session.create,file.write,file.delete,job.start,job.stdin"; strings.Join(kinds, ",") != want {
+		t.Errorf("ledger %v, want %s", kinds, want)
 	}
 }

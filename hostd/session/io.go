@@ -1,0 +1,296 @@
+package session
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
+)
+
+// More sentinel errors for what the guest refuses.
+var (
+	ErrForbidden = errors.New("forbidden") // 403
+	ErrTooLarge  = errors.New("too large") // 413
+)
+
+// guestErr maps a guest agent's refusal to the session's errors, keeping
+// its message (which says what to fix).
+func guestErr(err error) error {
+	var ge *client.Error
+	if !errors.As(err, &ge) {
+		return fmt.Errorf("the sandbox's agent did not answer: %w", err)
+	}
+	switch ge.Status {
+	case http.StatusBadRequest:
+		return fmt.Errorf("%w: %s", ErrBadRequest, ge.Message)
+	case http.StatusForbidden:
+		return fmt.Errorf("%w: %s", ErrForbidden, ge.Message)
+	case http.StatusNotFound:
+		return fmt.Errorf("%w: %s", ErrNotFound, ge.Message)
+	case http.StatusConflict:
+		return fmt.Errorf("%w: %s", ErrConflict, ge.Message)
+	case http.StatusRequestEntityTooLarge:
+		return fmt.Errorf("%w: %s", ErrTooLarge, ge.Message)
+	}
+	return err
+}
+
+// FileWrite is the body of PUT .../files/content.
+type FileWrite struct {
+	Path          string `json:"path"`
+	ContentBase64 string `json:"content_base64"`
+	Mode          string `json:"mode,omitempty"`
+	Parents       *bool  `json:"parents,omitempty"`
+}
+
+// FileRead answers GET .../files/content.
+type FileRead struct {
+	Path          string `json:"path"`
+	ContentBase64 string `json:"content_base64"`
+	Mode          string `json:"mode"`
+	Size          int    `json:"size"`
+}
+
+// FileRange answers GET .../files/range.
+type FileRange struct {
+	Path       string `json:"path"`
+	Offset     int64  `json:"offset"`
+	DataBase64 string `json:"data_base64"`
+	Length     int    `json:"length"`
+	Size       int64  `json:"size"`
+	EOF        bool   `json:"eof"`
+	SHA256     string `json:"sha256,omitempty"`
+}
+
+// MaxFileWriteBytes bounds one PUT of file content (decoded).
+const MaxFileWriteBytes = api.MaxFileWriteBytes
+
+// machineFor returns a running session's guest client, refusing while a
+// lifecycle operation holds the session when write is set.
+func (m *Manager) machineFor(ctx context.Context, tenant, id string, write bool) (*client.Client, error) {
+	_, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if write {
+		if err := m.busy(id); err != nil {
+			return nil, err
+		}
+	}
+	return clientFor(mc), nil
+}
+
+// ListFiles lists a directory or stats a file.
+func (m *Manager) ListFiles(ctx context.Context, tenant, id, path string) (*api.Listing, error) {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.List(ctx, path)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return l, nil
+}
+
+// ReadFile returns a file's content.
+func (m *Manager) ReadFile(ctx context.Context, tenant, id, path string) (*FileRead, error) {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.ReadFile(ctx, path)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return &FileRead{Path: f.Path, ContentBase64: base64.StdEncoding.EncodeToString(f.Content), Mode: f.Mode, Size: len(f.Content)}, nil
+}
+
+// WriteFile writes a file and ledgers its path and size (never content).
+func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrite) (*api.FileInfo, error) {
+	if base64.StdEncoding.DecodedLen(len(req.ContentBase64)) > MaxFileWriteBytes+3 {
+		return nil, fmt.Errorf("%w: content is larger than %d bytes; use uploads", ErrTooLarge, MaxFileWriteBytes)
+	}
+	data, err := base64.StdEncoding.DecodeString(req.ContentBase64)
+	if err != nil {
+		return nil, bad("content_base64 is not valid base64: %v", err)
+	}
+	c, err := m.machineFor(ctx, tenant, id, true)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents})
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	m.ledgerAppend(ctx, id, "file.write", map[string]any{"path": fi.Path, "size": len(data)})
+	return fi, nil
+}
+
+// DeleteFile removes a file or (recursive) a directory.
+func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
+	c, err := m.machineFor(ctx, tenant, id, true)
+	if err != nil {
+		return err
+	}
+	if err := c.DeleteFile(ctx, path, recursive); err != nil {
+		return guestErr(err)
+	}
+	m.ledgerAppend(ctx, id, "file.delete", map[string]any{"path": path, "recursive": recursive})
+	return nil
+}
+
+// ReadRange reads up to 4 MiB of a file.
+func (m *Manager) ReadRange(ctx context.Context, tenant, id, path string, offset, length int64, checksum bool) (*FileRange, error) {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.ReadRange(ctx, path, offset, length, checksum)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return &FileRange{Path: r.Path, Offset: r.Offset, DataBase64: base64.StdEncoding.EncodeToString(r.Data), Length: len(r.Data), Size: r.Size, EOF: r.EOF, SHA256: r.SHA256}, nil
+}
+
+// JobStart is the body of POST .../jobs.
+type JobStart struct {
+	Command        string `json:"command"`
+	Stdin          bool   `json:"stdin,omitempty"`
+	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	api.Job
+	Command string `json:"command"`
+	Engine  string `json:"engine"`
+}
+
+// JobRead answers GET .../jobs/{job}.
+type JobRead struct {
+	Job
+	Output           string `json:"output"`
+	OutputBase64     string `json:"output_base64"`
+	NextOffset       int64  `json:"next_offset"`
+	Stderr           string `json:"stderr"`
+	StderrNextOffset int64  `json:"stderr_next_offset"`
+	More             bool   `json:"more"`
+	EOF              bool   `json:"eof"`
+	Truncated        bool   `json:"truncated"`
+}
+
+// JobStdin is the body of POST .../jobs/{job}/stdin.
+type JobStdin struct {
+	Text       string `json:"text,omitempty"`
+	DataBase64 string `json:"data_base64,omitempty"`
+	Close      bool   `json:"close,omitempty"`
+}
+
+// StartJob starts a supervised background job.
+func (m *Manager) StartJob(ctx context.Context, tenant, id string, req JobStart) (*Job, error) {
+	if strings.TrimSpace(req.Command) == "" {
+		return nil, bad("command is empty")
+	}
+	if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
+		return nil, bad("command must be at most %d bytes without NUL", MaxCommandBytes)
+	}
+	if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
+		return nil, bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
+	}
+	s, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.busy(id); err != nil {
+		return nil, err
+	}
+	j, err := clientFor(mc).StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path,
+		TimeoutSeconds: req.TimeoutSeconds, MaxOutputBytes: req.MaxOutputBytes}, Stdin: req.Stdin})
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	m.ledgerAppend(ctx, id, "job.start", map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin})
+	return &Job{Job: *j, Command: req.Command, Engine: "supervisor"}, nil
+}
+
+// Jobs lists the session's jobs.
+func (m *Manager) Jobs(ctx context.Context, tenant, id string) ([]Job, error) {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	js, err := c.Jobs(ctx)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	out := make([]Job, 0, len(js))
+	for _, j := range js {
+		out = append(out, Job{Job: j, Command: j.Shell, Engine: "supervisor"})
+	}
+	return out, nil
+}
+
+// ReadJob reads a job's output from offsets, waiting up to wait for more.
+func (m *Manager) ReadJob(ctx context.Context, tenant, id, job string, offset, stderrOffset int64, wait time.Duration) (*JobRead, error) {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.ReadJob(ctx, job, client.ReadOptions{Offset: offset, StderrOffset: stderrOffset, Wait: wait})
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return &JobRead{Job: Job{Job: r.Job, Command: r.Shell, Engine: "supervisor"},
+		Output: string(r.Output), OutputBase64: base64.StdEncoding.EncodeToString(r.Output), NextOffset: r.NextOffset,
+		Stderr: string(r.Stderr), StderrNextOffset: r.StderrNextOffset, More: r.More, EOF: r.EOF, Truncated: r.Truncated}, nil
+}
+
+// WriteJobStdin writes to (or closes) a job's stdin; only sizes are
+// ledgered.
+func (m *Manager) WriteJobStdin(ctx context.Context, tenant, id, job string, req JobStdin) (*Job, error) {
+	data := []byte(req.Text)
+	if req.DataBase64 != "" {
+		if req.Text != "" {
+			return nil, bad("give text or data_base64, not both")
+		}
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(req.DataBase64); err != nil {
+			return nil, bad("data_base64 is not valid base64: %v", err)
+		}
+	}
+	if len(data) > api.MaxStdinWriteBytes {
+		return nil, fmt.Errorf("%w: at most %d bytes per stdin write", ErrTooLarge, api.MaxStdinWriteBytes)
+	}
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	j, err := c.WriteStdin(ctx, job, api.JobStdin{Data: data, Close: req.Close})
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	m.ledgerAppend(ctx, id, "job.stdin", map[string]any{"job": job, "bytes": len(data), "close": req.Close})
+	return &Job{Job: *j, Command: j.Shell, Engine: "supervisor"}, nil
+}
+
+// SignalJob signals a job's whole process tree.
+func (m *Manager) SignalJob(ctx context.Context, tenant, id, job, signal string) (*Job, error) {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	j, err := c.SignalJob(ctx, job, signal)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	m.ledgerAppend(ctx, id, "job.kill", map[string]any{"job": job, "signal": signal})
+	return &Job{Job: *j, Command: j.Shell, Engine: "supervisor"}, nil
+}
