@@ -63,6 +63,7 @@ kept only as its SHA-256 in the state dir.`,
 			}
 			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log})
 			defer mgr.Shutdown(context.Background())
+			go mgr.RunSweeper(c.Context())
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err

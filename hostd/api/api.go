@@ -84,6 +84,7 @@ func (s *Server) routes() {
 	auth("POST /v1/agents/sessions/{id}/fork", s.fork)
 	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
 	auth("GET /v1/agents/sessions/{id}/events", s.events)
+	auth("GET /v1/agents/sessions/{id}/probe", s.probe)
 	auth("GET /v1/agents/sessions/{id}/files", s.listFiles)
 	auth("DELETE /v1/agents/sessions/{id}/files", s.deleteFile)
 	auth("GET /v1/agents/sessions/{id}/files/content", s.readFile)
@@ -467,6 +468,15 @@ func (s *Server) killJob(w http.ResponseWriter, r *http.Request) error {
 		sig = "TERM"
 	}
 	out, err := s.sessions.SignalJob(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("job"), sig)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) probe(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Probe(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

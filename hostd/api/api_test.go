@@ -312,3 +312,34 @@ func TestFilesAndJobs(t *testing.T) {
 		t.Errorf("ledger %v, want %s", kinds, want)
 	}
 }
+
+func TestExpiryAndProbe(t *testing.T) {
+	c, url := daemon(t)
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Tools    map[string]string
+		ReadyFor map[string]bool `json:"ready_for"`
+	}
+	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/probe", nil, &p); code != 200 || p.Tools["sha256sum"] == "" || !p.ReadyFor["promote"] {
+		t.Errorf("probe: %d %+v", code, p)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	got, err := c.GetSession(ctx, s.ID)
+	if err != nil || got.State != session.StateExpired {
+		t.Fatalf("after the TTL: %+v %v", got, err)
+	}
+	if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "true"}); status(err) != 409 {
+		t.Errorf("exec on an expired session: %v, want 409", err)
+	}
+	es, _ := c.Events(ctx, s.ID)
+	if len(es) == 0 || es[len(es)-1].Kind != "session.expire" {
+		t.Errorf("no session.expire in the ledger: %+v", es)
+	}
+	if err := c.DeleteSession(ctx, s.ID); err != nil {
+		t.Errorf("delete of an expired session: %v", err)
+	}
+}

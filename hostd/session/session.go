@@ -281,10 +281,9 @@ func (m *Manager) load(ctx context.Context, tenant, id string) (*Session, *api.M
 	s := st.Session
 	s.Revision, s.State = row.Revision, row.State
 	if s.State == StateRunning && m.now().After(s.ExpiresAt) {
-		if _, err := m.update(ctx, id, -1, func(s *Session) error { s.State = StateExpired; return nil }); err == nil {
-			s.State = StateExpired
-			m.ledgerAppend(ctx, id, "session.expire", map[string]any{"expires_at": s.ExpiresAt})
-		}
+		// Expired: persisted the first time anything reads it.
+		m.Sweep(ctx)
+		s.State = StateExpired
 	}
 	m.mu.Lock()
 	_, live := m.machines[id]
@@ -474,6 +473,69 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	for id, mc := range machines {
 		if err := mc.Stop(ctx); err != nil {
 			m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
+		}
+	}
+}
+
+// Probe reports which tools the sandbox has and what that makes ready.
+func (m *Manager) Probe(ctx context.Context, tenant, id string) (*api.Probe, error) {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.Probe(ctx)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return p, nil
+}
+
+// Sweep marks sessions past their expiry expired and stops their
+// sandboxes; the record and ledger stay until DELETE. hostd runs it 30 s
+// after start and then every minute.
+func (m *Manager) Sweep(ctx context.Context) (expired int) {
+	rows, err := m.st.ListSessions(ctx, "")
+	if err != nil {
+		m.log.Warn("sweep: list sessions", "err", err)
+		return 0
+	}
+	now := m.now()
+	for _, r := range rows {
+		if r.State != StateRunning || !now.After(r.ExpiresAt) {
+			continue
+		}
+		if _, err := m.update(ctx, r.ID, -1, func(s *Session) error { s.State = StateExpired; return nil }); err != nil {
+			m.log.Warn("sweep: mark expired", "session", r.ID, "err", err)
+			continue
+		}
+		m.mu.Lock()
+		mc := m.machines[r.ID]
+		delete(m.machines, r.ID)
+		m.mu.Unlock()
+		if mc != nil {
+			if err := mc.Stop(ctx); err != nil {
+				m.log.Warn("sweep: stop sandbox", "session", r.ID, "err", err)
+			}
+		}
+		m.ledgerAppend(ctx, r.ID, "session.expire", map[string]any{"expires_at": r.ExpiresAt})
+		expired++
+	}
+	return expired
+}
+
+// RunSweeper runs Sweep on the schedule above until ctx ends.
+func (m *Manager) RunSweeper(ctx context.Context) {
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n := m.Sweep(ctx); n > 0 {
+				m.log.Info("sweeper expired sessions", "count", n)
+			}
+			t.Reset(time.Minute)
 		}
 	}
 }
