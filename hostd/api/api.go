@@ -85,6 +85,12 @@ func (s *Server) routes() {
 	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
 	auth("GET /v1/agents/sessions/{id}/events", s.events)
 	auth("GET /v1/agents/sessions/{id}/probe", s.probe)
+	auth("POST /v1/agents/sessions/{id}/uploads", s.openUpload)
+	auth("GET /v1/agents/sessions/{id}/uploads", s.listUploads)
+	auth("GET /v1/agents/sessions/{id}/uploads/{upload}", s.getUpload)
+	auth("PUT /v1/agents/sessions/{id}/uploads/{upload}", s.uploadChunk)
+	auth("POST /v1/agents/sessions/{id}/uploads/{upload}/complete", s.completeUpload)
+	auth("DELETE /v1/agents/sessions/{id}/uploads/{upload}", s.abortUpload)
 	auth("GET /v1/agents/sessions/{id}/files", s.listFiles)
 	auth("DELETE /v1/agents/sessions/{id}/files", s.deleteFile)
 	auth("GET /v1/agents/sessions/{id}/files/content", s.readFile)
@@ -481,5 +487,76 @@ func (s *Server) probe(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) openUpload(w http.ResponseWriter, r *http.Request) error {
+	var req session.UploadRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.OpenUpload(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) listUploads(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.ListUploads(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"uploads": out})
+	return nil
+}
+
+func (s *Server) getUpload(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.GetUpload(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Query().Get("offset") == "" {
+		return fmt.Errorf("%w: offset= is required", session.ErrBadRequest)
+	}
+	off, err := queryInt(r, "offset", 0, 0, session.MaxUploadBytes)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, session.MaxUploadChunk+1))
+	if err != nil {
+		return fmt.Errorf("%w: reading the chunk: %v", session.ErrBadRequest, err)
+	}
+	if len(data) > session.MaxUploadChunk {
+		return fmt.Errorf("%w: a chunk is at most %d bytes", errTooLarge, session.MaxUploadChunk)
+	}
+	out, err := s.sessions.UploadChunk(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload"), off, data)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) completeUpload(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.CompleteUpload(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) abortUpload(w http.ResponseWriter, r *http.Request) error {
+	if err := s.sessions.AbortUpload(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

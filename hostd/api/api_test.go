@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -341,5 +342,86 @@ func TestExpiryAndProbe(t *testing.T) {
 	}
 	if err := c.DeleteSession(ctx, s.ID); err != nil {
 		t.Errorf("delete of an expired session: %v", err)
+	}
+}
+
+func TestUploads(t *testing.T) {
+	c, url := daemon(t)
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(ctx, s.ID)
+	p := "/v1/agents/sessions/" + s.ID + "/uploads"
+	data := bytes.Repeat([]byte("0123456789abcdef"), (5<<20)/16+7)
+	sum := sha256.Sum256(data)
+	chunk := func(up string, off int64, b []byte) int {
+		req, _ := http.NewRequest("PUT", url+p+"/"+up+"?offset="+strconv.FormatInt(off, 10), bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// A wrong checksum is refused at complete, and nothing is written.
+	var bad session.Upload
+	if code := call(t, url, "POST", p, map[string]any{"path": "/workspace/big.bin", "size": len(data), "sha256": strings.Repeat("0", 64)}, &bad); code != 201 {
+		t.Fatalf("open: %d", code)
+	}
+	for off := 0; off < len(data); off += 4 << 20 {
+		if code := chunk(bad.ID, int64(off), data[off:min(off+4<<20, len(data))]); code != 200 {
+			t.Fatalf("chunk at %d: %d", off, code)
+		}
+	}
+	if code := call(t, url, "POST", p+"/"+bad.ID+"/complete", nil, nil); code != 409 {
+		t.Errorf("complete with a wrong sha256: %d, want 409", code)
+	}
+	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/files/content?path=/workspace/big.bin", nil, nil); code != 404 {
+		t.Errorf("a refused upload left the target: %d", code)
+	}
+	if code := call(t, url, "DELETE", p+"/"+bad.ID, nil, nil); code != 204 {
+		t.Errorf("abort: %d", code)
+	}
+	var up session.Upload
+	if code := call(t, url, "POST", p, map[string]any{"path": "/workspace/big.bin", "size": len(data), "sha256": hex.EncodeToString(sum[:])}, &up); code != 201 {
+		t.Fatalf("open: %d", code)
+	}
+	if code := chunk(up.ID, 4096, data[:10]); code != 409 {
+		t.Errorf("a chunk at the wrong offset: %d, want 409", code)
+	}
+	if code := call(t, url, "POST", p+"/"+up.ID+"/complete", nil, nil); code != 409 {
+		t.Errorf("complete before all bytes: %d, want 409", code)
+	}
+	for off := 0; off < len(data); off += 4 << 20 {
+		if code := chunk(up.ID, int64(off), data[off:min(off+4<<20, len(data))]); code != 200 {
+			t.Fatalf("chunk at %d: %d", off, code)
+		}
+	}
+	var done session.Upload
+	if code := call(t, url, "POST", p+"/"+up.ID+"/complete", nil, &done); code != 200 || !done.Verified || done.State != "complete" {
+		t.Fatalf("complete: %d %+v", code, done)
+	}
+	if code := call(t, url, "POST", p+"/"+up.ID+"/complete", nil, &done); code != 200 || done.State != "complete" {
+		t.Errorf("a second complete: %d", code)
+	}
+	r, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "sha256sum big.bin"})
+	if err != nil || !strings.HasPrefix(r.Stdout, hex.EncodeToString(sum[:])) {
+		t.Errorf("assembled file: %+v %v", r, err)
+	}
+	for _, tc := range []struct {
+		body map[string]any
+		want int
+	}{
+		{map[string]any{"path": "/workspace/x", "size": 0}, 400},
+		{map[string]any{"path": "/workspace/x", "size": 3 << 30}, 400},
+		{map[string]any{"path": "relative", "size": 10}, 400},
+		{map[string]any{"path": "/workspace/x", "size": 10, "sha256": "xyz"}, 400},
+	} {
+		if code := call(t, url, "POST", p, tc.body, nil); code != tc.want {
+			t.Errorf("open %v: %d, want %d", tc.body, code, tc.want)
+		}
 	}
 }

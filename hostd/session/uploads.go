@@ -1,0 +1,220 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/hostd/store"
+)
+
+// Upload limits.
+const (
+	MaxUploadBytes = api.MaxUploadBytes // 2 GiB
+	MaxUploadChunk = api.MaxPartBytes   // 4 MiB
+	MaxOpenUploads = 8
+	UploadOpen     = "open"
+	UploadComplete = "complete"
+)
+
+// UploadRequest is the body of POST .../uploads.
+type UploadRequest struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	SHA256  string `json:"sha256,omitempty"`
+	Mode    string `json:"mode,omitempty"`
+	Parents *bool  `json:"parents,omitempty"`
+}
+
+// Upload is an upload's record, kept on the host so it survives a daemon
+// restart; Received is the byte to continue from.
+type Upload struct {
+	ID        string    `json:"id"`
+	Path      string    `json:"path"`
+	Size      int64     `json:"size"`
+	SHA256    string    `json:"sha256,omitempty"`
+	Mode      string    `json:"mode,omitempty"`
+	Parents   *bool     `json:"parents,omitempty"`
+	Received  int64     `json:"received"`
+	Parts     int       `json:"parts"`
+	State     string    `json:"state"`
+	Verified  bool      `json:"verified"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (m *Manager) getUpload(ctx context.Context, id, up string) (*Upload, error) {
+	row, err := m.st.GetUpload(ctx, id, up)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: upload %s", ErrNotFound, up)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var u Upload
+	return &u, json.Unmarshal(row.Record, &u)
+}
+
+func (m *Manager) putUpload(ctx context.Context, id string, u *Upload) error {
+	raw, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	return m.st.PutUpload(ctx, store.UploadRow{SessionID: id, UploadID: u.ID, Record: raw})
+}
+
+// OpenUpload starts a resumable upload.
+func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadRequest) (*Upload, error) {
+	if req.Size < 1 || req.Size > MaxUploadBytes {
+		return nil, bad("size %d must be from 1 to %d", req.Size, MaxUploadBytes)
+	}
+	req.SHA256 = strings.ToLower(req.SHA256)
+	if req.SHA256 != "" && !sha256RE.MatchString(req.SHA256) {
+		return nil, bad("sha256 must be 64 hexadecimal digits")
+	}
+	if !strings.HasPrefix(req.Path, "/") || strings.Contains(req.Path, "..") || strings.ContainsAny(req.Path, "\x00\n") || len(req.Path) > 4096 {
+		return nil, bad("path %q must be absolute, without .., NUL or newline", req.Path)
+	}
+	if _, err := m.machineFor(ctx, tenant, id, true); err != nil {
+		return nil, err
+	}
+	rows, err := m.st.ListUploads(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	open := 0
+	for _, r := range rows {
+		var u Upload
+		if json.Unmarshal(r.Record, &u) == nil && u.State == UploadOpen {
+			open++
+		}
+	}
+	if open >= MaxOpenUploads {
+		return nil, fmt.Errorf("%w: %d uploads are open on session %s, the most allowed; complete or abort one", ErrConflict, open, id)
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	u := &Upload{ID: "up-" + hex.EncodeToString(b[:]), Path: req.Path, Size: req.Size, SHA256: req.SHA256, Mode: req.Mode,
+		Parents: req.Parents, State: UploadOpen, CreatedAt: m.now().UTC()}
+	if err := m.putUpload(ctx, id, u); err != nil {
+		return nil, err
+	}
+	m.ledgerAppend(ctx, id, "upload.open", map[string]any{"upload": u.ID, "path": u.Path, "size": u.Size})
+	return u, nil
+}
+
+// UploadChunk stores the bytes at offset; offset must be what was received.
+func (m *Manager) UploadChunk(ctx context.Context, tenant, id, up string, offset int64, data []byte) (*Upload, error) {
+	if len(data) == 0 || len(data) > MaxUploadChunk {
+		return nil, bad("a chunk is 1 to %d bytes", MaxUploadChunk)
+	}
+	c, err := m.machineFor(ctx, tenant, id, true)
+	if err != nil {
+		return nil, err
+	}
+	u, err := m.getUpload(ctx, id, up)
+	if err != nil {
+		return nil, err
+	}
+	if u.State != UploadOpen {
+		return nil, fmt.Errorf("%w: upload %s is %s", ErrConflict, up, u.State)
+	}
+	if offset != u.Received {
+		return nil, fmt.Errorf("%w: offset %d, but %d bytes were received: continue at offset=%d", ErrConflict, offset, u.Received, u.Received)
+	}
+	if offset+int64(len(data)) > u.Size {
+		return nil, bad("the chunk ends at %d, past the upload's size %d", offset+int64(len(data)), u.Size)
+	}
+	part, err := c.UploadPart(ctx, up, offset, data)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	u.Received, u.Parts = part.Received, u.Parts+1
+	return u, m.putUpload(ctx, id, u)
+}
+
+// GetUpload returns an upload's record.
+func (m *Manager) GetUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	return m.getUpload(ctx, id, up)
+}
+
+// ListUploads lists the session's uploads.
+func (m *Manager) ListUploads(ctx context.Context, tenant, id string) ([]*Upload, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	rows, err := m.st.ListUploads(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := []*Upload{}
+	for _, r := range rows {
+		var u Upload
+		if json.Unmarshal(r.Record, &u) == nil {
+			out = append(out, &u)
+		}
+	}
+	return out, nil
+}
+
+// CompleteUpload assembles, verifies and renames the file into place. A
+// second call after success answers the same record.
+func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
+	c, err := m.machineFor(ctx, tenant, id, true)
+	if err != nil {
+		return nil, err
+	}
+	u, err := m.getUpload(ctx, id, up)
+	if err != nil {
+		return nil, err
+	}
+	if u.State == UploadComplete {
+		return u, nil
+	}
+	if u.Received != u.Size {
+		return nil, fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)
+	}
+	res, err := c.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents})
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	u.State, u.Verified = UploadComplete, res.Verified
+	if u.SHA256 == "" {
+		u.SHA256 = res.SHA256
+	}
+	if err := m.putUpload(ctx, id, u); err != nil {
+		return nil, err
+	}
+	m.ledgerAppend(ctx, id, "file.upload", map[string]any{"upload": up, "path": u.Path, "size": u.Size, "verified": u.Verified})
+	return u, nil
+}
+
+// AbortUpload drops an upload and its parts in the guest.
+func (m *Manager) AbortUpload(ctx context.Context, tenant, id, up string) error {
+	c, err := m.machineFor(ctx, tenant, id, false)
+	if err != nil {
+		return err
+	}
+	if _, err := m.getUpload(ctx, id, up); err != nil {
+		return err
+	}
+	if err := c.AbortUpload(ctx, up); err != nil && !errors.Is(guestErr(err), ErrNotFound) {
+		return guestErr(err)
+	}
+	if err := m.st.DeleteUpload(ctx, id, up); err != nil {
+		return err
+	}
+	m.ledgerAppend(ctx, id, "upload.abort", map[string]any{"upload": up})
+	return nil
+}
