@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"paddock.dev/paddock/hostd/session"
@@ -28,6 +29,9 @@ const maxFileBody = (session.MaxFileWriteBytes/3+1)*4 + 4096
 
 // Server serves the API.
 type Server struct {
+	streamMu sync.Mutex
+	streams  int
+
 	sessions  *session.Manager
 	tokenHash [32]byte
 	log       *slog.Logger
@@ -79,6 +83,8 @@ func (s *Server) routes() {
 	auth("GET /v1/agents/sessions/{id}", s.get)
 	auth("DELETE /v1/agents/sessions/{id}", s.delete)
 	auth("POST /v1/agents/sessions/{id}/exec", s.exec)
+	auth("POST /v1/agents/sessions/{id}/exec/stream", s.execStream)
+	auth("GET /v1/agents/sessions/{id}/jobs/{job}/stream", s.jobStream)
 	auth("POST /v1/agents/sessions/{id}/checkpoint", s.checkpoint)
 	auth("POST /v1/agents/sessions/{id}/restore", s.restore)
 	auth("POST /v1/agents/sessions/{id}/fork", s.fork)

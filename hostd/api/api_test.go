@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -423,5 +424,109 @@ func TestUploads(t *testing.T) {
 		if code := call(t, url, "POST", p, tc.body, nil); code != tc.want {
 			t.Errorf("open %v: %d, want %d", tc.body, code, tc.want)
 		}
+	}
+}
+
+type sseEvent struct{ name, id, data string }
+
+// readSSE reads a whole event stream.
+func readSSE(t *testing.T, resp *http.Response) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 8<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.name != "" {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "event: "):
+			cur.name = line[7:]
+		case strings.HasPrefix(line, "id: "):
+			cur.id = line[4:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[6:]
+		}
+	}
+	return out
+}
+
+func TestStreams(t *testing.T) {
+	c, url := daemon(t)
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(ctx, s.ID)
+	p := "/v1/agents/sessions/" + s.ID
+	req, _ := http.NewRequest("POST", url+p+"/exec/stream", strings.NewReader(`{"command":"echo a; sleep 0.3; echo b >&2; echo c; exit 3"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("exec/stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	evs := readSSE(t, resp)
+	resp.Body.Close()
+	var names []string
+	var stdout, stderr strings.Builder
+	for _, e := range evs {
+		names = append(names, e.name)
+		var d struct{ Output, Stderr string }
+		json.Unmarshal([]byte(e.data), &d)
+		stdout.WriteString(d.Output)
+		stderr.WriteString(d.Stderr)
+	}
+	if len(evs) < 3 || evs[0].name != "start" || evs[len(evs)-1].name != "exit" || !strings.Contains(evs[len(evs)-1].data, `"exit_code":3`) {
+		t.Errorf("events %v, last %+v", names, evs[len(evs)-1])
+	}
+	if stdout.String() != "a\nc\n" || stderr.String() != "b\n" {
+		t.Errorf("stdout %q stderr %q", stdout.String(), stderr.String())
+	}
+	// A job stream resumes from Last-Event-ID with nothing repeated.
+	var job session.Job
+	if code := call(t, url, "POST", p+"/jobs", map[string]any{"command": "echo one; echo two"}, &job); code != 201 {
+		t.Fatalf("start job: %d", code)
+	}
+	req, _ = http.NewRequest("GET", url+p+"/jobs/"+job.ID+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", "4:0")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs = readSSE(t, resp)
+	resp.Body.Close()
+	var got strings.Builder
+	for _, e := range evs {
+		var d struct{ Output string }
+		json.Unmarshal([]byte(e.data), &d)
+		got.WriteString(d.Output)
+	}
+	if got.String() != "two\n" || evs[len(evs)-1].name != "exit" {
+		t.Errorf("resumed stream: %q %+v", got.String(), evs)
+	}
+	if code := call(t, url, "GET", p+"/jobs/j-nope/stream", nil, nil); code != 404 {
+		t.Errorf("stream of an unknown job: %d", code)
+	}
+	es, _ := c.Events(ctx, s.ID)
+	found := false
+	for _, e := range es {
+		var d struct {
+			ExitCode int  `json:"exit_code"`
+			Streamed bool `json:"streamed"`
+		}
+		json.Unmarshal(e.Data, &d)
+		found = found || (e.Kind == "exec" && d.ExitCode == 3 && d.Streamed)
+	}
+	if !found {
+		t.Errorf("the streamed exec is not in the ledger")
 	}
 }

@@ -539,3 +539,9 @@ func (m *Manager) RunSweeper(ctx context.Context) {
 		}
 	}
 }
+
+// RecordExec ledgers a command that ran as a streamed job and counts it.
+func (m *Manager) RecordExec(ctx context.Context, id, command string, exitCode int, d time.Duration) {
+	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": command, "exit_code": exitCode, "duration_ms": d.Milliseconds(), "streamed": true})
+	m.update(ctx, id, -1, func(s *Session) error { s.Usage.Execs++; s.Usage.ExecMS += d.Milliseconds(); return nil })
+}
