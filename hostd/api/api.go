@@ -29,6 +29,8 @@ const maxFileBody = (session.MaxFileWriteBytes/3+1)*4 + 4096
 
 // Server serves the API.
 type Server struct {
+	routeList []string
+
 	streamMu sync.Mutex
 	streams  int
 
@@ -50,6 +52,10 @@ func New(m *session.Manager, adminTokenHash [32]byte, log *slog.Logger) *Server 
 	return s
 }
 
+// Routes lists the "METHOD /path" patterns served (docs/api/openapi.yaml
+// must describe exactly these; a test checks it).
+func (s *Server) Routes() []string { return append([]string(nil), s.routeList...) }
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
@@ -57,6 +63,9 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) routes() {
 	open := func(pattern string, h handler) {
+		if pattern != "/" {
+			s.routeList = append(s.routeList, pattern)
+		}
 		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)
