@@ -31,8 +31,9 @@ const maxFileBody = (session.MaxFileWriteBytes/3+1)*4 + 4096
 type Server struct {
 	routeList []string
 
-	streamMu sync.Mutex
-	streams  int
+	streamMu     sync.Mutex
+	streams      int
+	eventStreams int
 
 	sessions  *session.Manager
 	tokenHash [32]byte
@@ -99,6 +100,7 @@ func (s *Server) routes() {
 	auth("POST /v1/agents/sessions/{id}/fork", s.fork)
 	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
 	auth("GET /v1/agents/sessions/{id}/events", s.events)
+	auth("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
 	auth("GET /v1/agents/sessions/{id}/probe", s.probe)
 	auth("POST /v1/agents/sessions/{id}/uploads", s.openUpload)
 	auth("GET /v1/agents/sessions/{id}/uploads", s.listUploads)

@@ -530,3 +530,47 @@ func TestStreams(t *testing.T) {
 		t.Errorf("the streamed exec is not in the ledger")
 	}
 }
+
+func TestEventsStream(t *testing.T) {
+	c, url := daemon(t)
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", url+"/v1/agents/sessions/"+s.ID+"/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", "1") // skip session.create
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []sseEvent)
+	go func() { done <- readSSE(t, resp) }()
+	// A live entry arrives while the stream is open, then delete ends it.
+	time.Sleep(300 * time.Millisecond)
+	if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "echo live"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(800 * time.Millisecond)
+	if err := c.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	var evs []sseEvent
+	select {
+	case evs = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end after the session was deleted")
+	}
+	resp.Body.Close()
+	var ids []string
+	for _, e := range evs {
+		ids = append(ids, e.name+":"+e.id)
+	}
+	if len(evs) < 3 || evs[0].id != "2" || evs[1].id != "3" || !strings.Contains(evs[1].data, "echo live") || evs[len(evs)-1].name != "error" {
+		t.Errorf("events: %v", ids)
+	}
+}

@@ -164,3 +164,64 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 	s.streamJob(w, r, r.PathValue("id"), r.PathValue("job"), off, eoff, ev)
 	return nil
 }
+
+// maxEventStreams bounds events/stream connections on a host.
+const maxEventStreams = 64
+
+// eventsStream replays the session's ledger (after ?since= or
+// Last-Event-ID, a ledger seq), then sends new entries as they come,
+// about every 500 ms. It ends with an error event once the session is
+// gone or after an hour.
+func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	var after int64
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%w: Last-Event-ID %q must be a ledger sequence number", session.ErrBadRequest, last)
+		}
+		after = n
+	}
+	if _, err := s.sessions.Get(r.Context(), tenant(r), id); err != nil {
+		return err
+	}
+	s.streamMu.Lock()
+	if s.eventStreams >= maxEventStreams {
+		s.streamMu.Unlock()
+		return fmt.Errorf("%w: %d event streams are open on this daemon, the most allowed", session.ErrConflict, maxEventStreams)
+	}
+	s.eventStreams++
+	s.streamMu.Unlock()
+	defer func() { s.streamMu.Lock(); s.eventStreams--; s.streamMu.Unlock() }()
+	ev, err := newSSE(w)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(streamMaxAge)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		entries, err := s.sessions.EventsAfter(r.Context(), tenant(r), id, after)
+		if err != nil {
+			ev.event("error", "", map[string]string{"error": err.Error()})
+			return nil
+		}
+		for _, e := range entries {
+			ev.event("ledger", strconv.FormatInt(e.Seq, 10), e)
+			after = e.Seq
+		}
+		if sess, err := s.sessions.Get(r.Context(), tenant(r), id); err != nil || sess.State != session.StateRunning {
+			ev.event("error", "", map[string]string{"error": "the session ended"})
+			return nil
+		}
+		if time.Now().After(deadline) {
+			ev.event("error", "", map[string]string{"error": "the stream reached its one-hour limit; reconnect with Last-Event-ID"})
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}

@@ -545,3 +545,12 @@ func (m *Manager) RecordExec(ctx context.Context, id, command string, exitCode i
 	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": command, "exit_code": exitCode, "duration_ms": d.Milliseconds(), "streamed": true})
 	m.update(ctx, id, -1, func(s *Session) error { s.Usage.Execs++; s.Usage.ExecMS += d.Milliseconds(); return nil })
 }
+
+// EventsAfter returns ledger entries after seq (for the events stream).
+// Deleted sessions keep their ledger but are no longer served.
+func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int64) ([]ledger.Entry, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	return m.ledger.List(ctx, id, after, 1000)
+}
