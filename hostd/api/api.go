@@ -101,6 +101,7 @@ func (s *Server) routes() {
 	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
 	auth("GET /v1/agents/sessions/{id}/events", s.events)
 	auth("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
+	auth("GET /v1/agents/sessions/{id}/trajectory", s.trajectory)
 	auth("GET /v1/agents/sessions/{id}/probe", s.probe)
 	auth("POST /v1/agents/sessions/{id}/uploads", s.openUpload)
 	auth("GET /v1/agents/sessions/{id}/uploads", s.listUploads)
@@ -575,5 +576,14 @@ func (s *Server) abortUpload(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Trajectory(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

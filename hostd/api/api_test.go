@@ -65,7 +65,7 @@ func status(err error) int {
 // TestWalkthrough is the 60-second walkthrough, through the API, on a
 // real sandbox.
 func TestWalkthrough(t *testing.T) {
-	c, _ := daemon(t)
+	c, url := daemon(t)
 	ctx := context.Background()
 	s, err := c.CreateSession(ctx, session.CreateRequest{Agent: "claude-code", TTLSeconds: 600})
 	if err != nil {
@@ -136,6 +136,10 @@ func TestWalkthrough(t *testing.T) {
 	want := "session.create,exec,checkpoint,exec,restore,exec,fork"
 	if strings.Join(kinds, ",") != want {
 		t.Errorf("timeline %v, want %s", kinds, want)
+	}
+	var traj session.Trajectory
+	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/trajectory", nil, &traj); code != 200 || len(traj.Steps) != len(es) || traj.Steps[0].Step != 1 || traj.Steps[0].Kind != "session.create" || traj.Session.ID != s.ID {
+		t.Errorf("trajectory: %d %+v", code, traj.Steps)
 	}
 	list, err := c.ListSessions(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != s.ID {

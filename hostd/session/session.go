@@ -554,3 +554,35 @@ func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int6
 	}
 	return m.ledger.List(ctx, id, after, 1000)
 }
+
+// Step is one numbered step of a trajectory.
+type Step struct {
+	Step   int             `json:"step"`
+	Time   time.Time       `json:"time"`
+	Source string          `json:"source"` // "ledger" (VM events join when backends report them)
+	Kind   string          `json:"kind"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// Trajectory is the session's history as one numbered, time-ordered list.
+type Trajectory struct {
+	Session *Session `json:"session"`
+	Steps   []Step   `json:"steps"`
+}
+
+// Trajectory merges what the session recorded into numbered steps.
+func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajectory, error) {
+	s, _, err := m.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	es, err := m.ledger.List(ctx, id, 0, 10000)
+	if err != nil {
+		return nil, err
+	}
+	t := &Trajectory{Session: s, Steps: make([]Step, 0, len(es))}
+	for i, e := range es {
+		t.Steps = append(t.Steps, Step{Step: i + 1, Time: e.Time, Source: "ledger", Kind: e.Kind, Data: e.Data})
+	}
+	return t, nil
+}
