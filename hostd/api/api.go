@@ -102,6 +102,11 @@ func (s *Server) routes() {
 	auth("GET /v1/agents/sessions/{id}/events", s.events)
 	auth("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
 	auth("GET /v1/agents/sessions/{id}/trajectory", s.trajectory)
+	auth("GET /v1/agents/sessions/{id}/git/status", s.gitStatus)
+	auth("GET /v1/agents/sessions/{id}/git/diff", s.gitDiff)
+	auth("GET /v1/agents/sessions/{id}/git/log", s.gitLog)
+	auth("POST /v1/agents/sessions/{id}/git/commit", s.gitCommit)
+	auth("POST /v1/agents/sessions/{id}/git/branch", s.gitBranch)
 	auth("GET /v1/agents/sessions/{id}/probe", s.probe)
 	auth("POST /v1/agents/sessions/{id}/uploads", s.openUpload)
 	auth("GET /v1/agents/sessions/{id}/uploads", s.listUploads)
@@ -581,6 +586,67 @@ func (s *Server) abortUpload(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) error {
 	out, err := s.sessions.Trajectory(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) gitStatus(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.GitStatus(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("repo"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) gitDiff(w http.ResponseWriter, r *http.Request) error {
+	staged, err := queryBool(r, "staged")
+	if err != nil {
+		return err
+	}
+	out, err := s.sessions.GitDiff(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("repo"), r.URL.Query().Get("path"), staged)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) gitLog(w http.ResponseWriter, r *http.Request) error {
+	n, err := queryInt(r, "n", 10, 1, session.MaxGitLog)
+	if err != nil {
+		return err
+	}
+	out, err := s.sessions.GitLog(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("repo"), int(n))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) gitCommit(w http.ResponseWriter, r *http.Request) error {
+	var req session.GitRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.GitCommit(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) gitBranch(w http.ResponseWriter, r *http.Request) error {
+	var req session.GitRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.GitBranch(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}

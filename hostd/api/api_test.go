@@ -578,3 +578,76 @@ func TestEventsStream(t *testing.T) {
 		t.Errorf("events: %v", ids)
 	}
 }
+
+func TestGit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the debian image (built from the network once per machine)")
+	}
+	testutil.DebianImages(t) // same cache directory as the mini image
+	c, url := daemon(t)
+	ctx := context.Background()
+	// The mini image has no git: the verbs say so.
+	mini, err := c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(ctx, mini.ID)
+	var e struct{ Error string }
+	if code := call(t, url, "GET", "/v1/agents/sessions/"+mini.ID+"/git/status", nil, &e); code != 409 || !strings.Contains(e.Error, "git is not installed") {
+		t.Errorf("git on mini: %d %q", code, e.Error)
+	}
+	s, err := c.CreateSession(ctx, session.CreateRequest{Runtime: session.Runtime{Image: testutil.DebianImageName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(ctx, s.ID)
+	p := "/v1/agents/sessions/" + s.ID + "/git"
+	if code := call(t, url, "GET", p+"/status", nil, nil); code != 404 {
+		t.Errorf("status outside a repository: %d, want 404", code)
+	}
+	if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "git init -q -b main . && echo one > a.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	var st session.GitResult
+	if code := call(t, url, "GET", p+"/status", nil, &st); code != 200 || !strings.Contains(st.Output, "?? a.txt") {
+		t.Errorf("status: %d %q", code, st.Output)
+	}
+	var cm session.GitResult
+	if code := call(t, url, "POST", p+"/commit", map[string]any{"message": "first"}, &cm); code != 200 || len(cm.Commit) != 40 {
+		t.Fatalf("commit: %d %+v", code, cm)
+	}
+	if code := call(t, url, "POST", p+"/commit", map[string]any{"message": "again"}, nil); code != 409 {
+		t.Errorf("nothing to commit: %d, want 409", code)
+	}
+	c.Exec(ctx, s.ID, session.ExecRequest{Command: "echo two >> a.txt"})
+	var d session.GitResult
+	if code := call(t, url, "GET", p+"/diff?path=a.txt", nil, &d); code != 200 || !strings.Contains(d.Output, "+two") {
+		t.Errorf("diff: %d %q", code, d.Output)
+	}
+	for _, bad := range []string{"-rf", "../x", "/etc/passwd"} {
+		if code := call(t, url, "GET", p+"/diff?path="+bad, nil, nil); code != 400 {
+			t.Errorf("diff path %q: %d, want 400", bad, code)
+		}
+	}
+	if code := call(t, url, "POST", p+"/branch", map[string]any{"name": "agent/try-1"}, nil); code != 200 {
+		t.Errorf("branch: %d", code)
+	}
+	if code := call(t, url, "POST", p+"/branch", map[string]any{"name": "agent/try-1"}, nil); code != 409 {
+		t.Errorf("existing branch: %d, want 409", code)
+	}
+	if code := call(t, url, "POST", p+"/branch", map[string]any{"name": "--force"}, nil); code != 400 {
+		t.Errorf("option-like branch: %d, want 400", code)
+	}
+	var lg session.GitResult
+	if code := call(t, url, "GET", p+"/log?n=5", nil, &lg); code != 200 || len(lg.Entries) != 1 || lg.Entries[0].Subject != "first" || lg.Entries[0].ID != cm.Commit {
+		t.Errorf("log: %d %+v", code, lg.Entries)
+	}
+	es, _ := c.Events(ctx, s.ID)
+	kinds := []string{}
+	for _, e := range es {
+		kinds = append(kinds, e.Kind)
+	}
+	if !strings.Contains(strings.Join(kinds, ","), "git.commit") || !strings.Contains(strings.Join(kinds, ","), "git.branch") {
+		t.Errorf("ledger: %v", kinds)
+	}
+}
