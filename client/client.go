@@ -157,3 +157,40 @@ func (c *Client) Events(ctx context.Context, id string) ([]ledger.Entry, error) 
 	}
 	return out.Ledger, c.do(ctx, http.MethodGet, sp(id)+"/events", nil, nil, &out)
 }
+
+// Call does one JSON request against a session route (path relative to
+// /v1/agents/sessions/{id}, query already encoded) and decodes the answer
+// into out. The typed methods above cover the common verbs; Call reaches
+// the rest (files, jobs, uploads, git, probe).
+func (c *Client) Call(ctx context.Context, method, id, path string, query url.Values, in, out any) error {
+	p := sp(id) + path
+	if len(query) > 0 {
+		p += "?" + query.Encode()
+	}
+	return c.do(ctx, method, p, nil, in, out)
+}
+
+// UploadChunk sends raw bytes of an upload at offset.
+func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int64, data []byte) (*session.Upload, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.base+sp(id)+"/uploads/"+url.PathEscape(upload)+"?offset="+strconv.FormatInt(offset, 10), bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		json.Unmarshal(body, &e)
+		return nil, &Error{Status: resp.StatusCode, Message: e.Error}
+	}
+	var u session.Upload
+	return &u, json.Unmarshal(body, &u)
+}

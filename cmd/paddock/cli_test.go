@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -288,6 +291,13 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		}
 		return string(out), code
 	}
+	small := filepath.Join(t.TempDir(), "small.txt")
+	os.WriteFile(small, []byte("hello from the host\n"), 0o644)
+	big := filepath.Join(t.TempDir(), "big.bin")
+	bigData := bytes.Repeat([]byte("paddock!"), (9<<20)/8)
+	os.WriteFile(big, bigData, 0o644)
+	sum := sha256.Sum256(bigData)
+	bigSum := hex.EncodeToString(sum[:])
 	out, code := pd("--json", "session", "run", "claude-code", "--ttl-seconds", "600")
 	var s struct{ ID string }
 	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.ID == "" {
@@ -305,12 +315,33 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		{[]string{"session", "restore", s.ID, "before-change"}, "restored", 0},
 		{[]string{"session", "exec", s.ID, "--", "cat /workspace/demo/a.txt; exit 4"}, "hi", 4},
 		{[]string{"session", "timeline", s.ID}, "checkpoint", 0},
-		{[]string{"--state-dir", state, "ledger", "verify", s.ID}, "ok: 6 entries", 0},
+		{[]string{"--state-dir", state, "ledger", "verify", s.ID}, "ok: 7 entries", 0},
 		{[]string{"--state-dir", state, "ledger", "export", s.ID}, `"kind":"restore"`, 0},
 		{[]string{"session", "restore", s.ID, "no-such-tag"}, "", 3},
 		{[]string{"session", "ls"}, s.ID, 0},
+		{[]string{"session", "put", s.ID, small, "/workspace/notes/small.txt", "--mode", "640"}, "wrote /workspace/notes/small.txt", 0},
+		{[]string{"session", "cat", s.ID, "/workspace/notes/small.txt"}, "hello from the host", 0},
+		{[]string{"session", "files", s.ID, "/workspace/notes"}, "0640", 0},
+		{[]string{"session", "put", s.ID, big, "/workspace/big.bin"}, "", exitUsage},
+		{[]string{"session", "upload", s.ID, big, "/workspace/big.bin"}, "sha256 verified: true", 0},
+		{[]string{"session", "exec", s.ID, "--", "sha256sum big.bin"}, bigSum, 0},
+		{[]string{"session", "rm-file", s.ID, "/workspace/notes", "-r"}, "", 0},
+		{[]string{"session", "probe", s.ID}, `"promote": true`, 0},
+		{[]string{"session", "git", s.ID, "status"}, "", exitConflict},
 		{[]string{"session", "rm", s.ID}, "", 0},
 		{[]string{"session", "get", s.ID}, "", 3},
+	}
+	// A background job followed to its exit code.
+	jobOut, code := pd("session", "bg", s.ID, "--", "echo working; sleep 0.5; echo done; exit 6")
+	job := strings.TrimSpace(jobOut)
+	if code != 0 || !strings.HasPrefix(job, "j") {
+		t.Fatalf("bg: %q %d", jobOut, code)
+	}
+	if out, code := pd("session", "logs", s.ID, job, "-f"); code != 6 || out != "working\ndone\n" {
+		t.Errorf("logs -f: %q exit %d, want the output and 6", out, code)
+	}
+	if out, _ := pd("session", "jobs", s.ID); !strings.Contains(out, job) || !strings.Contains(out, "exited") {
+		t.Errorf("jobs: %q", out)
 	}
 	for _, st := range steps {
 		out, code := pd(st.args...)

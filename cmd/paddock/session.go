@@ -207,6 +207,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		return apiErr(k.DeleteSession(c.Context(), args[0]))
 	}}
 	cmd.AddCommand(run, ls, get, execCmd, ckpt, restore, fork, artifacts, timeline, rm)
+	cmd.AddCommand(ioCommands(g, cl)...)
 	return cmd
 }
 
