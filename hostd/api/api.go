@@ -88,16 +88,16 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 		return nil
 	})
-	auth("POST /v1/agents/sessions", s.create)
+	auth("POST /v1/agents/sessions", s.idempotent(s.create))
 	auth("GET /v1/agents/sessions", s.list)
 	auth("GET /v1/agents/sessions/{id}", s.get)
 	auth("DELETE /v1/agents/sessions/{id}", s.delete)
-	auth("POST /v1/agents/sessions/{id}/exec", s.exec)
+	auth("POST /v1/agents/sessions/{id}/exec", s.idempotent(s.exec))
 	auth("POST /v1/agents/sessions/{id}/exec/stream", s.execStream)
 	auth("GET /v1/agents/sessions/{id}/jobs/{job}/stream", s.jobStream)
-	auth("POST /v1/agents/sessions/{id}/checkpoint", s.checkpoint)
-	auth("POST /v1/agents/sessions/{id}/restore", s.restore)
-	auth("POST /v1/agents/sessions/{id}/fork", s.fork)
+	auth("POST /v1/agents/sessions/{id}/checkpoint", s.idempotent(s.checkpoint))
+	auth("POST /v1/agents/sessions/{id}/restore", s.idempotent(s.restore))
+	auth("POST /v1/agents/sessions/{id}/fork", s.idempotent(s.fork))
 	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
 	auth("GET /v1/agents/sessions/{id}/events", s.events)
 	auth("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
@@ -119,7 +119,7 @@ func (s *Server) routes() {
 	auth("GET /v1/agents/sessions/{id}/files/content", s.readFile)
 	auth("PUT /v1/agents/sessions/{id}/files/content", s.writeFile)
 	auth("GET /v1/agents/sessions/{id}/files/range", s.readRange)
-	auth("POST /v1/agents/sessions/{id}/jobs", s.startJob)
+	auth("POST /v1/agents/sessions/{id}/jobs", s.idempotent(s.startJob))
 	auth("GET /v1/agents/sessions/{id}/jobs", s.listJobs)
 	auth("GET /v1/agents/sessions/{id}/jobs/{job}", s.readJob)
 	auth("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
@@ -159,6 +159,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusUnauthorized
 	case errors.Is(err, errTooLarge):
 		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, errIdemMismatch):
+		status = http.StatusUnprocessableEntity
 	case errors.Is(err, session.ErrBadRequest):
 		status = http.StatusBadRequest
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, errNoRoute):

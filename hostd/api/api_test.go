@@ -651,3 +651,55 @@ func TestGit(t *testing.T) {
 		t.Errorf("ledger: %v", kinds)
 	}
 }
+
+func TestIdempotency(t *testing.T) {
+	c, url := daemon(t)
+	ctx := context.Background()
+	post := func(path, key, body string) (int, string, http.Header) {
+		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	code, first, _ := post("/v1/agents/sessions", "create-1", `{"agent":"idem"}`)
+	if code != 201 {
+		t.Fatalf("create: %d %s", code, first)
+	}
+	code, again, h := post("/v1/agents/sessions", "create-1", `{"agent":"idem"}`)
+	if code != 201 || strings.TrimSpace(again) != strings.TrimSpace(first) || h.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("retry: %d replayed=%q same=%v", code, h.Get("Idempotent-Replayed"), strings.TrimSpace(again) == strings.TrimSpace(first))
+	}
+	if code, _, _ := post("/v1/agents/sessions", "create-1", `{"agent":"other"}`); code != 422 {
+		t.Errorf("same key, other body: %d, want 422", code)
+	}
+	list, _ := c.ListSessions(ctx)
+	if len(list) != 1 {
+		t.Errorf("a replayed create made %d sessions", len(list))
+	}
+	var s session.Session
+	json.Unmarshal([]byte(first), &s)
+	defer c.DeleteSession(ctx, s.ID)
+	// exec runs once for two requests with one key.
+	for range 2 {
+		if code, body, _ := post("/v1/agents/sessions/"+s.ID+"/exec", "exec-1", `{"command":"echo x >> /workspace/count"}`); code != 200 {
+			t.Fatalf("exec: %d %s", code, body)
+		}
+	}
+	r, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "wc -l < /workspace/count"})
+	if err != nil || strings.TrimSpace(r.Stdout) != "1" {
+		t.Errorf("the command ran %q times, want once (%v)", strings.TrimSpace(r.Stdout), err)
+	}
+	// A failure is not remembered: the key can be reused.
+	if code, _, _ := post("/v1/agents/sessions/"+s.ID+"/restore", "restore-1", `{"tag":"none"}`); code != 404 {
+		t.Errorf("restore of an unknown tag: %d", code)
+	}
+	if code, _, _ := post("/v1/agents/sessions/"+s.ID+"/checkpoint", "restore-1", `{"tag":"later"}`); code != 200 {
+		t.Errorf("the key of a failed request, reused: %d", code)
+	}
+}

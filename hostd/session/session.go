@@ -586,3 +586,6 @@ func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajector
 	}
 	return t, nil
 }
+
+// Store returns the state store (hostd/api keeps idempotency keys in it).
+func (m *Manager) Store() *store.Store { return m.st }
