@@ -298,6 +298,7 @@ func TestCLIServeWalkthrough(t *testing.T) {
 	os.WriteFile(big, bigData, 0o644)
 	sum := sha256.Sum256(bigData)
 	bigSum := hex.EncodeToString(sum[:])
+	pulled := filepath.Join(t.TempDir(), "pulled.bin")
 	out, code := pd("--json", "session", "run", "claude-code", "--ttl-seconds", "600")
 	var s struct{ ID string }
 	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.ID == "" {
@@ -325,6 +326,8 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		{[]string{"session", "put", s.ID, big, "/workspace/big.bin"}, "", exitUsage},
 		{[]string{"session", "upload", s.ID, big, "/workspace/big.bin"}, "sha256 verified: true", 0},
 		{[]string{"session", "exec", s.ID, "--", "sha256sum big.bin"}, bigSum, 0},
+		{[]string{"session", "download", s.ID, "/workspace/big.bin", pulled}, "sha256 verified", 0},
+		{[]string{"session", "export", s.ID}, `"kind":"file.upload"`, 0},
 		{[]string{"session", "rm-file", s.ID, "/workspace/notes", "-r"}, "", 0},
 		{[]string{"session", "probe", s.ID}, `"promote": true`, 0},
 		{[]string{"session", "git", s.ID, "status"}, "", exitConflict},
@@ -348,6 +351,9 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		if code != st.code || !strings.Contains(out, st.out) {
 			t.Errorf("paddock %s: code %d (want %d), output %q (want %q)", strings.Join(st.args, " "), code, st.code, out, st.out)
 		}
+	}
+	if b, err := os.ReadFile(pulled); err != nil || !bytes.Equal(b, bigData) {
+		t.Errorf("the downloaded file differs from what was uploaded: %v", err)
 	}
 	if _, code := pd("session", "ls", "--token", "wrong-token-xxxxxxxx"); code != exitError {
 		t.Errorf("a wrong token: code %d", code)

@@ -312,7 +312,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		return nil
 	}}
-	return []*cobra.Command{files, cat, put, rmFile, upload, bg, logs, stdinCmd, kill, jobs, probe, git}
+	return []*cobra.Command{files, cat, put, rmFile, upload, downloadCmd(g, cl), exportCmd(cl), bg, logs, stdinCmd, kill, jobs, probe, git}
 }
 
 // readLimited reads a local file of at most max bytes.
@@ -330,4 +330,140 @@ func readLimited(path string, max int) ([]byte, error) {
 		return nil, usageError{fmt.Errorf("%s is larger than %d bytes: use `paddock session upload`", path, max)}
 	}
 	return b, nil
+}
+
+// downloadCmd is `session download|pull ID PATH LOCAL`: ranged reads into
+// LOCAL.part, checked against the guest's sha256, then renamed.
+func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
+	var resume bool
+	c := &cobra.Command{
+		Use:     "download ID PATH LOCAL",
+		Aliases: []string{"pull"},
+		Short:   "Copy a file out of the session (resumable, checked by sha256, with progress)",
+		Args:    cobra.ExactArgs(3),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			part := args[2] + ".part"
+			flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+			var off int64
+			if resume {
+				if fi, err := os.Stat(part); err == nil {
+					off, flags = fi.Size(), os.O_WRONLY|os.O_APPEND
+				}
+			}
+			f, err := os.OpenFile(part, flags, 0o644)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			// The first slice brings the whole file's checksum.
+			var first session.FileRange
+			q := url.Values{"path": {args[1]}, "offset": {"0"}, "length": {"1"}, "checksum": {"true"}}
+			if err := k.Call(c.Context(), "GET", args[0], "/files/range", q, nil, &first); err != nil {
+				return apiErr(err)
+			}
+			bar := progressbar.NewOptions64(first.Size, progressbar.OptionSetWriter(c.ErrOrStderr()), progressbar.OptionShowBytes(true),
+				progressbar.OptionSetDescription("download"), progressbar.OptionSetVisibility(!g.json))
+			bar.Set64(off)
+			for off < first.Size {
+				var r session.FileRange
+				q := url.Values{"path": {args[1]}, "offset": {strconv.FormatInt(off, 10)}, "length": {strconv.Itoa(4 << 20)}}
+				if err := k.Call(c.Context(), "GET", args[0], "/files/range", q, nil, &r); err != nil {
+					return apiErr(err)
+				}
+				if r.Size != first.Size {
+					return fmt.Errorf("%s changed size while it was read (%d, then %d bytes): download again", args[1], first.Size, r.Size)
+				}
+				b, err := base64.StdEncoding.DecodeString(r.DataBase64)
+				if err != nil {
+					return err
+				}
+				if len(b) == 0 {
+					return fmt.Errorf("%s ended at %d bytes, before its size %d", args[1], off, first.Size)
+				}
+				if _, err := f.Write(b); err != nil {
+					return err
+				}
+				off += int64(len(b))
+				bar.Set64(off)
+			}
+			bar.Finish()
+			fmt.Fprintln(c.ErrOrStderr())
+			if err := f.Close(); err != nil {
+				return err
+			}
+			got, err := fileSHA256(part)
+			if err != nil {
+				return err
+			}
+			if got != first.SHA256 {
+				return fmt.Errorf("checksum mismatch: the guest's %s is %s, the copy is %s (kept as %s)", args[1], first.SHA256, got, part)
+			}
+			if err := os.Rename(part, args[2]); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.OutOrStdout(), "downloaded %s to %s (%d bytes, sha256 verified)\n", args[1], args[2], first.Size)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&resume, "resume", false, "continue LOCAL.part from where it stopped")
+	return c
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// exportCmd writes the session's trajectory as JSON Lines: a header with
+// the session, then one step per line.
+func exportCmd(cl func() (*client.Client, error)) *cobra.Command {
+	var outPath string
+	c := &cobra.Command{
+		Use:   "export ID",
+		Short: "Write the session's trajectory as JSON Lines (a session header, then one step per line)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			var t session.Trajectory
+			if err := k.Call(c.Context(), "GET", args[0], "/trajectory", nil, nil, &t); err != nil {
+				return apiErr(err)
+			}
+			w := c.OutOrStdout()
+			if outPath != "" {
+				f, err := os.Create(outPath)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			enc := json.NewEncoder(w)
+			if err := enc.Encode(map[string]any{"session": t.Session}); err != nil {
+				return err
+			}
+			for _, s := range t.Steps {
+				if err := enc.Encode(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&outPath, "out", "", "write to this file instead of stdout")
+	return c
 }
