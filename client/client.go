@@ -3,8 +3,10 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -193,4 +195,73 @@ func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int6
 	}
 	var u session.Upload
 	return &u, json.Unmarshal(body, &u)
+}
+
+// ExecStream runs a command through exec/stream, copying output and
+// stderr to the writers as they arrive, and returns the exit code (128+n
+// for a signal, as a shell reports it).
+func (c *Client) ExecStream(ctx context.Context, id string, req session.ExecRequest, stdout, stderr io.Writer) (int, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return 0, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+sp(id)+"/exec/stream", bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	hr.Header.Set("Authorization", "Bearer "+c.token)
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var e struct {
+			Error string `json:"error"`
+		}
+		json.Unmarshal(data, &e)
+		return 0, &Error{Status: resp.StatusCode, Message: e.Error}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 32<<20)
+	var event string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			var d struct {
+				OutputBase64 string `json:"output_base64"`
+				Stderr       string `json:"stderr"`
+				ExitCode     *int   `json:"exit_code"`
+				Signal       string `json:"signal"`
+				Error        string `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(line[6:]), &d); err != nil {
+				return 0, fmt.Errorf("exec stream: bad event: %w", err)
+			}
+			switch event {
+			case "output":
+				out, _ := base64.StdEncoding.DecodeString(d.OutputBase64)
+				stdout.Write(out)
+			case "stderr":
+				io.WriteString(stderr, d.Stderr)
+			case "exit":
+				if d.ExitCode != nil && *d.ExitCode >= 0 {
+					return *d.ExitCode, nil
+				}
+				return 128 + 9, nil
+			case "error":
+				return 0, fmt.Errorf("exec stream: %s", d.Error)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("exec stream: ended before the command's exit")
 }

@@ -89,6 +89,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		return out(c, s, func() { printSessions(c, []*session.Session{s}) })
 	}}
 	var timeout int
+	var stream bool
 	execCmd := &cobra.Command{
 		Use:   "exec ID -- COMMAND...",
 		Short: "Run a command in the session (exits with its code)",
@@ -101,6 +102,16 @@ func newSessionCmd(g *globals) *cobra.Command {
 			line := args[1]
 			if len(args) > 2 {
 				line = shellJoin(args[1:])
+			}
+			if stream {
+				code, err := k.ExecStream(c.Context(), args[0], session.ExecRequest{Command: line, TimeoutSeconds: timeout}, c.OutOrStdout(), c.ErrOrStderr())
+				if err != nil {
+					return apiErr(err)
+				}
+				if code != 0 {
+					return exitCodeError(code)
+				}
+				return nil
 			}
 			r, err := k.Exec(c.Context(), args[0], session.ExecRequest{Command: line, TimeoutSeconds: timeout})
 			if err != nil {
@@ -122,6 +133,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		},
 	}
 	execCmd.Flags().IntVar(&timeout, "timeout", 300, "seconds before the command is killed")
+	execCmd.Flags().BoolVar(&stream, "stream", false, "print output while the command runs (Server-Sent Events)")
 	var tag string
 	ckpt := &cobra.Command{Use: "checkpoint ID", Short: "Checkpoint the session", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
