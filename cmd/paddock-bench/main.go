@@ -15,8 +15,16 @@ import (
 	"sort"
 	"time"
 
+	"crypto/sha256"
+	"net/http/httptest"
+
+	pclient "paddock.dev/paddock/client"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
+	hapi "paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/hypervisor/procbox"
@@ -145,7 +153,65 @@ func main() {
 	})
 	row("fork into 4, per child vs create", fork, ours, "create (goal ≤ 50ms per child)")
 	check(m.Stop(ctx))
+	benchAPI(ctx, b, dir, *runs, ours, execRT)
 	// Deferred: Close unmounts the store, then the state dir goes.
+}
+
+// benchAPI measures the same operations through the daemon's HTTP API
+// (SQLite store, ledger, JSON) beside the backend called directly, so the
+// API's own overhead shows as a ratio.
+func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, directCreate, directExec time.Duration) {
+	st, err := store.Open(filepath.Join(dir, "bench.db"))
+	check(err)
+	defer st.Close()
+	mgr := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "mini"})
+	defer mgr.Shutdown(ctx)
+	const tok = "pdk_bench_token_0123456789"
+	srv := httptest.NewServer(hapi.New(mgr, sha256.Sum256([]byte(tok)), nil))
+	defer srv.Close()
+	cl := pclient.New(srv.URL, tok)
+	fmt.Println()
+	create := median(runs, func() time.Duration {
+		t0 := time.Now()
+		s, err := cl.CreateSession(ctx, session.CreateRequest{})
+		check(err)
+		_, err = cl.Exec(ctx, s.ID, session.ExecRequest{Command: "true"})
+		check(err)
+		d := time.Since(t0)
+		check(cl.DeleteSession(ctx, s.ID))
+		return d
+	})
+	row("API: session create + first exec vs backend", create, directCreate, "backend directly")
+	s, err := cl.CreateSession(ctx, session.CreateRequest{})
+	check(err)
+	ex := median(runs*5, func() time.Duration {
+		t0 := time.Now()
+		_, err := cl.Exec(ctx, s.ID, session.ExecRequest{Command: "true"})
+		check(err)
+		return time.Since(t0)
+	})
+	row("API: exec round trip vs guest client", ex, directExec, "guest client directly")
+	i := 0
+	ck := median(runs, func() time.Duration {
+		i++
+		t0 := time.Now()
+		_, err := cl.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: fmt.Sprintf("b%d", i)})
+		check(err)
+		return time.Since(t0)
+	})
+	m2, err := b.Create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	check(err)
+	direct := median(runs, func() time.Duration {
+		t0 := time.Now()
+		snap, err := m2.Checkpoint(ctx, "d", false)
+		check(err)
+		d := time.Since(t0)
+		check(m2.DeleteSnapshot(ctx, snap))
+		return d
+	})
+	check(m2.Stop(ctx))
+	row("API: checkpoint vs backend checkpoint", ck, direct, "backend directly")
+	check(cl.DeleteSession(ctx, s.ID))
 }
 
 func dialer(m hypervisor.Machine) func(context.Context) (net.Conn, error) {
