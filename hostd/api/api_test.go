@@ -703,3 +703,30 @@ func TestIdempotency(t *testing.T) {
 		t.Errorf("the key of a failed request, reused: %d", code)
 	}
 }
+
+// TestExecKeepsRevision: an exec counts in usage but does not change the
+// revision, so If-Match still holds after it.
+func TestExecKeepsRevision(t *testing.T) {
+	c, _ := daemon(t)
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(ctx, s.ID)
+	for range 3 {
+		if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.GetSession(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision != s.Revision || got.Usage.Execs != 3 {
+		t.Errorf("after 3 execs: revision %d (was %d), execs %d", got.Revision, s.Revision, got.Usage.Execs)
+	}
+	if _, err := c.Checkpoint(ctx, s.ID, s.Revision, session.CheckpointRequest{Tag: "ok"}); err != nil {
+		t.Errorf("If-Match with the create revision after execs: %v", err)
+	}
+}

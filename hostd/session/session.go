@@ -139,6 +139,7 @@ type Manager struct {
 	now     func() time.Time
 
 	mu       sync.Mutex
+	usage    map[string]Usage              // session id → counters (never bump revision)
 	machines map[string]hypervisor.Machine // session id → running sandbox
 	gate     map[string]string             // session id → lifecycle op in flight
 }
@@ -159,7 +160,7 @@ func New(c Config) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, image: c.DefaultImage,
-		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
+		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}, usage: map[string]Usage{}}
 }
 
 var agentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -287,6 +288,7 @@ func (m *Manager) load(ctx context.Context, tenant, id string) (*Session, *api.M
 	}
 	m.mu.Lock()
 	_, live := m.machines[id]
+	s.Usage = m.usage[id]
 	m.mu.Unlock()
 	if s.State == StateRunning && !live {
 		s.State = StateGone
@@ -402,7 +404,7 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 		Stdout: string(res.Stdout), Stderr: string(res.Stderr),
 		Truncated: res.StdoutTruncated || res.StderrTruncated, DurationMS: res.DurationMillis}
 	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": req.Command, "exit_code": res.ExitCode, "duration_ms": res.DurationMillis, "timed_out": res.TimedOut})
-	m.update(ctx, id, -1, func(s *Session) error { s.Usage.Execs++; s.Usage.ExecMS += res.DurationMillis; return nil })
+	m.count(id, res.DurationMillis)
 	return out, nil
 }
 
@@ -543,7 +545,7 @@ func (m *Manager) RunSweeper(ctx context.Context) {
 // RecordExec ledgers a command that ran as a streamed job and counts it.
 func (m *Manager) RecordExec(ctx context.Context, id, command string, exitCode int, d time.Duration) {
 	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": command, "exit_code": exitCode, "duration_ms": d.Milliseconds(), "streamed": true})
-	m.update(ctx, id, -1, func(s *Session) error { s.Usage.Execs++; s.Usage.ExecMS += d.Milliseconds(); return nil })
+	m.count(id, d.Milliseconds())
 }
 
 // EventsAfter returns ledger entries after seq (for the events stream).
@@ -589,3 +591,16 @@ func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajector
 
 // Store returns the state store (hostd/api keeps idempotency keys in it).
 func (m *Manager) Store() *store.Store { return m.st }
+
+// count adds an exec to the session's usage. Counters live beside the
+// record, not in it, so counting never changes the revision (If-Match
+// keeps meaning "nobody checkpointed, restored or forked since"); they are
+// not kept across a daemon restart yet.
+func (m *Manager) count(id string, ms int64) {
+	m.mu.Lock()
+	u := m.usage[id]
+	u.Execs++
+	u.ExecMS += ms
+	m.usage[id] = u
+	m.mu.Unlock()
+}
