@@ -360,3 +360,86 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		t.Errorf("a wrong token: code %d", code)
 	}
 }
+
+// TestCLIServeRestart stops the daemon with a session running and starts
+// it again: the session, its ledger and its checkpoints are all there, and
+// the sandbox (stopped with the daemon) is reported gone, never silently
+// lost; it can still be deleted.
+func TestCLIServeRestart(t *testing.T) {
+	testutil.RequiresRoot(t)
+	bin := buildCLI(t)
+	state := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	const token = "pdk_restart_test_token_0123456789"
+	env := append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token, "PADDOCK_URL=http://"+addr)
+	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	serve := func() *exec.Cmd {
+		srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr)
+		srv.Env = env
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				resp.Body.Close()
+				return srv
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("serve never answered /healthz")
+			}
+		}
+	}
+	stop := func(srv *exec.Cmd) {
+		srv.Process.Signal(syscall.SIGTERM)
+		if err := srv.Wait(); err != nil {
+			t.Errorf("serve exit: %v", err)
+		}
+	}
+	pd := func(args ...string) (string, int) {
+		c := exec.Command(bin, args...)
+		c.Env = env
+		out, err := c.Output()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	srv := serve()
+	out, _ := pd("--json", "session", "run")
+	var s struct{ ID string }
+	json.Unmarshal([]byte(out), &s)
+	if s.ID == "" {
+		t.Fatalf("session run: %q", out)
+	}
+	pd("session", "exec", s.ID, "--", "echo before > /workspace/f")
+	pd("session", "checkpoint", s.ID, "--tag", "t1")
+	stop(srv)
+	srv = serve()
+	defer stop(srv)
+	out, code := pd("--json", "session", "get", s.ID)
+	var got struct {
+		State       string
+		Checkpoints []struct{ Tag string }
+	}
+	json.Unmarshal([]byte(out), &got)
+	if code != 0 || got.State != "gone" || len(got.Checkpoints) != 1 || got.Checkpoints[0].Tag != "t1" {
+		t.Errorf("after a restart: code %d %q", code, out)
+	}
+	if _, code := pd("session", "exec", s.ID, "--", "true"); code != exitConflict {
+		t.Errorf("exec on a gone session: code %d, want %d", code, exitConflict)
+	}
+	if out, code := pd("--state-dir", state, "ledger", "verify", s.ID); code != 0 || !strings.Contains(out, "ok: 3 entries") {
+		t.Errorf("ledger after a restart: %q %d", out, code)
+	}
+	if _, code := pd("session", "rm", s.ID); code != 0 {
+		t.Errorf("rm of a gone session: %d", code)
+	}
+}
