@@ -16,3 +16,24 @@ bin/paddock --state-dir "$state" sandbox run -- 'echo "hostname: $(hostname)"; e
 echo
 echo "== a confined command (Landlock: /home/agent is not writable) =="
 bin/paddock --state-dir "$state" -v sandbox run --confine -- sh -c 'echo x > /home/agent/f' || echo "(refused, as it should be: exit $?)"
+
+echo
+echo "== the daemon: the 60-second walkthrough through paddock serve =="
+export PADDOCK_ADMIN_TOKEN=${PADDOCK_ADMIN_TOKEN:-pdk_$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')}
+export PADDOCK_TOKEN=$PADDOCK_ADMIN_TOKEN
+export PADDOCK_URL=${PADDOCK_URL:-http://127.0.0.1:7788}
+bin/paddock --state-dir "$state" serve --listen "${PADDOCK_URL#http://}" 2>"$state/serve.log" &
+serve_pid=$!
+trap 'kill -TERM $serve_pid 2>/dev/null; wait $serve_pid 2>/dev/null' EXIT
+for _ in $(seq 100); do curl -fsS "$PADDOCK_URL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+id=$(bin/paddock --json session run quickstart | sed -n 's/^  "id": "\(.*\)",$/\1/p')
+echo "session $id"
+bin/paddock session exec "$id" -- 'uname -a && mkdir -p /workspace/demo && echo hi > /workspace/demo/a.txt'
+bin/paddock session checkpoint "$id" --tag before-change
+bin/paddock session exec "$id" -- 'echo changed > /workspace/demo/a.txt'
+bin/paddock session artifacts "$id"
+bin/paddock session restore "$id" before-change
+bin/paddock session exec "$id" -- 'cat /workspace/demo/a.txt'
+bin/paddock session timeline "$id"
+bin/paddock session rm "$id"
+echo "(the daemon stops when this script ends; run \`bin/paddock serve\` yourself to keep one)"

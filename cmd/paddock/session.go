@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,7 +207,11 @@ func newSessionCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tDATA")
 			for _, e := range es {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Seq, e.Time.Format(time.RFC3339), e.Kind, e.Data)
+				var data bytes.Buffer
+				if json.Compact(&data, e.Data) != nil {
+					data.Write(e.Data)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Seq, e.Time.Format(time.RFC3339), e.Kind, data.String())
 			}
 			tw.Flush()
 		})
