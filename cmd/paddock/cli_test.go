@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,6 +300,38 @@ func TestCLIServeWalkthrough(t *testing.T) {
 	sum := sha256.Sum256(bigData)
 	bigSum := hex.EncodeToString(sum[:])
 	pulled := filepath.Join(t.TempDir(), "pulled.bin")
+	// A stub OTLP collector: checks what a real one would need.
+	var otlpMu sync.Mutex
+	var otlpSpans int
+	var otlpErr string
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otlpMu.Lock()
+		defer otlpMu.Unlock()
+		var tr struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []struct {
+						TraceID, Name string
+					}
+				}
+			}
+		}
+		switch {
+		case r.URL.Path != "/v1/traces" || r.Method != "POST":
+			otlpErr = r.Method + " " + r.URL.Path
+		case r.Header.Get("Content-Type") != "application/json" || r.Header.Get("X-Tenant") != "t1":
+			otlpErr = "headers " + r.Header.Get("Content-Type") + " " + r.Header.Get("X-Tenant")
+		case json.NewDecoder(r.Body).Decode(&tr) != nil || len(tr.ResourceSpans) != 1:
+			otlpErr = "body"
+		default:
+			sp := tr.ResourceSpans[0].ScopeSpans[0].Spans
+			if sp[0].Name != "agent.session" || len(sp[0].TraceID) != 32 {
+				otlpErr = "root span " + sp[0].Name
+			}
+			otlpSpans = len(sp)
+		}
+	}))
+	defer collector.Close()
 	out, code := pd("--json", "session", "run", "claude-code", "--ttl-seconds", "600")
 	var s struct{ ID string }
 	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || s.ID == "" {
@@ -329,6 +362,7 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		{[]string{"session", "exec", s.ID, "--", "sha256sum big.bin"}, bigSum, 0},
 		{[]string{"session", "download", s.ID, "/workspace/big.bin", pulled}, "sha256 verified", 0},
 		{[]string{"session", "export", s.ID}, `"kind":"file.upload"`, 0},
+		{[]string{"session", "export", s.ID, "--otlp", collector.URL, "--otlp-header", "X-Tenant=t1"}, "", 0},
 		{[]string{"session", "rm-file", s.ID, "/workspace/notes", "-r"}, "", 0},
 		{[]string{"session", "probe", s.ID}, `"promote": true`, 0},
 		{[]string{"session", "git", s.ID, "status"}, "", exitConflict},
@@ -353,6 +387,11 @@ func TestCLIServeWalkthrough(t *testing.T) {
 			t.Errorf("paddock %s: code %d (want %d), output %q (want %q)", strings.Join(st.args, " "), code, st.code, out, st.out)
 		}
 	}
+	otlpMu.Lock()
+	if otlpErr != "" || otlpSpans < 10 {
+		t.Errorf("OTLP export: %q, %d spans", otlpErr, otlpSpans)
+	}
+	otlpMu.Unlock()
 	if b, err := os.ReadFile(pulled); err != nil || !bytes.Equal(b, bigData) {
 		t.Errorf("the downloaded file differs from what was uploaded: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -429,7 +430,8 @@ func fileSHA256(path string) (string, error) {
 // exportCmd writes the session's trajectory as JSON Lines: a header with
 // the session, then one step per line.
 func exportCmd(cl func() (*client.Client, error)) *cobra.Command {
-	var outPath string
+	var outPath, otlp string
+	var otlpHeaders []string
 	c := &cobra.Command{
 		Use:   "export ID",
 		Short: "Write the session's trajectory as JSON Lines (a session header, then one step per line)",
@@ -442,6 +444,16 @@ func exportCmd(cl func() (*client.Client, error)) *cobra.Command {
 			var t session.Trajectory
 			if err := k.Call(c.Context(), "GET", args[0], "/trajectory", nil, nil, &t); err != nil {
 				return apiErr(err)
+			}
+			if otlp != "" {
+				n, err := sendOTLP(c.Context(), otlp, otlpHeaders, otlpTrace(t))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "sent %d spans to %s/v1/traces\n", n, strings.TrimRight(otlp, "/"))
+				if outPath == "" {
+					return nil
+				}
 			}
 			w := c.OutOrStdout()
 			if outPath != "" {
@@ -465,5 +477,7 @@ func exportCmd(cl func() (*client.Client, error)) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&outPath, "out", "", "write to this file instead of stdout")
+	c.Flags().StringVar(&otlp, "otlp", "", "also send the trajectory as an OTLP/HTTP JSON trace to this collector (e.g. http://collector:4318)")
+	c.Flags().StringSliceVar(&otlpHeaders, "otlp-header", nil, "KEY=VALUE header for the collector (repeatable)")
 	return c
 }
