@@ -228,23 +228,32 @@ func TestCLIConcurrentRuns(t *testing.T) {
 	}
 }
 
-// TestCLIServeWalkthrough runs `paddock serve` and the 60-second
-// walkthrough with `paddock session` verbs against it.
-func TestCLIServeWalkthrough(t *testing.T) {
+// daemonSetup builds the CLI, makes the mini image in a fresh state dir
+// and picks a free loopback address; env carries the admin token and the
+// client settings for it.
+func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
+	t.Helper()
 	testutil.RequiresRoot(t)
-	bin := buildCLI(t)
-	state := t.TempDir()
+	bin = buildCLI(t)
+	state = t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
+	addr = l.Addr().String()
 	l.Close()
 	const token = "pdk_cli_test_token_0123456789"
-	env := append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token, "PADDOCK_URL=http://"+addr)
+	env = append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token, "PADDOCK_URL=http://"+addr)
 	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	return bin, state, addr, env
+}
+
+// TestCLIServeWalkthrough runs `paddock serve` and the 60-second
+// walkthrough with `paddock session` verbs against it.
+func TestCLIServeWalkthrough(t *testing.T) {
+	bin, state, addr, env := daemonSetup(t)
 	srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr)
 	srv.Env = env
 	var logs strings.Builder
@@ -405,20 +414,7 @@ func TestCLIServeWalkthrough(t *testing.T) {
 // the sandbox (stopped with the daemon) is reported gone, never silently
 // lost; it can still be deleted.
 func TestCLIServeRestart(t *testing.T) {
-	testutil.RequiresRoot(t)
-	bin := buildCLI(t)
-	state := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	const token = "pdk_restart_test_token_0123456789"
-	env := append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token, "PADDOCK_URL=http://"+addr)
-	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	bin, state, addr, env := daemonSetup(t)
 	serve := func() *exec.Cmd {
 		srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr)
 		srv.Env = env
