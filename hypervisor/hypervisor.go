@@ -116,6 +116,22 @@ type Machine interface {
 	Wait(ctx context.Context) error
 }
 
+// Adopter is a backend whose machines can outlive the process that
+// created them: a daemon that stops (or dies) leaves them running, and the
+// next process on the same state directory takes them over.
+type Adopter interface {
+	// Adopt takes over the machine id that an earlier process left
+	// running. ErrNotFound: there is no such machine, or it is not running
+	// any more (it is then left for SweepLeftovers).
+	Adopt(ctx context.Context, id string) (Machine, error)
+	// Detach lets go of every machine without stopping it, so a later
+	// process can adopt them. The backend must not be used afterwards.
+	Detach()
+	// SweepLeftovers removes what earlier processes left and nobody
+	// adopted: processes, writable layers, sockets, directories.
+	SweepLeftovers()
+}
+
 // MaxForkChildren bounds Fork's n.
 const MaxForkChildren = 32
 

@@ -13,6 +13,12 @@ type Config struct {
 	GuestBinary string // path to the static paddock-guest binary
 	ImagesDir   string // where `paddock image build` puts images
 	Logger      *slog.Logger
+	// AdoptLeftovers: machines an earlier process on this state dir left
+	// running are kept for Adopter.Adopt instead of being swept when the
+	// backend first opens its state; the owner calls SweepLeftovers once
+	// it has adopted what it wants. Backends that are not Adopters ignore
+	// it.
+	AdoptLeftovers bool
 	// Options are backend-specific settings (procbox: "store" = "btrfs"
 	// or "tmpfs"; empty picks btrfs when it can).
 	Options map[string]string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -409,14 +412,16 @@ func TestCLIServeWalkthrough(t *testing.T) {
 	}
 }
 
-// TestCLIServeRestart stops the daemon with a session running and starts
-// it again: the session, its ledger and its checkpoints are all there, and
-// the sandbox (stopped with the daemon) is reported gone, never silently
-// lost; it can still be deleted.
+// TestCLIServeRestart stops the daemon with sessions running and starts
+// it again, twice: after a clean SIGTERM and after a SIGKILL. Sessions,
+// ledgers, checkpoints, jobs and open uploads are all there; running
+// sandboxes are adopted (files and a running job intact); a sandbox that
+// died while the daemon was down is reported lost with the reason, never
+// silently dropped. --stop-sandboxes stops them instead.
 func TestCLIServeRestart(t *testing.T) {
 	bin, state, addr, env := daemonSetup(t)
-	serve := func() *exec.Cmd {
-		srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr)
+	serve := func(extra ...string) *exec.Cmd {
+		srv := exec.Command(bin, append([]string{"--state-dir", state, "serve", "--listen", addr}, extra...)...)
 		srv.Env = env
 		if err := srv.Start(); err != nil {
 			t.Fatal(err)
@@ -447,34 +452,158 @@ func TestCLIServeRestart(t *testing.T) {
 		}
 		return string(out), 0
 	}
-	srv := serve()
-	out, _ := pd("--json", "session", "run")
-	var s struct{ ID string }
-	json.Unmarshal([]byte(out), &s)
-	if s.ID == "" {
-		t.Fatalf("session run: %q", out)
-	}
-	pd("session", "exec", s.ID, "--", "echo before > /workspace/f")
-	pd("session", "checkpoint", s.ID, "--tag", "t1")
-	stop(srv)
-	srv = serve()
-	defer stop(srv)
-	out, code := pd("--json", "session", "get", s.ID)
-	var got struct {
+	type rec struct {
 		State       string
+		Note        string
 		Checkpoints []struct{ Tag string }
 	}
-	json.Unmarshal([]byte(out), &got)
-	if code != 0 || got.State != "gone" || len(got.Checkpoints) != 1 || got.Checkpoints[0].Tag != "t1" {
-		t.Errorf("after a restart: code %d %q", code, out)
+	get := func(id string) rec {
+		t.Helper()
+		out, code := pd("--json", "session", "get", id)
+		var r rec
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 {
+			t.Fatalf("session get %s: code %d %q", id, code, out)
+		}
+		return r
 	}
-	if _, code := pd("session", "exec", s.ID, "--", "true"); code != exitConflict {
-		t.Errorf("exec on a gone session: code %d, want %d", code, exitConflict)
+	run := func() string {
+		t.Helper()
+		out, _ := pd("--json", "session", "run")
+		var s struct{ ID string }
+		json.Unmarshal([]byte(out), &s)
+		if s.ID == "" {
+			t.Fatalf("session run: %q", out)
+		}
+		return s.ID
 	}
-	if out, code := pd("--state-dir", state, "ledger", "verify", s.ID); code != 0 || !strings.Contains(out, "ok: 3 entries") {
-		t.Errorf("ledger after a restart: %q %d", out, code)
+	t.Cleanup(func() {
+		// Whatever failed above, no sandbox outlives the test.
+		srv := serve("--stop-sandboxes")
+		stop(srv)
+	})
+	srv := serve()
+	a, b := run(), run()
+	pd("session", "exec", a, "--", "echo before > /workspace/f")
+	pd("session", "checkpoint", a, "--tag", "t1")
+	jobOut, _ := pd("--json", "session", "bg", a, "--", "echo started; sleep 600")
+	var job struct{ ID string }
+	json.Unmarshal([]byte(jobOut), &job)
+	if job.ID == "" {
+		t.Fatalf("bg: %q", jobOut)
 	}
-	if _, code := pd("session", "rm", s.ID); code != 0 {
-		t.Errorf("rm of a gone session: %d", code)
+	// An upload left half done, through the SDK.
+	sdk := client.New("http://"+addr, "pdk_cli_test_token_0123456789")
+	ctx := context.Background()
+	var up session.Upload
+	if err := sdk.Call(ctx, http.MethodPost, a, "/uploads", nil, session.UploadRequest{Path: "/workspace/big.bin", Size: 8}, &up); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdk.UploadChunk(ctx, a, up.ID, 0, []byte("half")); err != nil {
+		t.Fatal(err)
+	}
+
+	// 1. A clean stop leaves the sandboxes running; the next start
+	// adopts them.
+	stop(srv)
+	srv = serve()
+	for _, id := range []string{a, b} {
+		if r := get(id); r.State != "running" {
+			t.Errorf("%s after a clean restart: %+v", id, r)
+		}
+	}
+	if r := get(a); len(r.Checkpoints) != 1 || r.Checkpoints[0].Tag != "t1" {
+		t.Errorf("checkpoints after a restart: %+v", r)
+	}
+	if out, code := pd("session", "exec", a, "--", "cat /workspace/f"); code != 0 || out != "before\n" {
+		t.Errorf("exec in an adopted sandbox: %d %q", code, out)
+	}
+	if out, _ := pd("session", "jobs", a); !strings.Contains(out, job.ID) || !strings.Contains(out, "running") {
+		t.Errorf("the running job did not survive the restart: %q", out)
+	}
+	var again session.Upload
+	if err := sdk.Call(ctx, http.MethodGet, a, "/uploads/"+up.ID, nil, nil, &again); err != nil || again.Received != 4 {
+		t.Errorf("the open upload did not survive the restart: %+v %v", again, err)
+	}
+	if _, err := sdk.UploadChunk(ctx, a, up.ID, 4, []byte("done")); err != nil {
+		t.Errorf("resume the upload after a restart: %v", err)
+	}
+	if err := sdk.Call(ctx, http.MethodPost, a, "/uploads/"+up.ID+"/complete", nil, nil, &again); err != nil || again.State != "complete" {
+		t.Errorf("complete the upload after a restart: %+v %v", again, err)
+	}
+	if out, _ := pd("session", "cat", a, "/workspace/big.bin"); out != "halfdone" {
+		t.Errorf("the upload across a restart wrote %q", out)
+	}
+	if out, _ := pd("session", "timeline", a); !strings.Contains(out, "sandbox.adopt") {
+		t.Errorf("the adoption is not in the ledger: %q", out)
+	}
+
+	// 2. A crash (SIGKILL) leaves them too; one dies while no daemon runs.
+	srv.Process.Kill()
+	srv.Wait()
+	killSandbox(t, b)
+	srv = serve()
+	if r := get(a); r.State != "running" {
+		t.Errorf("after a crash: %+v", r)
+	}
+	if out, code := pd("session", "exec", a, "--", "cat /workspace/f"); code != 0 || out != "before\n" {
+		t.Errorf("exec after a crash: %d %q", code, out)
+	}
+	if r := get(b); r.State != "lost" || !strings.Contains(r.Note, "not running") {
+		t.Errorf("a sandbox that died while the daemon was down: %+v", r)
+	}
+	if _, code := pd("session", "exec", b, "--", "true"); code != exitConflict {
+		t.Errorf("exec on a lost session: code %d, want %d", code, exitConflict)
+	}
+	if out, _ := pd("session", "timeline", b); !strings.Contains(out, "sandbox.lost") {
+		t.Errorf("the loss is not in the ledger: %q", out)
+	}
+	for _, id := range []string{a, b} {
+		if out, code := pd("--state-dir", state, "ledger", "verify", id); code != 0 || !strings.Contains(out, "ok:") {
+			t.Errorf("ledger of %s after restarts: %q %d", id, out, code)
+		}
+	}
+
+	// 3. --stop-sandboxes: nothing is left running for the next start.
+	stop(srv)
+	srv = serve("--stop-sandboxes")
+	stop(srv)
+	if cgroupOf(a) {
+		t.Errorf("--stop-sandboxes left %s running", a)
+	}
+	srv = serve()
+	defer stop(srv)
+	if r := get(a); r.State != "lost" {
+		t.Errorf("after --stop-sandboxes: %+v", r)
+	}
+	for _, id := range []string{a, b} {
+		if _, code := pd("session", "rm", id); code != 0 {
+			t.Errorf("rm %s: %d", id, code)
+		}
+	}
+}
+
+// cgroupOf reports whether sandbox id still has a cgroup (procbox puts each
+// sandbox in /paddock/<id> of every hierarchy).
+func cgroupOf(id string) bool {
+	m, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + id)
+	m2, _ := filepath.Glob("/sys/fs/cgroup/paddock/" + id)
+	return len(m)+len(m2) > 0
+}
+
+// killSandbox kills every process of sandbox id, as if it had crashed.
+func killSandbox(t *testing.T, id string) {
+	t.Helper()
+	files, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + id + "/cgroup.procs")
+	if len(files) == 0 {
+		files, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + id + "/cgroup.procs")
+	}
+	if len(files) == 0 {
+		t.Fatalf("no cgroup for sandbox %s", id)
+	}
+	raw, _ := os.ReadFile(files[0])
+	for _, f := range strings.Fields(string(raw)) {
+		var pid int
+		fmt.Sscan(f, &pid)
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

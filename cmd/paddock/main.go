@@ -140,6 +140,12 @@ func (g *globals) guestBinary() (string, error) {
 }
 
 func (g *globals) backend(name string) (hypervisor.Backend, error) {
+	return g.backendWith(name, false)
+}
+
+// backendWith opens a backend; adopt keeps what an earlier process left
+// running for hypervisor.Adopter (the daemon adopts, then sweeps).
+func (g *globals) backendWith(name string, adopt bool) (hypervisor.Backend, error) {
 	guest, err := g.guestBinary()
 	if err != nil {
 		return nil, err
@@ -148,7 +154,7 @@ func (g *globals) backend(name string) (hypervisor.Backend, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return c(hypervisor.Config{StateDir: g.stateDir, GuestBinary: guest, ImagesDir: g.imagesDir(), Logger: g.logger()})
+	return c(hypervisor.Config{StateDir: g.stateDir, GuestBinary: guest, ImagesDir: g.imagesDir(), Logger: g.logger(), AdoptLeftovers: adopt})
 }
 
 func newVersionCmd() *cobra.Command {

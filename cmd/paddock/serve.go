@@ -25,13 +25,18 @@ import (
 
 func newServeCmd(g *globals) *cobra.Command {
 	var listen, backend, img string
-	var gateway bool
+	var gateway, stopSandboxes bool
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Paddock daemon (the sessions API)",
 		Long: `Run the daemon. Every API route needs the admin token as a bearer token:
 PADDOCK_ADMIN_TOKEN, or one generated on first start, printed once and
-kept only as its SHA-256 in the state dir.`,
+kept only as its SHA-256 in the state dir.
+
+On SIGTERM or SIGINT the daemon finishes the requests in flight and exits,
+leaving the sandboxes running: the next start on the same state dir adopts
+them (a sandbox that died meanwhile is reported with state "lost").
+--stop-sandboxes stops them instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if gateway {
@@ -54,7 +59,7 @@ kept only as its SHA-256 in the state dir.`,
 			}
 			defer st.Close()
 			led := ledger.New(st)
-			b, err := g.backend(backend)
+			b, err := g.backendWith(backend, true)
 			if err != nil {
 				return err
 			}
@@ -62,7 +67,14 @@ kept only as its SHA-256 in the state dir.`,
 				defer cl.Close()
 			}
 			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log})
-			defer mgr.Shutdown(context.Background())
+			defer func() {
+				if stopSandboxes {
+					mgr.Shutdown(context.Background())
+				} else {
+					mgr.Detach(context.Background())
+				}
+			}()
+			mgr.Reattach(c.Context())
 			go mgr.RunSweeper(c.Context())
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -86,6 +98,7 @@ kept only as its SHA-256 in the state dir.`,
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7788", "address to serve the API on")
 	c.Flags().BoolVar(&gateway, "gateway", false, "serve through the Caddy gateway (not built yet)")
 	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
+	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")
 	c.Flags().StringVar(&img, "image", "mini", "default image for new sessions")
 	return c
 }

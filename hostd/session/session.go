@@ -88,6 +88,7 @@ type Session struct {
 	Agent        string                  `json:"agent"`
 	Tenant       string                  `json:"tenant,omitempty"`
 	State        string                  `json:"state"`
+	Note         string                  `json:"note,omitempty"` // why the state is what it is (a sandbox lost in a restart)
 	Revision     int64                   `json:"revision"`
 	Backend      string                  `json:"backend"`
 	SandboxID    string                  `json:"sandbox_id"`
@@ -465,8 +466,8 @@ func mapBackendErr(err error) error {
 }
 
 // Shutdown stops every sandbox this manager runs. Their sessions show as
-// gone afterwards (re-adopting running sandboxes across a daemon restart
-// is not built yet).
+// gone afterwards; Detach is the shutdown that keeps them for the next
+// daemon.
 func (m *Manager) Shutdown(ctx context.Context) {
 	m.mu.Lock()
 	machines := m.machines

@@ -103,6 +103,31 @@ func newLimits(id string, r resources) (limits, error) {
 	return nil, errors.New("no cgroup hierarchy is mounted at /sys/fs/cgroup")
 }
 
+// loadLimits opens the existing cgroup of machine id (made by newLimits in
+// this or an earlier process).
+func loadLimits(id string) (limits, error) {
+	group := cgroupParent + "/" + id
+	switch cgroups.Mode() {
+	case cgroups.Unified:
+		path := filepath.Join("/sys/fs/cgroup", group)
+		if !fileExists(path) {
+			return nil, fmt.Errorf("cgroup %s: %w", group, os.ErrNotExist)
+		}
+		m, err := cgroup2.Load(group)
+		if err != nil {
+			return nil, fmt.Errorf("load cgroup %s: %w", group, err)
+		}
+		return &v2{m: m, path: path}, nil
+	case cgroups.Legacy, cgroups.Hybrid:
+		c, err := cgroup1.Load(cgroup1.StaticPath(group), cgroup1.WithHierarchy(v1Hierarchy))
+		if err != nil {
+			return nil, fmt.Errorf("load cgroup %s: %w", group, err)
+		}
+		return &v1{c: c, group: group}, nil
+	}
+	return nil, errors.New("no cgroup hierarchy is mounted at /sys/fs/cgroup")
+}
+
 // v1Hierarchy is the controllers a sandbox uses on cgroup v1; the others
 // (net_cls, perf_event, the named systemd hierarchy…) are left alone.
 func v1Hierarchy() ([]cgroup1.Subsystem, error) {

@@ -46,8 +46,8 @@ type Machine struct {
 	mu         sync.Mutex
 	image      string
 	rootfs     string
-	layers     []string // snapshot layers under the upper layer, oldest first
-	cmd        *exec.Cmd
+	layers     []string    // snapshot layers under the upper layer, oldest first
+	proc       *os.Process // the current init (started here, or adopted)
 	lim        limits
 	exited     chan struct{} // closed when the current init exits
 	halting    bool
@@ -68,10 +68,10 @@ func (m *Machine) Image() string { m.mu.Lock(); defer m.mu.Unlock(); return m.im
 func (m *Machine) PID() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cmd == nil || m.cmd.Process == nil {
+	if m.proc == nil {
 		return 0
 	}
-	return m.cmd.Process.Pid
+	return m.proc.Pid
 }
 
 // sockPath is short whatever the id (unix socket paths are limited to 107
@@ -210,7 +210,7 @@ func (m *Machine) boot(ctx context.Context) error {
 	pr.Close()
 	exited := make(chan struct{})
 	m.mu.Lock()
-	m.cmd, m.lim, m.exited, m.halting = cmd, lim, exited, false
+	m.proc, m.lim, m.exited, m.halting = cmd.Process, lim, exited, false
 	lower := make([]string, 0, len(m.layers)+1)
 	for i := len(m.layers) - 1; i >= 0; i-- {
 		lower = append(lower, m.layers[i])
@@ -242,7 +242,11 @@ func (m *Machine) boot(ctx context.Context) error {
 		return fmt.Errorf("send init config: %w", err)
 	}
 	pw.Close()
-	return m.waitReady(ctx, exited)
+	if err := m.waitReady(ctx, exited); err != nil {
+		return err
+	}
+	// What a later process needs to adopt this machine.
+	return m.writeState()
 }
 
 // waitReady polls the agent's health route until it answers.
@@ -314,14 +318,14 @@ func (m *Machine) consoleTail() string {
 // writable layer. The machine directory stays for the next boot.
 func (m *Machine) halt() error {
 	m.mu.Lock()
-	cmd, lim, exited := m.cmd, m.lim, m.exited
+	proc, lim, exited := m.proc, m.lim, m.exited
 	m.halting = true
-	m.cmd, m.lim = nil, nil
+	m.proc, m.lim = nil, nil
 	m.mu.Unlock()
 	var errs []error
-	if cmd != nil && cmd.Process != nil {
+	if proc != nil {
 		// SIGKILL to PID 1 of a PID namespace kills the whole namespace.
-		cmd.Process.Signal(syscall.SIGKILL)
+		proc.Signal(syscall.SIGKILL)
 		select {
 		case <-exited:
 		case <-time.After(10 * time.Second):

@@ -64,8 +64,11 @@ type Backend struct {
 
 	mu          sync.Mutex
 	machines    map[string]*Machine
-	closeWanted bool     // Close was called: the last Stop releases the store
-	guestFile   *os.File // sealed memfd with the guest binary, made on first Create
+	closeWanted bool // Close was called: the last Stop releases the store
+	// adoptLeftovers defers the sweep of what earlier processes left
+	// until SweepLeftovers (see hypervisor.Config.AdoptLeftovers).
+	adoptLeftovers bool
+	guestFile      *os.File // sealed memfd with the guest binary, made on first Create
 
 	gcMu sync.Mutex // one layer collection at a time
 
@@ -100,12 +103,13 @@ func New(c hypervisor.Config) (*Backend, error) {
 		return nil, fmt.Errorf("%w: procbox store %q: use %q or %q", hypervisor.ErrInvalidSpec, want, StoreBtrfs, StoreTmpfs)
 	}
 	return &Backend{
-		storeWanted: want,
-		dir:         filepath.Join(c.StateDir, Name),
-		guest:       c.GuestBinary,
-		images:      image.Store{Dir: images},
-		log:         log.With("backend", Name),
-		machines:    map[string]*Machine{},
+		storeWanted:    want,
+		adoptLeftovers: c.AdoptLeftovers,
+		dir:            filepath.Join(c.StateDir, Name),
+		guest:          c.GuestBinary,
+		images:         image.Store{Dir: images},
+		log:            log.With("backend", Name),
+		machines:       map[string]*Machine{},
 	}, nil
 }
 
@@ -127,7 +131,9 @@ func (b *Backend) layerStore() (layerStore, error) {
 		b.log.Info("procbox layer store", "kind", s.kind(), "note", note)
 	}
 	b.store, b.storeNote = s, note
-	b.sweep(s)
+	if !b.adoptLeftovers {
+		b.sweep(s)
+	}
 	return s, nil
 }
 
@@ -262,7 +268,13 @@ func (b *Backend) releaseStore() error {
 	if b.store == nil {
 		return nil
 	}
-	err := b.store.close()
+	// A machine directory left on disk may be a running sandbox a later
+	// process adopts (see Detach): its layers live in the store, which
+	// must then stay mounted (mounting the image again would attach a
+	// second loop device to one file system).
+	ents, _ := os.ReadDir(filepath.Join(b.dir, "machines"))
+	keep := len(ents) > 0
+	err := b.store.close(keep)
 	b.store = nil
 	return err
 }

@@ -34,7 +34,9 @@ type layerStore interface {
 	// the bytes it copied (0 when nothing was copied).
 	snapshot(ctx context.Context, id, snap string) (layer string, copied int64, err error)
 	removeSnapshot(snap string) error
-	close() error
+	// close lets go of the store; keepMounted leaves a btrfs store mounted
+	// for machines that outlive this process (see Backend.Detach).
+	close(keepMounted bool) error
 }
 
 // Store kinds, for Capabilities and the ARCHITECTURE doc.
@@ -92,7 +94,7 @@ func (s *tmpfsStore) removeSnapshot(snap string) error {
 	return os.RemoveAll(filepath.Join(s.dir, "layers", snap))
 }
 
-func (s *tmpfsStore) close() error { return nil }
+func (s *tmpfsStore) close(bool) error { return nil }
 
 func makeLayerDirs(rw string) error {
 	for _, d := range []string{"upper", "work", "identity"} {
@@ -200,8 +202,11 @@ func (s *btrfsStore) removeSnapshot(snap string) error {
 	return err
 }
 
-func (s *btrfsStore) close() error {
+func (s *btrfsStore) close(keepMounted bool) error {
 	defer s.lock.Close() // releases the shared lock
+	if keepMounted {
+		return nil
+	}
 	// Unmount only when no other process holds the store: the shared lock
 	// every open backend keeps turns into an exclusive one only then.
 	if err := unix.Flock(int(s.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {

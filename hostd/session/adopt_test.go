@@ -1,0 +1,101 @@
+package session_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// plain hides the backend's Adopter side.
+type plain struct{ hypervisor.Backend }
+
+// TestReattach restarts the manager in one process: a procbox backend's
+// sandboxes are adopted by the next manager, one on a backend that cannot
+// adopt is recorded lost with the reason, and both are ledgered.
+func TestReattach(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t), AdoptLeftovers: true}
+	open := func(adopter bool) (*session.Manager, func()) {
+		b, err := procbox.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var be hypervisor.Backend = b
+		if !adopter {
+			be = plain{b}
+		}
+		return session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: be, DefaultImage: testutil.MiniImageName}), func() { b.Close() }
+	}
+	m1, close1 := open(true)
+	s, err := m1.Create(ctx, "", session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m1.Exec(ctx, "", s.ID, session.ExecRequest{Command: "echo kept > /workspace/f"}); err != nil {
+		t.Fatal(err)
+	}
+	m1.Detach(ctx)
+	close1()
+
+	m2, close2 := open(true)
+	if adopted, lost := m2.Reattach(ctx); adopted != 1 || lost != 0 {
+		t.Fatalf("reattach: adopted %d lost %d", adopted, lost)
+	}
+	res, err := m2.Exec(ctx, "", s.ID, session.ExecRequest{Command: "cat /workspace/f"})
+	if err != nil || res.Stdout != "kept\n" {
+		t.Fatalf("exec after reattach: %+v %v", res, err)
+	}
+	// A backend that cannot adopt stops its sandboxes at shutdown (as
+	// Detach does for it), and the next start says so instead of showing
+	// a running session.
+	m2.Shutdown(ctx)
+	close2()
+	m4, close4 := open(false)
+	defer close4()
+	defer m4.Shutdown(ctx)
+	if adopted, lost := m4.Reattach(ctx); adopted != 0 || lost != 1 {
+		t.Fatalf("reattach without an adopter: adopted %d lost %d", adopted, lost)
+	}
+	got, err := m4.Get(ctx, "", s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != session.StateLost || !strings.Contains(got.Note, "cannot adopt") {
+		t.Errorf("after a restart on a backend that cannot adopt: %q %q", got.State, got.Note)
+	}
+	if _, err := m4.Exec(ctx, "", s.ID, session.ExecRequest{Command: "true"}); err == nil {
+		t.Error("exec on a lost session worked")
+	}
+	evs, err := m4.Events(ctx, "", s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if k := strings.Join(kinds, ","); !strings.Contains(k, "sandbox.adopt") || !strings.Contains(k, "sandbox.lost") {
+		t.Errorf("ledger kinds: %s", k)
+	}
+	if err := m4.Delete(ctx, "", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + s.SandboxID); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+}

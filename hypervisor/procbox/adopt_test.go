@@ -1,0 +1,211 @@
+package procbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// TestAdoptAcrossBackends plays a daemon restart inside one test process:
+// backend a detaches its machines, backend b (same state dir) adopts one,
+// finds its files and its running job, checkpoints and restores it, and
+// stops it leaving nothing; a machine whose init died meanwhile is not
+// adopted and is swept. On both stores.
+func TestAdoptAcrossBackends(t *testing.T) {
+	testutil.RequiresRoot(t)
+	for _, kind := range []string{StoreBtrfs, StoreTmpfs} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			state := t.TempDir()
+			cfg := hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t),
+				Options: map[string]string{"store": kind}, AdoptLeftovers: true}
+			a, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep, err := a.create(ctx, hypervisor.MachineSpec{Image: "mini"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dies, err := a.create(ctx, hypervisor.MachineSpec{Image: "mini"})
+			if err != nil {
+				keep.Stop(ctx)
+				t.Fatal(err)
+			}
+			c := clientFor(keep)
+			mustRun(t, c, "echo before > /workspace/f")
+			job, err := c.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: "echo started; sleep 600"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			keepID, diesID, diesPID := keep.ID(), dies.ID(), dies.PID()
+			a.Detach()
+			a.Close()
+			if _, err := keep.Dial(ctx); !errors.Is(err, hypervisor.ErrStopped) {
+				t.Errorf("a detached machine still dials from its old backend: %v", err)
+			}
+			// Still running with nobody owning it; one of them dies now.
+			if err := syscall.Kill(diesPID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+
+			b, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			m, err := b.Adopt(ctx, keepID)
+			if err != nil {
+				t.Fatalf("adopt: %v", err)
+			}
+			defer m.Stop(ctx)
+			c = clientFor(m)
+			if out := mustRun(t, c, "cat /workspace/f"); out != "before\n" {
+				t.Errorf("adopted machine lost its file: %q", out)
+			}
+			jobs, err := c.Jobs(ctx)
+			if err != nil || len(jobs) != 1 || jobs[0].ID != job.ID || jobs[0].State != api.JobRunning {
+				t.Errorf("the job did not survive the restart: %+v %v", jobs, err)
+			}
+			if _, err := b.Adopt(ctx, keepID); err == nil {
+				t.Error("adopted the same machine twice")
+			}
+			if _, err := b.Adopt(ctx, diesID); !errors.Is(err, hypervisor.ErrNotFound) {
+				t.Errorf("adopting a dead machine: %v", err)
+			}
+			if _, err := b.Adopt(ctx, "never-was"); !errors.Is(err, hypervisor.ErrNotFound) {
+				t.Errorf("adopting an unknown machine: %v", err)
+			}
+			b.SweepLeftovers()
+			if _, err := os.Stat(filepath.Join(state, Name, "machines", diesID)); !os.IsNotExist(err) {
+				t.Errorf("the dead machine's directory was not swept: %v", err)
+			}
+			if cgroupExists(diesID) {
+				t.Error("the dead machine's cgroup was not swept")
+			}
+			// The adopted machine is a full machine: checkpoint, change,
+			// restore, and its lifecycle works as one booted here.
+			s, err := m.Checkpoint(ctx, "after-adopt", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustRun(t, c, "echo changed > /workspace/f")
+			if err := m.Restore(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if out := mustRun(t, c, "cat /workspace/f"); out != "before\n" {
+				t.Errorf("restore after adoption: %q", out)
+			}
+			// Its init dying is noticed without being its parent.
+			pid := m.(*Machine).PID()
+			syscall.Kill(pid, syscall.SIGKILL)
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := m.Wait(wctx); err != nil {
+				t.Errorf("the end of the restored init was not noticed: %v", err)
+			}
+			if err := m.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(state, Name, "machines", keepID)); !os.IsNotExist(err) {
+				t.Errorf("stop left the machine directory: %v", err)
+			}
+			if cgroupExists(keepID) {
+				t.Error("stop left the cgroup")
+			}
+			if err := m.DeleteSnapshot(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestAdoptedInitExitIsNoticed: an adopted machine whose init ends on its
+// own is reported by Wait, though this process is not its parent.
+func TestAdoptedInitExitIsNoticed(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	cfg := hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t),
+		Options: map[string]string{"store": StoreTmpfs}, AdoptLeftovers: true}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := a.create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, pid := m0.ID(), m0.PID()
+	a.Detach()
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m, err := b.Adopt(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop(ctx)
+	if m.(*Machine).PID() != pid {
+		t.Errorf("adopted pid %d, want %d", m.(*Machine).PID(), pid)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := m.Wait(wctx); err != nil {
+		t.Fatalf("the adopted init's end was not noticed: %v", err)
+	}
+}
+
+// TestStateFileNamesTheInit: a state file naming a recycled pid (another
+// start time) is not adopted.
+func TestStateFileNamesTheInit(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	cfg := hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t),
+		Options: map[string]string{"store": StoreTmpfs}, AdoptLeftovers: true}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := a.create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := m0.ID()
+	path := filepath.Join(m0.dir, stateFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Detach()
+	// Point the state at this test process: alive, but not the init.
+	forged := strings.Replace(string(raw), `"pid":`+strconv.Itoa(m0.PID()), `"pid":`+strconv.Itoa(os.Getpid()), 1)
+	if forged == string(raw) {
+		t.Fatal("could not forge the state file")
+	}
+	os.WriteFile(path, []byte(forged), 0o600)
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Adopt(ctx, id); !errors.Is(err, hypervisor.ErrNotFound) || !strings.Contains(err.Error(), "not running") {
+		t.Errorf("adopted a machine whose state names another process: %v", err)
+	}
+	b.SweepLeftovers()
+	if cgroupExists(id) {
+		t.Error("the unadopted machine was not swept")
+	}
+}
