@@ -71,7 +71,21 @@ type MachineSpec struct {
 	// From, when set, starts the machine from this snapshot instead of
 	// the image (used by Restore and Fork).
 	From *Snapshot
+	// Overlays put a copy-on-write view of an image directory at another
+	// path: the machine writes there freely, the directory it shows stays
+	// as it was. Kept by checkpoints, restores and forks like the rest of
+	// the machine's state.
+	Overlays []Overlay
 }
+
+// Overlay is one copy-on-write directory view (see MachineSpec.Overlays).
+type Overlay struct {
+	Lower  string `json:"lower"`  // a directory in the image, absolute
+	Target string `json:"target"` // where the view appears, absolute
+}
+
+// MaxOverlays bounds MachineSpec.Overlays.
+const MaxOverlays = 4
 
 // Snapshot is a checkpoint of a machine.
 type Snapshot struct {

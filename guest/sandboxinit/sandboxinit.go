@@ -41,4 +41,18 @@ type Config struct {
 	GuestHome   string   `json:"guest_home"`
 	Env         []string `json:"env"`
 	LogJSON     bool     `json:"log_json"`
+	// Overlays are copy-on-write directory views mounted in the new root
+	// before anything runs there.
+	Overlays []Overlay `json:"overlays,omitempty"`
+}
+
+// Overlay is one directory view: overlayfs at Target (a path in the new
+// root) over Layers (host paths, top first) and Lower (a path in the new
+// root), with Upper and Work on the host.
+type Overlay struct {
+	Target string   `json:"target"`
+	Lower  string   `json:"lower"`
+	Layers []string `json:"layers,omitempty"`
+	Upper  string   `json:"upper"`
+	Work   string   `json:"work"`
 }

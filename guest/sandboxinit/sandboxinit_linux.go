@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -111,6 +112,69 @@ var agentCaps = map[int]bool{
 	unix.CAP_FOWNER: true, unix.CAP_FSETID: true, unix.CAP_KILL: true,
 	unix.CAP_SETGID: true, unix.CAP_SETUID: true, unix.CAP_NET_BIND_SERVICE: true,
 	unix.CAP_AUDIT_WRITE: true,
+}
+
+// mountOverlays mounts each directory view. Paths in the new root are
+// walked without following symbolic links: the root holds checkpoint
+// layers the sandbox wrote, and nothing runs in it yet to race the walk.
+func mountOverlays(root string, ovs []Overlay) error {
+	for _, o := range ovs {
+		lower, err := inRoot(root, o.Lower, false)
+		if err != nil {
+			return fmt.Errorf("overlay lower: %w", err)
+		}
+		target, err := inRoot(root, o.Target, true)
+		if err != nil {
+			return fmt.Errorf("overlay target: %w", err)
+		}
+		dirs := append(append([]string(nil), o.Layers...), lower)
+		for _, d := range append(dirs, o.Upper, o.Work) {
+			if strings.ContainsAny(d, ":,") {
+				return fmt.Errorf("overlay path %q contains ':' or ','", d)
+			}
+		}
+		opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", strings.Join(dirs, ":"), o.Upper, o.Work)
+		if len(opts) > 4000 {
+			return fmt.Errorf("overlay on %s: the layer chain is too long for one mount", o.Target)
+		}
+		if err := unix.Mount("overlay", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mount the overlay on %s (lower %s): %w", o.Target, o.Lower, err)
+		}
+	}
+	return nil
+}
+
+// inRoot returns root+p after checking that no part of p is a symbolic
+// link and that it is a directory; with create, missing parts are made
+// (root-owned, 0755).
+func inRoot(root, p string, create bool) (string, error) {
+	cur := root
+	for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
+		if part == "" || part == "." || part == ".." {
+			return "", fmt.Errorf("%s: not a clean absolute path", p)
+		}
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, os.ErrNotExist) && create {
+			if err := os.Mkdir(cur, 0o755); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%s does not exist in the image", p)
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return "", fmt.Errorf("%s: a part of it is a symbolic link, which an overlay path may not hold", p)
+		}
+		if !fi.IsDir() {
+			return "", fmt.Errorf("%s: a part of it is not a directory", p)
+		}
+	}
+	return cur, nil
 }
 
 // lowerPrivileges runs on the locked thread that will fork the agent:
@@ -226,6 +290,9 @@ func mountRoot(c Config) error {
 		return fmt.Errorf("mount overlay (%s): %w", opts, err)
 	}
 	r := c.Merged
+	if err := mountOverlays(r, c.Overlays); err != nil {
+		return err
+	}
 	mounts := []struct {
 		src, target, fstype string
 		flags               uintptr

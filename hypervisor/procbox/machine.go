@@ -125,6 +125,10 @@ func (m *Machine) boot(ctx context.Context) error {
 	m.writable = true
 	m.mu.Unlock()
 	upper, work, ident := filepath.Join(rw, "upper"), filepath.Join(rw, "work"), filepath.Join(rw, "identity")
+	overlays, err := m.overlayConfig(rw)
+	if err != nil {
+		return err
+	}
 	// The layer chain this boot stands on, on disk, so layer collection by
 	// any process on this state dir keeps it (see collectLayers).
 	m.mu.Lock()
@@ -208,6 +212,9 @@ func (m *Machine) boot(ctx context.Context) error {
 		return fmt.Errorf("start sandbox init: %w", err)
 	}
 	pr.Close()
+	// The child has the listener now: without our copy, a connection to a
+	// dead init is refused at once instead of waiting in the backlog.
+	lf.Close()
 	exited := make(chan struct{})
 	m.mu.Lock()
 	m.proc, m.lim, m.exited, m.halting = cmd.Process, lim, exited, false
@@ -236,7 +243,7 @@ func (m *Machine) boot(ctx context.Context) error {
 	cfg := sandboxinit.Config{
 		Merged: merged, Lower: lower, Upper: upper, Work: work, IdentityDir: ident,
 		Hostname: m.spec.Hostname, GuestUser: m.spec.GuestUser, GuestHome: image.GuestHome,
-		Env: m.spec.Env,
+		Env: m.spec.Env, Overlays: overlays,
 	}
 	if err := json.NewEncoder(pw).Encode(cfg); err != nil {
 		return fmt.Errorf("send init config: %w", err)
@@ -249,13 +256,52 @@ func (m *Machine) boot(ctx context.Context) error {
 	return m.writeState()
 }
 
+// overlayConfig makes the writable directories of the machine's overlays
+// in rw and lists, for each, the snapshot layers under it (newest first).
+// The upper's root is the guest user's, so the view is writable by it.
+func (m *Machine) overlayConfig(rw string) ([]sandboxinit.Overlay, error) {
+	if len(m.spec.Overlays) == 0 {
+		return nil, nil
+	}
+	uid, gid := image.GuestUID, image.GuestGID
+	fmt.Sscanf(m.spec.GuestUser, "%d:%d", &uid, &gid)
+	m.mu.Lock()
+	layers := slices.Clone(m.layers)
+	m.mu.Unlock()
+	out := make([]sandboxinit.Overlay, 0, len(m.spec.Overlays))
+	for i, o := range m.spec.Overlays {
+		dir := filepath.Join(rw, overlaysDir, fmt.Sprint(i))
+		upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+		for _, d := range []string{upper, work} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.Chown(upper, uid, gid); err != nil {
+			return nil, err
+		}
+		ov := sandboxinit.Overlay{Target: o.Target, Lower: o.Lower, Upper: upper, Work: work}
+		for j := len(layers) - 1; j >= 0; j-- {
+			if l := m.store.overlayLayer(layers[j], i); fileExists(l) {
+				ov.Layers = append(ov.Layers, l)
+			}
+		}
+		out = append(out, ov)
+	}
+	return out, nil
+}
+
 // waitReady polls the agent's health route until it answers.
 func (m *Machine) waitReady(ctx context.Context, exited chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	delay := 200 * time.Microsecond
 	for {
-		err := m.health(ctx)
+		// Each try is short: a try that connected just before the init
+		// died would otherwise wait for the whole timeout.
+		tctx, tcancel := context.WithTimeout(ctx, time.Second)
+		err := m.health(tctx)
+		tcancel()
 		if err == nil {
 			return nil
 		}

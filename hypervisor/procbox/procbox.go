@@ -356,6 +356,43 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// overlayPathRE is what an overlay path may hold: the mount options use
+// ':' and ',' as separators, and nothing odd belongs in a path we mount.
+var overlayPathRE = regexp.MustCompile(`^(/[A-Za-z0-9._@+-]+)+$`)
+
+func checkOverlays(ovs []hypervisor.Overlay) error {
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: %s", hypervisor.ErrInvalidSpec, fmt.Sprintf(f, a...))
+	}
+	if len(ovs) > hypervisor.MaxOverlays {
+		return bad("at most %d overlays", hypervisor.MaxOverlays)
+	}
+	within := func(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	var targets []string
+	for _, o := range ovs {
+		for _, p := range []string{o.Lower, o.Target} {
+			if len(p) > 256 || !overlayPathRE.MatchString(p) || filepath.Clean(p) != p || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/./") || strings.HasSuffix(p, "/.") {
+				return bad("overlay path %q: absolute and clean, at most 256 characters of letters, digits and ._@+-", p)
+			}
+			for _, sys := range []string{"/proc", "/sys", "/dev", "/run"} {
+				if within(p, sys) {
+					return bad("overlay path %q is under %s", p, sys)
+				}
+			}
+		}
+		if within(o.Lower, o.Target) || within(o.Target, o.Lower) {
+			return bad("overlay lower %q and target %q must not contain each other", o.Lower, o.Target)
+		}
+		for _, t := range targets {
+			if within(o.Target, t) || within(t, o.Target) {
+				return bad("overlay targets %q and %q overlap", t, o.Target)
+			}
+		}
+		targets = append(targets, o.Target)
+	}
+	return nil
+}
+
 // normalize fills defaults and checks limits.
 func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
 	bad := func(f string, a ...any) error {
@@ -420,6 +457,9 @@ func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
 		// Without a user namespace, uid 0 in a sandbox is uid 0 on the
 		// host: commands never run as root.
 		return spec, bad("guest user %q: commands cannot run as root (uid or gid 0)", spec.GuestUser)
+	}
+	if err := checkOverlays(spec.Overlays); err != nil {
+		return spec, err
 	}
 	if len(spec.Env) > 256 {
 		return spec, bad("at most 256 environment entries")

@@ -34,6 +34,9 @@ type layerStore interface {
 	// the bytes it copied (0 when nothing was copied).
 	snapshot(ctx context.Context, id, snap string) (layer string, copied int64, err error)
 	removeSnapshot(snap string) error
+	// overlayLayer is where snapshot layer layer keeps the upper
+	// directory of the machine's overlay n (see MachineSpec.Overlays).
+	overlayLayer(layer string, n int) string
 	// close lets go of the store; keepMounted leaves a btrfs store mounted
 	// for machines that outlive this process (see Backend.Detach).
 	close(keepMounted bool) error
@@ -87,12 +90,37 @@ func (s *tmpfsStore) snapshot(ctx context.Context, id, snap string) (string, int
 		os.RemoveAll(layer)
 		return "", 0, err
 	}
+	// Overlay uppers, beside the layer (see overlayLayer).
+	ovs, _ := filepath.Glob(filepath.Join(s.writablePath(id), overlaysDir, "*", "upper"))
+	for _, up := range ovs {
+		k := filepath.Base(filepath.Dir(up))
+		if err := os.MkdirAll(filepath.Join(layer+".ov", k), 0o700); err != nil {
+			os.RemoveAll(layer)
+			return "", 0, err
+		}
+		m, err := copyTree(ctx, up, filepath.Join(layer+".ov", k, "upper"))
+		if err != nil {
+			os.RemoveAll(layer)
+			os.RemoveAll(layer + ".ov")
+			return "", 0, err
+		}
+		n += m
+	}
 	return layer, n, nil
 }
 
 func (s *tmpfsStore) removeSnapshot(snap string) error {
-	return os.RemoveAll(filepath.Join(s.dir, "layers", snap))
+	layer := filepath.Join(s.dir, "layers", snap)
+	return errors.Join(os.RemoveAll(layer+".ov"), os.RemoveAll(layer))
 }
+
+func (s *tmpfsStore) overlayLayer(layer string, n int) string {
+	return filepath.Join(layer+".ov", strconv.Itoa(n), "upper")
+}
+
+// overlaysDir holds, in a writable layer, one <n>/upper and <n>/work per
+// overlay of the machine.
+const overlaysDir = "overlays"
 
 func (s *tmpfsStore) close(bool) error { return nil }
 
@@ -192,6 +220,12 @@ func (s *btrfsStore) snapshot(_ context.Context, id, snap string) (string, int64
 		return "", 0, fmt.Errorf("btrfs snapshot: %w", err)
 	}
 	return filepath.Join(s.snapshotsDir(), snap, "upper"), 0, nil
+}
+
+// overlayLayer: a btrfs snapshot is the whole writable subvolume, so the
+// overlay's upper sits beside the layer's upper.
+func (s *btrfsStore) overlayLayer(layer string, n int) string {
+	return filepath.Join(filepath.Dir(layer), overlaysDir, strconv.Itoa(n), "upper")
 }
 
 func (s *btrfsStore) removeSnapshot(snap string) error {
