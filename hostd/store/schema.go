@@ -83,6 +83,16 @@ BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
 CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger
 BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END;
 `,
+	// 2: usage counters, apart from the record so counting never bumps
+	// the session's revision.
+	`
+CREATE TABLE usage (
+	session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+	execs      INTEGER NOT NULL DEFAULT 0 CHECK (execs >= 0),
+	exec_ms    INTEGER NOT NULL DEFAULT 0 CHECK (exec_ms >= 0),
+	jobs       INTEGER NOT NULL DEFAULT 0 CHECK (jobs >= 0)
+);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.
