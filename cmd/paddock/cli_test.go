@@ -312,6 +312,9 @@ func TestCLIServeWalkthrough(t *testing.T) {
 	sum := sha256.Sum256(bigData)
 	bigSum := hex.EncodeToString(sum[:])
 	pulled := filepath.Join(t.TempDir(), "pulled.bin")
+	resumed, bad := filepath.Join(t.TempDir(), "resumed.bin"), filepath.Join(t.TempDir(), "bad.bin")
+	os.WriteFile(resumed+".part", bigData[:5<<20], 0o644)
+	os.WriteFile(bad+".part", make([]byte, 1<<20), 0o644)
 	// A stub OTLP collector: checks what a real one would need.
 	var otlpMu sync.Mutex
 	var otlpSpans int
@@ -373,6 +376,11 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		{[]string{"session", "upload", s.ID, big, "/workspace/big.bin"}, "sha256 verified: true", 0},
 		{[]string{"session", "exec", s.ID, "--", "sha256sum big.bin"}, bigSum, 0},
 		{[]string{"session", "download", s.ID, "/workspace/big.bin", pulled}, "sha256 verified", 0},
+		// An interrupted download (LOCAL.part holds the first 5 MiB) goes
+		// on from where it stopped; a .part that does not match is caught
+		// by the checksum and kept, and nothing is renamed.
+		{[]string{"session", "download", "--resume", s.ID, "/workspace/big.bin", resumed}, "5242880 of them kept from", 0},
+		{[]string{"session", "download", "--resume", s.ID, "/workspace/big.bin", bad}, "", exitError},
 		{[]string{"session", "export", s.ID}, `"kind":"file.upload"`, 0},
 		{[]string{"session", "export", s.ID, "--otlp", collector.URL, "--otlp-header", "X-Tenant=t1"}, "", 0},
 		{[]string{"session", "rm-file", s.ID, "/workspace/notes", "-r"}, "", 0},
@@ -406,6 +414,12 @@ func TestCLIServeWalkthrough(t *testing.T) {
 	otlpMu.Unlock()
 	if b, err := os.ReadFile(pulled); err != nil || !bytes.Equal(b, bigData) {
 		t.Errorf("the downloaded file differs from what was uploaded: %v", err)
+	}
+	if b, err := os.ReadFile(resumed); err != nil || !bytes.Equal(b, bigData) {
+		t.Errorf("the resumed download differs: %v", err)
+	}
+	if _, err := os.Stat(bad); err == nil {
+		t.Error("a download that failed its checksum was renamed into place")
 	}
 	if _, code := pd("session", "ls", "--token", "wrong-token-xxxxxxxx"); code != exitError {
 		t.Errorf("a wrong token: code %d", code)

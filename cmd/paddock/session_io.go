@@ -355,6 +355,7 @@ func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 					off, flags = fi.Size(), os.O_WRONLY|os.O_APPEND
 				}
 			}
+			kept := off
 			f, err := os.OpenFile(part, flags, 0o644)
 			if err != nil {
 				return err
@@ -405,6 +406,10 @@ func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 			}
 			if err := os.Rename(part, args[2]); err != nil {
 				return err
+			}
+			if kept > 0 {
+				fmt.Fprintf(c.OutOrStdout(), "downloaded %s to %s (%d bytes, %d of them kept from %s, sha256 verified)\n", args[1], args[2], first.Size, kept, part)
+				return nil
 			}
 			fmt.Fprintf(c.OutOrStdout(), "downloaded %s to %s (%d bytes, sha256 verified)\n", args[1], args[2], first.Size)
 			return nil
