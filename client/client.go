@@ -1,5 +1,5 @@
-// Package client is the Go SDK for Paddock's session API. The CLI uses it,
-// and so will the MCP server: one client, not three.
+// Package client is the Go SDK for Paddock's session and sandbox APIs.
+// The CLI uses it, and so will the MCP server: one client, not three.
 package client
 
 import (

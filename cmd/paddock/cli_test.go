@@ -250,6 +250,28 @@ func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	t.Cleanup(func() {
+		// A daemon leaves its sandboxes running for the next start: if a
+		// test stopped one that way (or failed half-way), a last start
+		// with --stop-sandboxes adopts and stops them, so nothing outlives
+		// the test.
+		if ents, _ := os.ReadDir(filepath.Join(state, "procbox", "machines")); len(ents) == 0 {
+			return
+		}
+		srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr, "--stop-sandboxes")
+		srv.Env = env
+		if srv.Start() != nil {
+			return
+		}
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				resp.Body.Close()
+				break
+			}
+		}
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+	})
 	return bin, state, addr, env
 }
 
@@ -257,7 +279,7 @@ func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 // walkthrough with `paddock session` verbs against it.
 func TestCLIServeWalkthrough(t *testing.T) {
 	bin, state, addr, env := daemonSetup(t)
-	srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr)
+	srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr, "--stop-sandboxes")
 	srv.Env = env
 	var logs strings.Builder
 	srv.Stderr = &logs
@@ -490,11 +512,6 @@ func TestCLIServeRestart(t *testing.T) {
 		}
 		return s.ID
 	}
-	t.Cleanup(func() {
-		// Whatever failed above, no sandbox outlives the test.
-		srv := serve("--stop-sandboxes")
-		stop(srv)
-	})
 	srv := serve()
 	a, b := run(), run()
 	pd("session", "exec", a, "--", "echo before > /workspace/f")

@@ -101,7 +101,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print JSON for scripts instead of tables")
 	root.PersistentFlags().BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "debug logging")
-	root.AddCommand(newImageCmd(g), newSandboxCmd(g), newVersionCmd(), newBackendsCmd(g), newServeCmd(g), newSessionCmd(g), newLedgerCmd(g))
+	root.AddCommand(newImageCmd(g), newSandboxCmd(g), newVersionCmd(), newBackendsCmd(g), newServeCmd(g), newSessionCmd(g), newSandboxesCmd(g), newLedgerCmd(g))
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)
 	return root

@@ -44,12 +44,31 @@ func newSessionCmd(g *globals) *cobra.Command {
 		table()
 		return nil
 	}
-	var agent, img string
+	var agent, img, gitURL string
 	var ttl int
+	var readOnly, requireReady bool
+	var overlayLower, wsPath string
 	run := &cobra.Command{
 		Use:   "run [AGENT]",
 		Short: "Create a session: a sandbox with a workspace",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Create a session: a sandbox with a workspace.
+
+--git clones an https:// repository into the workspace when the session is
+made. A user:password (or token) in the URL is used for the clone only and
+never recorded; because a command line is visible to other local users,
+put such a URL in PADDOCK_GIT_URL instead of --git. A clone that fails
+leaves an empty workspace and a note, unless --require-ready makes it a
+failed create.
+
+--readonly makes the workspace readable but not writable for everything
+the agent runs (enforced by Landlock in the guest); /tmp and the home stay
+writable.
+
+--overlay-lower DIR shows DIR, a directory of the image, at the workspace
+copy-on-write: the agent writes freely there and DIR stays as it was; the
+artifacts list only the agent's changes. --workspace sets where the
+workspace is (default /workspace).`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			k, err := cl()
 			if err != nil {
@@ -58,15 +77,39 @@ func newSessionCmd(g *globals) *cobra.Command {
 			if len(args) == 1 {
 				agent = args[0]
 			}
-			s, err := k.CreateSession(c.Context(), session.CreateRequest{Agent: agent, Runtime: session.Runtime{Image: img}, TTLSeconds: ttl})
+			req := session.CreateRequest{Agent: agent, Runtime: session.Runtime{Image: img}, TTLSeconds: ttl}
+			req.Workspace.Git = gitURL
+			if req.Workspace.Git == "" {
+				req.Workspace.Git = os.Getenv("PADDOCK_GIT_URL")
+			}
+			req.Workspace.RequireReady = requireReady
+			if readOnly {
+				req.Workspace.Mode = session.ModeReadOnly
+			}
+			req.Workspace.Path = wsPath
+			if overlayLower != "" {
+				if readOnly {
+					return usageError{errors.New("--readonly and --overlay-lower are two workspace modes: pick one")}
+				}
+				req.Workspace.Mode, req.Workspace.Lower = session.ModeOverlay, overlayLower
+			}
+			s, err := k.CreateSession(c.Context(), req)
 			if err != nil {
 				return apiErr(err)
+			}
+			if s.Workspace.Note != "" && !g.json {
+				fmt.Fprintf(c.ErrOrStderr(), "paddock: workspace: %s\n", s.Workspace.Note)
 			}
 			return out(c, s, func() { printSessions(c, []*session.Session{s}) })
 		},
 	}
 	run.Flags().StringVar(&img, "image", "", "image (default: the daemon's)")
 	run.Flags().IntVar(&ttl, "ttl-seconds", 3600, "lifetime")
+	run.Flags().StringVar(&gitURL, "git", "", "https:// repository to clone into the workspace (default: env PADDOCK_GIT_URL)")
+	run.Flags().BoolVar(&readOnly, "readonly", false, "make the workspace read-only for everything the agent runs")
+	run.Flags().StringVar(&overlayLower, "overlay-lower", "", "show this image directory at the workspace, copy-on-write")
+	run.Flags().StringVar(&wsPath, "workspace", "", "workspace directory in the sandbox (default /workspace)")
+	run.Flags().BoolVar(&requireReady, "require-ready", false, "fail the create (and remove the sandbox) if the workspace does not initialize, e.g. the clone fails")
 	ls := &cobra.Command{Use: "ls", Short: "List sessions", Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
 		k, err := cl()
 		if err != nil {

@@ -1,7 +1,7 @@
-// Package api is hostd's HTTP surface: the /v1/agents/sessions routes,
-// thin handlers over hostd/session. Errors are mapped to status codes in
-// one place (writeError); bodies are size-limited and unknown fields are
-// refused.
+// Package api is hostd's HTTP surface: the /v1/agents/sessions and
+// /v1/sandboxes routes, thin handlers over hostd/session. Errors are
+// mapped to status codes in one place (writeError); bodies are
+// size-limited and unknown fields are refused.
 package api
 
 import (
@@ -74,6 +74,9 @@ func (s *Server) routes() {
 		})
 	}
 	auth := func(pattern string, h handler) {
+		if strings.Contains(pattern, " /v1/agents/sessions/{id}") {
+			h = sessionsOnly(h)
+		}
 		open(pattern, func(w http.ResponseWriter, r *http.Request) error {
 			if !s.authorized(r) {
 				return errUnauthorized
@@ -124,6 +127,7 @@ func (s *Server) routes() {
 	auth("GET /v1/agents/sessions/{id}/jobs/{job}", s.readJob)
 	auth("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
 	auth("DELETE /v1/agents/sessions/{id}/jobs/{job}", s.killJob)
+	s.sandboxRoutes(auth)
 	open("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
 	})
@@ -173,6 +177,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusForbidden
 	case errors.Is(err, session.ErrTooLarge):
 		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, session.ErrBadGateway):
+		status = http.StatusBadGateway
 	}
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

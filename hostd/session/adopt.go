@@ -34,9 +34,7 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 		if canAdopt {
 			mc, err := ad.Adopt(ctx, s.SandboxID)
 			if err == nil {
-				m.mu.Lock()
-				m.machines[s.ID] = mc
-				m.mu.Unlock()
+				m.track(s.ID, mc)
 				m.ledgerAppend(ctx, s.ID, "sandbox.adopt", map[string]any{"sandbox_id": s.SandboxID})
 				adopted++
 				continue
@@ -61,6 +59,45 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 	}
 	m.log.Info("reattached sandboxes", "adopted", adopted, "lost", lost)
 	return adopted, lost
+}
+
+// track registers a session's running sandbox and watches it: a sandbox
+// that ends without the daemon stopping it (its init died, someone killed
+// it) makes the session lost, with the reason, instead of one that looks
+// running. Stops on purpose (delete, expiry, shutdown) take the machine out
+// of m.machines first, which is how the watcher tells them apart.
+func (m *Manager) track(id string, mc hypervisor.Machine) {
+	m.mu.Lock()
+	m.machines[id] = mc
+	m.mu.Unlock()
+	go func() {
+		if mc.Wait(context.Background()) != nil {
+			return
+		}
+		m.mu.Lock()
+		ours := m.machines[id] == mc
+		if ours {
+			delete(m.machines, id)
+		}
+		m.mu.Unlock()
+		if !ours {
+			return
+		}
+		mc.Stop(context.Background()) // what the dead sandbox held
+		const reason = "the sandbox ended on its own (its init exited or was killed)"
+		ctx := context.Background()
+		if _, err := m.update(ctx, id, -1, func(s *Session) error {
+			if s.State == StateRunning {
+				s.State, s.Note = StateLost, reason
+			}
+			return nil
+		}); err != nil {
+			m.log.Warn("mark a session lost", "session", id, "err", err)
+			return
+		}
+		m.ledgerAppend(ctx, id, "sandbox.lost", map[string]any{"sandbox_id": mc.ID(), "reason": reason})
+		m.log.Warn("sandbox ended on its own", "session", id)
+	}()
 }
 
 // Detach lets the running sandboxes outlive this daemon for the next one

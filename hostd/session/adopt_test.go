@@ -2,9 +2,13 @@ package session_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
@@ -97,5 +101,58 @@ func TestReattach(t *testing.T) {
 	}
 	if left, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + s.SandboxID); len(left) > 0 {
 		t.Errorf("cgroups left: %v", left)
+	}
+}
+
+// TestSandboxDeathIsNoticed: a sandbox killed behind the daemon's back
+// makes its session lost (with the reason, ledgered) within moments,
+// rather than a session that looks running.
+func TestSandboxDeathIsNoticed(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.MiniImageName})
+	defer m.Shutdown(ctx)
+	s, err := m.Create(ctx, "", session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + s.SandboxID + "/cgroup.procs")
+	if len(procs) == 0 {
+		procs, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + s.SandboxID + "/cgroup.procs")
+	}
+	if len(procs) == 0 {
+		t.Fatal("no cgroup for the sandbox")
+	}
+	raw, _ := os.ReadFile(procs[0])
+	for _, f := range strings.Fields(string(raw)) {
+		pid, _ := strconv.Atoi(f)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	var got *session.Session
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, err = m.Get(ctx, "", s.ID); err == nil && got.State == session.StateLost {
+			break
+		}
+	}
+	if got == nil || got.State != session.StateLost || !strings.Contains(got.Note, "ended on its own") {
+		t.Fatalf("after the sandbox was killed: %+v", got)
+	}
+	evs, _ := m.Events(ctx, "", s.ID)
+	if len(evs) == 0 || evs[len(evs)-1].Kind != "sandbox.lost" {
+		t.Errorf("ledger: %+v", evs)
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + s.SandboxID); len(left) > 0 {
+		t.Errorf("the dead sandbox's cgroups were not cleaned: %v", left)
 	}
 }

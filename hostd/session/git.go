@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -49,10 +50,19 @@ type GitCommit struct {
 
 var branchRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
 
-// git runs git with argv (never a shell line) in the session's sandbox.
-func (m *Manager) git(ctx context.Context, c *client.Client, repo string, args ...string) (*api.ExecResult, error) {
-	argv := append([]string{"git", "-C", repo, "-c", "core.pager=cat", "-c", "color.ui=false"}, args...)
-	res, err := c.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: argv, TimeoutSeconds: 120, MaxOutputBytes: MaxGitDiffBytes + 1}})
+// gitTarget is where a git verb runs: the sandbox's agent, the
+// repository and the session's confinement (nil when there is none).
+type gitTarget struct {
+	c       *client.Client
+	repo    string
+	confine *api.Confinement
+}
+
+// git runs git with argv (never a shell line) in the session's sandbox,
+// under the session's confinement.
+func (m *Manager) git(ctx context.Context, t *gitTarget, args ...string) (*api.ExecResult, error) {
+	argv := append([]string{"git", "-C", t.repo, "-c", "core.pager=cat", "-c", "color.ui=false"}, args...)
+	res, err := t.c.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: argv, TimeoutSeconds: 120, MaxOutputBytes: MaxGitDiffBytes + 1, Confine: t.confine}})
 	if err != nil && strings.Contains(err.Error(), "not found on PATH") {
 		err, res = nil, &api.ExecResult{ExitCode: 127}
 	}
@@ -65,23 +75,27 @@ func (m *Manager) git(ctx context.Context, c *client.Client, repo string, args .
 	return res, nil
 }
 
-// gitRepo checks the repository path and that it exists.
-func (m *Manager) gitRepo(ctx context.Context, tenant, id, repo string) (*client.Client, string, error) {
+// gitRepo checks the repository path and that it exists. write says the
+// verb changes the repository, which a read-only workspace refuses.
+func (m *Manager) gitRepo(ctx context.Context, tenant, id, repo string, write bool) (*gitTarget, error) {
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if repo == "" {
 		repo = s.Workspace.Path
 	}
 	if !strings.HasPrefix(repo, "/") || strings.Contains(repo, "..") || strings.ContainsAny(repo, "\x00\n") || len(repo) > 1024 {
-		return nil, "", bad("repo %q must be an absolute path without ..", repo)
+		return nil, bad("repo %q must be an absolute path without ..", repo)
 	}
 	c := clientFor(mc)
-	if _, err := c.Stat(ctx, repo); err != nil {
-		return nil, "", guestErr(err)
+	if write && s.Workspace.Mode == ModeReadOnly && pathWithin(path.Clean(repo), s.Workspace.Path) {
+		return nil, fmt.Errorf("%w: the workspace %s of session %s is read-only, so git cannot change the repository %s", ErrForbidden, s.Workspace.Path, id, repo)
 	}
-	return c, repo, nil
+	if _, err := c.Stat(ctx, repo); err != nil {
+		return nil, guestErr(err)
+	}
+	return &gitTarget{c: c, repo: repo, confine: confinement(s)}, nil
 }
 
 func gitFailed(verb string, res *api.ExecResult) error {
@@ -94,18 +108,18 @@ func gitFailed(verb string, res *api.ExecResult) error {
 
 // GitStatus is `git status --short --branch`.
 func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (*GitResult, error) {
-	c, repo, err := m.gitRepo(ctx, tenant, id, repo)
+	t, err := m.gitRepo(ctx, tenant, id, repo, false)
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.git(ctx, c, repo, "status", "--short", "--branch")
+	res, err := m.git(ctx, t, "status", "--short", "--branch")
 	if err != nil {
 		return nil, err
 	}
 	if res.ExitCode != 0 {
 		return nil, gitFailed("status", res)
 	}
-	return &GitResult{Repo: repo, Output: string(res.Stdout)}, nil
+	return &GitResult{Repo: t.repo, Output: string(res.Stdout)}, nil
 }
 
 // GitDiff is `git diff [--cached] [-- path]`, cut at 256 KiB.
@@ -113,7 +127,7 @@ func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, st
 	if path != "" && (strings.HasPrefix(path, "-") || strings.Contains(path, "..") || strings.HasPrefix(path, "/") || strings.ContainsAny(path, "\x00\n")) {
 		return nil, bad("path %q must be relative to the repository, without .. and not starting with -", path)
 	}
-	c, repo, err := m.gitRepo(ctx, tenant, id, repo)
+	t, err := m.gitRepo(ctx, tenant, id, repo, false)
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +138,14 @@ func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, st
 	if path != "" {
 		args = append(args, "--", path)
 	}
-	res, err := m.git(ctx, c, repo, args...)
+	res, err := m.git(ctx, t, args...)
 	if err != nil {
 		return nil, err
 	}
 	if res.ExitCode != 0 {
 		return nil, gitFailed("diff", res)
 	}
-	out := &GitResult{Repo: repo, Output: string(res.Stdout)}
+	out := &GitResult{Repo: t.repo, Output: string(res.Stdout)}
 	if len(res.Stdout) > MaxGitDiffBytes || res.StdoutTruncated {
 		out.Output, out.Truncated = string(res.Stdout[:min(len(res.Stdout), MaxGitDiffBytes)]), true
 	}
@@ -143,21 +157,21 @@ func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (*
 	if n < 1 || n > MaxGitLog {
 		return nil, bad("n %d must be from 1 to %d", n, MaxGitLog)
 	}
-	c, repo, err := m.gitRepo(ctx, tenant, id, repo)
+	t, err := m.gitRepo(ctx, tenant, id, repo, false)
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.git(ctx, c, repo, "log", "-n", strconv.Itoa(n), "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
+	res, err := m.git(ctx, t, "log", "-n", strconv.Itoa(n), "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
 	if err != nil {
 		return nil, err
 	}
 	if res.ExitCode != 0 {
 		if strings.Contains(string(res.Stderr), "does not have any commits") {
-			return &GitResult{Repo: repo, Entries: []GitCommit{}}, nil
+			return &GitResult{Repo: t.repo, Entries: []GitCommit{}}, nil
 		}
 		return nil, gitFailed("log", res)
 	}
-	out := &GitResult{Repo: repo, Output: string(res.Stdout), Entries: []GitCommit{}}
+	out := &GitResult{Repo: t.repo, Output: string(res.Stdout), Entries: []GitCommit{}}
 	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 		f := strings.Split(l, "\x1f")
 		if len(f) != 5 {
@@ -178,12 +192,12 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 	if err := m.busy(id); err != nil {
 		return nil, err
 	}
-	c, repo, err := m.gitRepo(ctx, tenant, id, req.Repo)
+	t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
 	if err != nil {
 		return nil, err
 	}
 	if !req.StagedOnly {
-		res, err := m.git(ctx, c, repo, "add", "-A")
+		res, err := m.git(ctx, t, "add", "-A")
 		if err != nil {
 			return nil, err
 		}
@@ -192,27 +206,27 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 		}
 	}
 	ident := []string{}
-	if res, err := m.git(ctx, c, repo, "config", "user.email"); err == nil && res.ExitCode != 0 {
+	if res, err := m.git(ctx, t, "config", "user.email"); err == nil && res.ExitCode != 0 {
 		ident = []string{"-c", "user.name=Paddock Agent", "-c", "user.email=agent@paddock.local"}
 	}
 	args := append(ident, "-c", "commit.gpgsign=false", "commit", "-q", "-m", req.Message)
-	res, err := m.git(ctx, c, repo, args...)
+	res, err := m.git(ctx, t, args...)
 	if err != nil {
 		return nil, err
 	}
 	if res.ExitCode != 0 {
 		msg := string(res.Stdout) + string(res.Stderr)
 		if strings.Contains(msg, "nothing to commit") || strings.Contains(msg, "nothing added to commit") {
-			return nil, fmt.Errorf("%w: nothing to commit in %s", ErrConflict, repo)
+			return nil, fmt.Errorf("%w: nothing to commit in %s", ErrConflict, t.repo)
 		}
 		return nil, gitFailed("commit", res)
 	}
-	head, err := m.git(ctx, c, repo, "rev-parse", "HEAD")
+	head, err := m.git(ctx, t, "rev-parse", "HEAD")
 	if err != nil {
 		return nil, err
 	}
-	out := &GitResult{Repo: repo, Commit: strings.TrimSpace(string(head.Stdout))}
-	m.ledgerAppend(ctx, id, "git.commit", map[string]any{"repo": repo, "commit": out.Commit, "message": req.Message})
+	out := &GitResult{Repo: t.repo, Commit: strings.TrimSpace(string(head.Stdout))}
+	m.ledgerAppend(ctx, id, "git.commit", map[string]any{"repo": t.repo, "commit": out.Commit, "message": req.Message})
 	return out, nil
 }
 
@@ -224,11 +238,11 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 	if err := m.busy(id); err != nil {
 		return nil, err
 	}
-	c, repo, err := m.gitRepo(ctx, tenant, id, req.Repo)
+	t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.git(ctx, c, repo, "switch", "-c", req.Name)
+	res, err := m.git(ctx, t, "switch", "-c", req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +252,6 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 		}
 		return nil, gitFailed("switch", res)
 	}
-	m.ledgerAppend(ctx, id, "git.branch", map[string]any{"repo": repo, "branch": req.Name})
-	return &GitResult{Repo: repo, Branch: req.Name}, nil
+	m.ledgerAppend(ctx, id, "git.branch", map[string]any{"repo": t.repo, "branch": req.Name})
+	return &GitResult{Repo: t.repo, Branch: req.Name}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hostd/store"
 )
 
 // More sentinel errors for what the guest refuses.
@@ -121,7 +122,7 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 	if err != nil {
 		return nil, bad("content_base64 is not valid base64: %v", err)
 	}
-	c, err := m.machineFor(ctx, tenant, id, true)
+	c, err := m.writeTarget(ctx, tenant, id, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 
 // DeleteFile removes a file or (recursive) a directory.
 func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
-	c, err := m.machineFor(ctx, tenant, id, true)
+	c, err := m.writeTarget(ctx, tenant, id, path)
 	if err != nil {
 		return err
 	}
@@ -213,11 +214,12 @@ func (m *Manager) StartJob(ctx context.Context, tenant, id string, req JobStart)
 		return nil, err
 	}
 	j, err := clientFor(mc).StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path,
-		TimeoutSeconds: req.TimeoutSeconds, MaxOutputBytes: req.MaxOutputBytes}, Stdin: req.Stdin})
+		TimeoutSeconds: req.TimeoutSeconds, MaxOutputBytes: req.MaxOutputBytes, Confine: confinement(s)}, Stdin: req.Stdin})
 	if err != nil {
 		return nil, guestErr(err)
 	}
 	m.ledgerAppend(ctx, id, "job.start", map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin})
+	m.addUsage(id, store.UsageRow{Jobs: 1})
 	return &Job{Job: *j, Command: req.Command, Engine: "supervisor"}, nil
 }
 

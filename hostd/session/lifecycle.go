@@ -192,7 +192,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 		child := &Session{
 			ID: k.ID(), Agent: s.Agent, Tenant: s.Tenant, State: StateRunning, Backend: s.Backend,
 			SandboxID: k.ID(), Capabilities: s.Capabilities, Runtime: s.Runtime,
-			Workspace:   Workspace{Path: s.Workspace.Path, BaselineFiles: len(parentNow.Entries)},
+			Workspace:   Workspace{Path: s.Workspace.Path, Mode: s.Workspace.Mode, Git: s.Workspace.Git, Lower: s.Workspace.Lower, BaselineFiles: len(parentNow.Entries)},
 			Checkpoints: []Checkpoint{}, Children: []string{}, Parent: id,
 			CreatedAt: now, ExpiresAt: s.ExpiresAt,
 		}
@@ -200,9 +200,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 			k.Stop(context.Background())
 			continue
 		}
-		m.mu.Lock()
-		m.machines[child.ID] = k
-		m.mu.Unlock()
+		m.track(child.ID, k)
 		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id})
 		out = append(out, child)
 	}

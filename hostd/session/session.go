@@ -32,6 +32,7 @@ var (
 	ErrNotFound   = errors.New("not found")         // 404
 	ErrConflict   = errors.New("conflict")          // 409
 	ErrRevision   = errors.New("revision mismatch") // 412
+	ErrBadGateway = errors.New("bad gateway")       // 502: the sandbox could not be made ready
 )
 
 // Limits on what callers send.
@@ -63,7 +64,14 @@ type Runtime struct {
 // Workspace is the agent's working directory in the sandbox.
 type Workspace struct {
 	Path string `json:"path"`
-	Note string `json:"note,omitempty"`
+	// Mode is ModeWritable or ModeReadOnly (records from before modes
+	// existed have "", which means writable).
+	Mode string `json:"mode"`
+	// Git is the URL cloned at create, with any credential taken out.
+	Git string `json:"git,omitempty"`
+	// Lower is the image directory an overlay workspace shows.
+	Lower string `json:"lower,omitempty"`
+	Note  string `json:"note,omitempty"`
 	// BaselineFiles counts the files in the baseline artifacts diff against.
 	BaselineFiles int `json:"baseline_files"`
 }
@@ -80,11 +88,13 @@ type Checkpoint struct {
 type Usage struct {
 	Execs  int64 `json:"execs"`
 	ExecMS int64 `json:"exec_ms"`
+	Jobs   int64 `json:"jobs"`
 }
 
 // Session is the record GET /v1/agents/sessions/{id} returns.
 type Session struct {
 	ID           string                  `json:"id"`
+	Kind         string                  `json:"kind,omitempty"` // "" for a session, KindSandbox for a sandbox (sandbox.go)
 	Agent        string                  `json:"agent"`
 	Tenant       string                  `json:"tenant,omitempty"`
 	State        string                  `json:"state"`
@@ -105,12 +115,10 @@ type Session struct {
 
 // CreateRequest is the body of POST /v1/agents/sessions.
 type CreateRequest struct {
-	Agent     string `json:"agent"`
-	Workspace struct {
-		Path string `json:"path"`
-	} `json:"workspace"`
-	Runtime    Runtime `json:"runtime"`
-	TTLSeconds int     `json:"ttl_seconds"`
+	Agent      string           `json:"agent"`
+	Workspace  WorkspaceRequest `json:"workspace"`
+	Runtime    Runtime          `json:"runtime"`
+	TTLSeconds int              `json:"ttl_seconds"`
 }
 
 // ExecRequest is the body of POST .../exec.
@@ -140,7 +148,6 @@ type Manager struct {
 	now     func() time.Time
 
 	mu       sync.Mutex
-	usage    map[string]Usage              // session id → counters (never bump revision)
 	machines map[string]hypervisor.Machine // session id → running sandbox
 	gate     map[string]string             // session id → lifecycle op in flight
 }
@@ -161,7 +168,7 @@ func New(c Config) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, image: c.DefaultImage,
-		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}, usage: map[string]Usage{}}
+		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
 
 var agentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -177,6 +184,11 @@ func bad(f string, a ...any) error { return fmt.Errorf("%w: %s", ErrBadRequest, 
 // Create makes a sandbox, its workspace and the workspace baseline, and
 // records the session.
 func (m *Manager) Create(ctx context.Context, tenant string, req CreateRequest) (*Session, error) {
+	return m.create(ctx, tenant, req, "")
+}
+
+// create is Create for a record of the given kind ("" or KindSandbox).
+func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, kind string) (*Session, error) {
 	if req.Agent == "" {
 		req.Agent = "agent"
 	}
@@ -189,24 +201,33 @@ func (m *Manager) Create(ctx context.Context, tenant string, req CreateRequest) 
 	if req.TTLSeconds < 1 || req.TTLSeconds > MaxTTLSeconds {
 		return nil, bad("ttl_seconds %d must be from 1 to %d", req.TTLSeconds, MaxTTLSeconds)
 	}
-	ws := req.Workspace.Path
-	if ws == "" {
-		ws = "/workspace"
+	ws, mode, src, err := checkWorkspace(req.Workspace)
+	if err != nil {
+		return nil, err
 	}
-	if !strings.HasPrefix(ws, "/") || strings.Contains(ws, "..") || strings.ContainsAny(ws, "\x00\n") || len(ws) > 256 || strings.Count(ws, "/") < 1 || ws == "/" {
-		return nil, bad("workspace.path %q must be an absolute directory below /, without ..", ws)
+	caps := m.backend.Capabilities()
+	if mode == ModeReadOnly && !caps.Confinement {
+		return nil, fmt.Errorf("%w: this backend cannot enforce a read-only workspace (it has no Landlock confinement here); use workspace.mode %q", ErrConflict, ModeWritable)
 	}
 	rt := req.Runtime
 	if rt.Image == "" {
 		rt.Image = m.image
 	}
-	id := newID()
-	mc, err := m.backend.Create(ctx, hypervisor.MachineSpec{
+	id := newIDFor(kind)
+	spec := hypervisor.MachineSpec{
 		ID: id, Image: rt.Image, CPUs: rt.CPUs, MemoryMB: rt.MemoryMB, DiskMB: rt.DiskMB,
 		Network: hypervisor.NetworkOffline,
-	})
+	}
+	if mode == ModeOverlay {
+		spec.Overlays = []hypervisor.Overlay{{Lower: req.Workspace.Lower, Target: ws}}
+	}
+	mc, err := m.backend.Create(ctx, spec)
 	if errors.Is(err, hypervisor.ErrNotFound) {
 		return nil, bad("runtime.image %q: %v", rt.Image, err)
+	}
+	if err != nil && mode == ModeOverlay && (errors.Is(err, hypervisor.ErrInvalidSpec) || strings.Contains(err.Error(), "overlay")) {
+		// The sandbox could not mount it (the backend removed it).
+		return nil, bad("workspace overlay of %q: %v", req.Workspace.Lower, err)
 	}
 	if err != nil {
 		return nil, mapBackendErr(err)
@@ -214,9 +235,9 @@ func (m *Manager) Create(ctx context.Context, tenant string, req CreateRequest) 
 	cleanup := func() { mc.Stop(context.Background()) }
 	now := m.now().UTC()
 	s := &Session{
-		ID: id, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: m.backend.Name(),
-		SandboxID: mc.ID(), Capabilities: m.backend.Capabilities(), Runtime: rt,
-		Workspace: Workspace{Path: ws}, Checkpoints: []Checkpoint{}, Children: []string{},
+		ID: id, Kind: kind, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: m.backend.Name(),
+		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt,
+		Workspace: Workspace{Path: ws, Mode: mode, Lower: req.Workspace.Lower}, Checkpoints: []Checkpoint{}, Children: []string{},
 		CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
 	}
 	cl := clientFor(mc)
@@ -226,6 +247,28 @@ func (m *Manager) Create(ctx context.Context, tenant string, req CreateRequest) 
 		s.Workspace.Note = "workspace was not created: " + err.Error()
 	} else {
 		cl.DeleteFile(ctx, ws+"/.paddock-keep", false)
+	}
+	// The clone runs unconfined: the read-only policy starts with the
+	// agent's first command.
+	var clone *cloneResult
+	if src != nil {
+		s.Workspace.Git = src.Redacted
+		clone = &cloneResult{note: s.Workspace.Note}
+		if clone.note == "" {
+			clone = m.cloneWorkspace(ctx, cl, ws, src)
+			s.Workspace.Note = clone.note
+		}
+	}
+	if req.Workspace.RequireReady && s.Workspace.Note != "" {
+		cleanup()
+		m.log.Warn("workspace not ready; sandbox removed", "sandbox", id, "note", s.Workspace.Note)
+		return nil, fmt.Errorf("%w: the workspace did not initialize and require_ready is set, so the sandbox was removed: %s", ErrBadGateway, s.Workspace.Note)
+	}
+	if mode == ModeReadOnly {
+		if err := probeReadOnly(ctx, cl, ws); err != nil {
+			cleanup()
+			return nil, err
+		}
 	}
 	base, err := cl.Manifest(ctx, api.ManifestRequest{Path: ws})
 	if err != nil {
@@ -237,10 +280,11 @@ func (m *Manager) Create(ctx context.Context, tenant string, req CreateRequest) 
 		cleanup()
 		return nil, err
 	}
-	m.mu.Lock()
-	m.machines[id] = mc
-	m.mu.Unlock()
-	m.ledgerAppend(ctx, id, "session.create", map[string]any{"agent": s.Agent, "image": rt.Image, "workspace": ws, "sandbox_id": mc.ID(), "ttl_seconds": req.TTLSeconds})
+	m.track(id, mc)
+	m.ledgerAppend(ctx, id, "session.create", map[string]any{"agent": s.Agent, "image": rt.Image, "workspace": ws, "workspace_mode": mode, "sandbox_id": mc.ID(), "ttl_seconds": req.TTLSeconds})
+	if clone != nil {
+		m.ledgerAppend(ctx, id, "workspace.clone", map[string]any{"url": src.Redacted, "ok": clone.note == "", "duration_ms": clone.took.Milliseconds(), "note": clone.note})
+	}
 	return s, nil
 }
 
@@ -289,8 +333,10 @@ func (m *Manager) load(ctx context.Context, tenant, id string) (*Session, *api.M
 	}
 	m.mu.Lock()
 	_, live := m.machines[id]
-	s.Usage = m.usage[id]
 	m.mu.Unlock()
+	if u, err := m.st.GetUsage(ctx, id); err == nil {
+		s.Usage = Usage{Execs: u.Execs, ExecMS: u.ExecMS, Jobs: u.Jobs}
+	}
 	if s.State == StateRunning && !live {
 		s.State = StateGone
 	}
@@ -314,9 +360,12 @@ func revisionErr(err error, id string, rev int64) error {
 	return err
 }
 
-// Get returns one session.
+// Get returns one session. A sandbox's id is not found here (GetSandbox).
 func (m *Manager) Get(ctx context.Context, tenant, id string) (*Session, error) {
 	s, _, err := m.load(ctx, tenant, id)
+	if err == nil && s.Kind == KindSandbox {
+		return nil, notSessionErr(id)
+	}
 	return s, err
 }
 
@@ -329,7 +378,7 @@ func (m *Manager) List(ctx context.Context, tenant string) ([]*Session, error) {
 	out := make([]*Session, 0, len(rows))
 	for _, r := range rows {
 		s, _, err := m.load(ctx, tenant, r.ID)
-		if err != nil {
+		if err != nil || s.Kind == KindSandbox {
 			continue
 		}
 		out = append(out, s)
@@ -397,9 +446,9 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 	if err := m.busy(id); err != nil {
 		return nil, err
 	}
-	res, err := clientFor(mc).Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path, TimeoutSeconds: req.TimeoutSeconds}})
+	res, err := clientFor(mc).Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path, TimeoutSeconds: req.TimeoutSeconds, Confine: confinement(s)}})
 	if err != nil {
-		return nil, fmt.Errorf("exec in the sandbox: %w", err)
+		return nil, guestErr(err)
 	}
 	out := &ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
 		Stdout: string(res.Stdout), Stderr: string(res.Stderr),
@@ -494,8 +543,9 @@ func (m *Manager) Probe(ctx context.Context, tenant, id string) (*api.Probe, err
 }
 
 // Sweep marks sessions past their expiry expired and stops their
-// sandboxes; the record and ledger stay until DELETE. hostd runs it 30 s
-// after start and then every minute.
+// sandboxes; the record and ledger stay until DELETE. Records of kind
+// sandbox are removed instead (sweepSandbox). hostd runs it 30 s after
+// start and then every minute.
 func (m *Manager) Sweep(ctx context.Context) (expired int) {
 	rows, err := m.st.ListSessions(ctx, "")
 	if err != nil {
@@ -504,6 +554,10 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 	}
 	now := m.now()
 	for _, r := range rows {
+		if m.sweepSandbox(ctx, r, now) {
+			expired++
+			continue
+		}
 		if r.State != StateRunning || !now.After(r.ExpiresAt) {
 			continue
 		}
@@ -593,15 +647,16 @@ func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajector
 // Store returns the state store (hostd/api keeps idempotency keys in it).
 func (m *Manager) Store() *store.Store { return m.st }
 
-// count adds an exec to the session's usage. Counters live beside the
-// record, not in it, so counting never changes the revision (If-Match
-// keeps meaning "nobody checkpointed, restored or forked since"); they are
-// not kept across a daemon restart yet.
+// count adds an exec to the session's usage. Counters live in their own
+// table, not in the record, so counting never changes the revision
+// (If-Match keeps meaning "nobody checkpointed, restored or forked
+// since").
 func (m *Manager) count(id string, ms int64) {
-	m.mu.Lock()
-	u := m.usage[id]
-	u.Execs++
-	u.ExecMS += ms
-	m.usage[id] = u
-	m.mu.Unlock()
+	m.addUsage(id, store.UsageRow{Execs: 1, ExecMS: ms})
+}
+
+func (m *Manager) addUsage(id string, u store.UsageRow) {
+	if err := m.st.AddUsage(context.Background(), id, u); err != nil {
+		m.log.Warn("count usage", "session", id, "err", err)
+	}
 }

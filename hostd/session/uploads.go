@@ -83,7 +83,7 @@ func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadR
 	if !strings.HasPrefix(req.Path, "/") || strings.Contains(req.Path, "..") || strings.ContainsAny(req.Path, "\x00\n") || len(req.Path) > 4096 {
 		return nil, bad("path %q must be absolute, without .., NUL or newline", req.Path)
 	}
-	if _, err := m.machineFor(ctx, tenant, id, true); err != nil {
+	if _, err := m.writeTarget(ctx, tenant, id, req.Path); err != nil {
 		return nil, err
 	}
 	rows, err := m.st.ListUploads(ctx, id)
@@ -171,8 +171,11 @@ func (m *Manager) ListUploads(ctx context.Context, tenant, id string) ([]*Upload
 // CompleteUpload assembles, verifies and renames the file into place. A
 // second call after success answers the same record.
 func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
-	c, err := m.machineFor(ctx, tenant, id, true)
+	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.busy(id); err != nil {
 		return nil, err
 	}
 	u, err := m.getUpload(ctx, id, up)
@@ -181,6 +184,12 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 	}
 	if u.State == UploadComplete {
 		return u, nil
+	}
+	c := clientFor(mc)
+	// Checked again: the links on the way to the path may have changed
+	// since the upload was opened.
+	if err := refuseReadOnly(ctx, c, s, u.Path); err != nil {
+		return nil, err
 	}
 	if u.Received != u.Size {
 		return nil, fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)

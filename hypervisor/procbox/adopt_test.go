@@ -209,3 +209,47 @@ func TestStateFileNamesTheInit(t *testing.T) {
 		t.Error("the unadopted machine was not swept")
 	}
 }
+
+// TestSecondBackendOnAnOpenStore: a backend opening a btrfs store that
+// another one holds open (a CLI run beside a running daemon) gets it at
+// once, instead of waiting for the other to close.
+func TestSecondBackendOnAnOpenStore(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	cfg := hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t), Options: map[string]string{"store": StoreBtrfs}}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ma, err := a.Create(ctx, hypervisor.MachineSpec{Image: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ma.Stop(ctx)
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	done := make(chan error, 1)
+	go func() {
+		mb, err := b.Create(ctx, hypervisor.MachineSpec{Image: "mini"})
+		if err == nil {
+			err = mb.Stop(ctx)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a second backend waited for the first to close the store")
+	}
+	// The first backend's machine still works.
+	if out := mustRun(t, clientFor(ma), "echo ok"); out != "ok\n" {
+		t.Errorf("the first backend's machine after the second closed: %q", out)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -284,19 +285,41 @@ func openBtrfs(dir string, imageBytes int64) (*btrfsStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		lock.Close()
-		return nil, err
-	}
 	s := &btrfsStore{root: root, image: filepath.Join(dir, "store.img"), lock: lock}
 	fail := func(err error) (*btrfsStore, error) {
 		lock.Close()
 		return nil, err
 	}
-	if !mountedAt(root) {
-		if err := mountImage(s.image, root, imageBytes); err != nil {
+	// Every open store holds the lock shared for its lifetime; mounting
+	// (or making) the image needs it exclusive, which is only ever tried
+	// without waiting: a process that waited for it would wait for every
+	// other open store (a running daemon) to close.
+	for deadline := time.Now().Add(time.Minute); ; {
+		if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
 			return fail(err)
 		}
+		if mountedAt(root) {
+			break
+		}
+		if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			if !mountedAt(root) {
+				if err := mountImage(s.image, root, imageBytes); err != nil {
+					return fail(err)
+				}
+			}
+			// Downgrade: other processes may use the store now.
+			if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
+				return fail(err)
+			}
+			break
+		}
+		// Another process is mounting it, or holds it open while it
+		// is being unmounted: let go and look again.
+		unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("the layer store at %s is neither mounted nor mountable: another process holds %s", root, lock.Name()))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if !isBtrfs(root) {
 		return fail(fmt.Errorf("%s is mounted but is not btrfs", root))
@@ -308,11 +331,6 @@ func openBtrfs(dir string, imageBytes int64) (*btrfsStore, error) {
 	}
 	if err := btrfsQuotaEnable(root); err != nil {
 		return fail(fmt.Errorf("enable btrfs quotas (needed for disk limits): %w", err))
-	}
-	// Downgrade: other processes may open the store now; nobody unmounts
-	// it while we hold this.
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH); err != nil {
-		return fail(err)
 	}
 	return s, nil
 }
