@@ -101,12 +101,25 @@ func (c *Client) CreateSession(ctx context.Context, req session.CreateRequest) (
 	return &out, c.do(ctx, http.MethodPost, "/v1/agents/sessions", nil, req, &out)
 }
 
-// ListSessions lists sessions, oldest first.
+// ListSessions lists sessions, oldest first, without deleted ones.
 func (c *Client) ListSessions(ctx context.Context) ([]*session.Session, error) {
+	return c.listSessions(ctx, false)
+}
+
+// ListAllSessions lists sessions, oldest first, deleted ones included.
+func (c *Client) ListAllSessions(ctx context.Context) ([]*session.Session, error) {
+	return c.listSessions(ctx, true)
+}
+
+func (c *Client) listSessions(ctx context.Context, all bool) ([]*session.Session, error) {
 	var out struct {
 		Sessions []*session.Session `json:"sessions"`
 	}
-	return out.Sessions, c.do(ctx, http.MethodGet, "/v1/agents/sessions", nil, nil, &out)
+	p := "/v1/agents/sessions"
+	if all {
+		p += "?include_deleted=true"
+	}
+	return out.Sessions, c.do(ctx, http.MethodGet, p, nil, nil, &out)
 }
 
 // GetSession returns one session.

@@ -409,7 +409,14 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		{[]string{"session", "probe", s.ID}, `"promote": true`, 0},
 		{[]string{"session", "git", s.ID, "status"}, "", exitConflict},
 		{[]string{"session", "rm", s.ID}, "", 0},
-		{[]string{"session", "get", s.ID}, "", 3},
+		// The record stays, marked deleted; the ledger too; the list
+		// shows it only with --all; other verbs refuse (409, exit 4).
+		{[]string{"session", "get", s.ID}, "deleted", 0},
+		{[]string{"session", "exec", s.ID, "--", "true"}, "", exitConflict},
+		{[]string{"session", "timeline", s.ID}, "session.delete", 0},
+		{[]string{"session", "ls", "--all"}, s.ID, 0},
+		{[]string{"--state-dir", state, "ledger", "verify", s.ID}, "ok:", 0},
+		{[]string{"session", "rm", s.ID}, "", 0},
 	}
 	// A background job followed to its exit code.
 	jobOut, code := pd("session", "bg", s.ID, "--", "echo working; sleep 0.5; echo done; exit 6")

@@ -110,17 +110,23 @@ workspace is (default /workspace).`,
 	run.Flags().StringVar(&overlayLower, "overlay-lower", "", "show this image directory at the workspace, copy-on-write")
 	run.Flags().StringVar(&wsPath, "workspace", "", "workspace directory in the sandbox (default /workspace)")
 	run.Flags().BoolVar(&requireReady, "require-ready", false, "fail the create (and remove the sandbox) if the workspace does not initialize, e.g. the clone fails")
-	ls := &cobra.Command{Use: "ls", Short: "List sessions", Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
+	var lsAll bool
+	ls := &cobra.Command{Use: "ls", Short: "List sessions (--all: deleted ones too)", Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
 		k, err := cl()
 		if err != nil {
 			return err
 		}
-		ss, err := k.ListSessions(c.Context())
+		list := k.ListSessions
+		if lsAll {
+			list = k.ListAllSessions
+		}
+		ss, err := list(c.Context())
 		if err != nil {
 			return apiErr(err)
 		}
 		return out(c, ss, func() { printSessions(c, ss) })
 	}}
+	ls.Flags().BoolVar(&lsAll, "all", false, "include deleted sessions")
 	get := &cobra.Command{Use: "get ID", Short: "Show one session", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
 		if err != nil {

@@ -34,6 +34,13 @@ const token = "pdk_test_token_0123456789"
 // procbox sandboxes.
 func daemon(t *testing.T) (*client.Client, string) {
 	t.Helper()
+	c, url, _ := daemonStore(t)
+	return c, url
+}
+
+// daemonStore is daemon, with its store for tests that look into it.
+func daemonStore(t *testing.T) (*client.Client, string, *store.Store) {
+	t.Helper()
 	testutil.RequiresRoot(t)
 	state := t.TempDir()
 	st, err := store.Open(filepath.Join(state, "paddock.db"))
@@ -51,7 +58,7 @@ func daemon(t *testing.T) (*client.Client, string) {
 	t.Cleanup(func() { mgr.Shutdown(context.Background()) })
 	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
 	t.Cleanup(srv.Close)
-	return client.New(srv.URL, token), srv.URL
+	return client.New(srv.URL, token), srv.URL, st
 }
 
 func status(err error) int {
@@ -65,7 +72,7 @@ func status(err error) int {
 // TestWalkthrough is the 60-second walkthrough, through the API, on a
 // real sandbox.
 func TestWalkthrough(t *testing.T) {
-	c, url := daemon(t)
+	c, url, st := daemonStore(t)
 	ctx := context.Background()
 	s, err := c.CreateSession(ctx, session.CreateRequest{Agent: "claude-code", TTLSeconds: 600})
 	if err != nil {
@@ -151,8 +158,35 @@ func TestWalkthrough(t *testing.T) {
 	if err := c.DeleteSession(ctx, s.ID); err != nil {
 		t.Errorf("second delete: %v, want 204", err)
 	}
-	if _, err := c.GetSession(ctx, s.ID); status(err) != 404 {
-		t.Errorf("get after delete: %v, want 404", err)
+	// The record and ledger stay: GET says deleted, the ledger verifies
+	// and ends with session.delete, every other route refuses with 409,
+	// and the list shows it only when asked.
+	gone, err := c.GetSession(ctx, s.ID)
+	if err != nil || gone.State != session.StateDeleted || gone.DeletedAt == nil || len(gone.Checkpoints) != 0 {
+		t.Errorf("get after delete: %+v %v", gone, err)
+	}
+	if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "true"}); status(err) != 409 || !strings.Contains(err.Error(), "deleted") {
+		t.Errorf("exec after delete: %v, want 409", err)
+	}
+	if _, err := c.Restore(ctx, s.ID, -1, "t1"); status(err) != 409 {
+		t.Errorf("restore after delete: %v, want 409", err)
+	}
+	evs, err := c.Events(ctx, s.ID)
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].Kind != "session.delete" {
+		t.Errorf("ledger after delete: %v %v", evs, err)
+	}
+	if list, _ := c.ListSessions(ctx); len(list) != 0 {
+		t.Errorf("the default list shows deleted sessions: %v", list)
+	}
+	if all, _ := c.ListAllSessions(ctx); len(all) != 3 {
+		t.Errorf("include_deleted=true: %d sessions, want the parent and its 2 children", len(all))
+	}
+	if code := call(t, url, "GET", "/v1/agents/sessions?include_deleted=maybe", nil, nil); code != 400 {
+		t.Errorf("include_deleted=maybe: %d", code)
+	}
+	var n int
+	if err := st.DB().QueryRow(`SELECT (SELECT count(*) FROM checkpoints WHERE session_id = ?) + (SELECT count(*) FROM usage WHERE session_id = ?)`, s.ID, s.ID).Scan(&n); err != nil || n != 0 {
+		t.Errorf("rows left after delete: %d %v", n, err)
 	}
 }
 
@@ -333,10 +367,20 @@ func TestExpiryAndProbe(t *testing.T) {
 	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/probe", nil, &p); code != 200 || p.Tools["sha256sum"] == "" || !p.ReadyFor["promote"] {
 		t.Errorf("probe: %d %+v", code, p)
 	}
+	if _, err := c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "before-expiry"}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(1200 * time.Millisecond)
 	got, err := c.GetSession(ctx, s.ID)
 	if err != nil || got.State != session.StateExpired {
 		t.Fatalf("after the TTL: %+v %v", got, err)
+	}
+	// Its checkpoints cannot be used any more, so they are gone.
+	if len(got.Checkpoints) != 0 {
+		t.Errorf("an expired session kept its checkpoints: %+v", got.Checkpoints)
+	}
+	if _, err := c.Restore(ctx, s.ID, -1, "before-expiry"); status(err) != 409 {
+		t.Errorf("restore of an expired session: %v, want 409", err)
 	}
 	if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "true"}); status(err) != 409 {
 		t.Errorf("exec on an expired session: %v, want 409", err)
@@ -347,6 +391,9 @@ func TestExpiryAndProbe(t *testing.T) {
 	}
 	if err := c.DeleteSession(ctx, s.ID); err != nil {
 		t.Errorf("delete of an expired session: %v", err)
+	}
+	if got, _ := c.GetSession(ctx, s.ID); got == nil || got.State != session.StateDeleted {
+		t.Errorf("an expired session after delete: %+v", got)
 	}
 }
 

@@ -26,6 +26,10 @@ import (
 	"paddock.dev/paddock/hypervisor"
 )
 
+// errNotRunning aborts a state change of a session that stopped running
+// meanwhile.
+var errNotRunning = errors.New("session is not running")
+
 // Sentinel errors; hostd/api maps them to HTTP status in one place.
 var (
 	ErrBadRequest = errors.New("bad request")       // 400
@@ -50,6 +54,7 @@ const (
 const (
 	StateRunning = "running"
 	StateExpired = "expired"
+	StateDeleted = "deleted" // the record and ledger kept after DELETE
 	StateGone    = "gone" // shown, never saved: the daemon has no sandbox for it
 )
 
@@ -111,6 +116,7 @@ type Session struct {
 	Usage        Usage                   `json:"usage"`
 	CreatedAt    time.Time               `json:"created_at"`
 	ExpiresAt    time.Time               `json:"expires_at"`
+	DeletedAt    *time.Time              `json:"deleted_at,omitempty"`
 }
 
 // CreateRequest is the body of POST /v1/agents/sessions.
@@ -327,9 +333,19 @@ func (m *Manager) load(ctx context.Context, tenant, id string) (*Session, *api.M
 	s := st.Session
 	s.Revision, s.State = row.Revision, row.State
 	if s.State == StateRunning && m.now().After(s.ExpiresAt) {
-		// Expired: persisted the first time anything reads it.
+		// Expired: persisted the first time anything reads it, and read
+		// again as the sweep left it.
 		m.Sweep(ctx)
-		s.State = StateExpired
+		if row2, err := m.st.GetSession(ctx, id); err == nil && row2.State != StateRunning {
+			var st2 stored
+			if json.Unmarshal(row2.Record, &st2) == nil && st2.Session != nil {
+				st, s = st2, st2.Session
+				s.Revision, s.State = row2.Revision, row2.State
+			}
+		}
+		if s.State == StateRunning {
+			s.State = StateExpired
+		}
 	}
 	m.mu.Lock()
 	_, live := m.machines[id]
@@ -370,13 +386,16 @@ func (m *Manager) Get(ctx context.Context, tenant, id string) (*Session, error) 
 }
 
 // List returns the tenant's sessions, oldest first.
-func (m *Manager) List(ctx context.Context, tenant string) ([]*Session, error) {
+func (m *Manager) List(ctx context.Context, tenant string, includeDeleted bool) ([]*Session, error) {
 	rows, err := m.st.ListSessions(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Session, 0, len(rows))
 	for _, r := range rows {
+		if r.State == StateDeleted && !includeDeleted {
+			continue
+		}
 		s, _, err := m.load(ctx, tenant, r.ID)
 		if err != nil || s.Kind == KindSandbox {
 			continue
@@ -458,7 +477,11 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 	return out, nil
 }
 
-// Delete stops the sandbox and marks the session deleted. Idempotent.
+// Delete stops the sandbox, removes its checkpoints and what the session
+// kept on the host (jobs, uploads, usage rows), and keeps the record, in
+// state deleted, beside its ledger: GET still answers, with deleted_at,
+// and every other route refuses with 409. A sandbox (kind sandbox) goes
+// entirely; its ledger stays. Idempotent.
 func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	s, _, err := m.load(ctx, tenant, id)
 	if errors.Is(err, ErrNotFound) {
@@ -466,6 +489,9 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if s.State == StateDeleted {
+		return nil
 	}
 	m.mu.Lock()
 	mc := m.machines[id]
@@ -481,8 +507,23 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 			m.deleteSnapshot(snap)
 		}
 	}
-	m.ledgerAppend(ctx, id, "session.delete", map[string]any{"sandbox_id": s.SandboxID})
-	return m.st.DeleteSession(ctx, id)
+	m.ledgerAppend(ctx, id, "session.delete", map[string]any{"sandbox_id": s.SandboxID, "state": s.State, "usage": s.Usage})
+	if s.Kind == KindSandbox {
+		return m.st.DeleteSession(ctx, id)
+	}
+	if err := m.st.CleanupSession(ctx, id); err != nil {
+		return err
+	}
+	now := m.now().UTC()
+	_, err = m.updateStored(ctx, id, -1, func(st *stored) error {
+		st.Session.State, st.Session.DeletedAt = StateDeleted, &now
+		st.Session.Checkpoints, st.Snapshots, st.Baseline = []Checkpoint{}, nil, nil
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil // a concurrent delete of a sandbox record
+	}
+	return err
 }
 
 func (m *Manager) ledgerAppend(ctx context.Context, id, kind string, data any) {
@@ -561,8 +602,20 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		if r.State != StateRunning || !now.After(r.ExpiresAt) {
 			continue
 		}
-		if _, err := m.update(ctx, r.ID, -1, func(s *Session) error { s.State = StateExpired; return nil }); err != nil {
-			m.log.Warn("sweep: mark expired", "session", r.ID, "err", err)
+		// An expired session can neither run, restore nor fork: its
+		// sandbox and checkpoints go; the record, usage and ledger stay.
+		var snaps map[string]hypervisor.Snapshot
+		if _, err := m.updateStored(ctx, r.ID, -1, func(st *stored) error {
+			if st.Session.State != StateRunning {
+				return errNotRunning // changed meanwhile (deleted, lost)
+			}
+			snaps = st.Snapshots
+			st.Session.State, st.Session.Checkpoints, st.Snapshots = StateExpired, []Checkpoint{}, nil
+			return nil
+		}); err != nil {
+			if !errors.Is(err, errNotRunning) {
+				m.log.Warn("sweep: mark expired", "session", r.ID, "err", err)
+			}
 			continue
 		}
 		m.mu.Lock()
@@ -574,7 +627,10 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 				m.log.Warn("sweep: stop sandbox", "session", r.ID, "err", err)
 			}
 		}
-		m.ledgerAppend(ctx, r.ID, "session.expire", map[string]any{"expires_at": r.ExpiresAt})
+		for _, snap := range snaps {
+			m.deleteSnapshot(snap)
+		}
+		m.ledgerAppend(ctx, r.ID, "session.expire", map[string]any{"expires_at": r.ExpiresAt, "checkpoints_removed": len(snaps)})
 		expired++
 	}
 	return expired
