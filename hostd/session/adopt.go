@@ -35,6 +35,9 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 			mc, err := ad.Adopt(ctx, s.SandboxID)
 			if err == nil {
 				m.track(s.ID, mc)
+				if s.Kind == KindSandbox {
+					m.removeAtExpiry(s.ID, s.ExpiresAt)
+				}
 				m.ledgerAppend(ctx, s.ID, "sandbox.adopt", map[string]any{"sandbox_id": s.SandboxID})
 				adopted++
 				continue
@@ -109,7 +112,14 @@ func (m *Manager) Detach(ctx context.Context) {
 		return
 	}
 	m.mu.Lock()
-	m.machines = map[string]hypervisor.Machine{}
+	m.machines, m.done = map[string]hypervisor.Machine{}, true
 	m.mu.Unlock()
 	ad.Detach()
+}
+
+// stopped reports whether Shutdown or Detach ran.
+func (m *Manager) stopped() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.done
 }

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,16 +54,37 @@ func TestReattach(t *testing.T) {
 	if _, err := m1.Exec(ctx, "", s.ID, session.ExecRequest{Command: "echo kept > /workspace/f"}); err != nil {
 		t.Fatal(err)
 	}
+	// A sandbox (kind sandbox) with a short TTL: the next daemon arms its
+	// removal timer again when it adopts it.
+	sbx, err := m1.CreateSandbox(ctx, "", session.SandboxRequest{TTLSeconds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m1.Detach(ctx)
 	close1()
 
 	m2, close2 := open(true)
-	if adopted, lost := m2.Reattach(ctx); adopted != 1 || lost != 0 {
+	defer close2()
+	defer m2.Shutdown(ctx) // nothing outlives a failed test
+	if adopted, lost := m2.Reattach(ctx); adopted != 2 || lost != 0 {
 		t.Fatalf("reattach: adopted %d lost %d", adopted, lost)
 	}
 	res, err := m2.Exec(ctx, "", s.ID, session.ExecRequest{Command: "cat /workspace/f"})
 	if err != nil || res.Stdout != "kept\n" {
 		t.Fatalf("exec after reattach: %+v %v", res, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// Looked at in the store: a read through the manager would remove
+		// an expired sandbox itself.
+		if _, err := st.GetSession(ctx, sbx.ID); errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an adopted sandbox outlived its TTL: its timer was not armed again")
+		}
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + sbx.ID); len(left) > 0 {
+		t.Errorf("the expired adopted sandbox still runs: %v", left)
 	}
 	// A backend that cannot adopt stops its sandboxes at shutdown (as
 	// Detach does for it), and the next start says so instead of showing

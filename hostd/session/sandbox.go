@@ -191,10 +191,13 @@ func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxR
 }
 
 // removeAtExpiry arms a timer that removes the sandbox just after its TTL,
-// so the machine does not linger until the next sweep. After a daemon
-// restart the timers are gone and the sweeper (every minute) does it.
+// so the machine does not linger until the next sweep. Reattach arms it
+// again for the sandboxes a restarted daemon adopts.
 func (m *Manager) removeAtExpiry(id string, at time.Time) {
 	time.AfterFunc(at.Sub(m.now())+sandboxExpirySlack, func() {
+		if m.stopped() {
+			return // this manager has let go of its sandboxes
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		row, err := m.st.GetSession(ctx, id)

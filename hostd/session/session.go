@@ -55,7 +55,7 @@ const (
 	StateRunning = "running"
 	StateExpired = "expired"
 	StateDeleted = "deleted" // the record and ledger kept after DELETE
-	StateGone    = "gone" // shown, never saved: the daemon has no sandbox for it
+	StateGone    = "gone"    // shown, never saved: the daemon has no sandbox for it
 )
 
 // Runtime is what the sandbox is made of.
@@ -156,6 +156,7 @@ type Manager struct {
 	mu       sync.Mutex
 	machines map[string]hypervisor.Machine // session id → running sandbox
 	gate     map[string]string             // session id → lifecycle op in flight
+	done     bool                          // Shutdown or Detach ran: no more background work
 }
 
 // Config configures a Manager.
@@ -560,6 +561,7 @@ func mapBackendErr(err error) error {
 // daemon.
 func (m *Manager) Shutdown(ctx context.Context) {
 	m.mu.Lock()
+	m.done = true
 	machines := m.machines
 	m.machines = map[string]hypervisor.Machine{}
 	m.mu.Unlock()
