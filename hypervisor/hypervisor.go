@@ -50,6 +50,14 @@ type Capabilities struct {
 // Network modes.
 const (
 	NetworkOffline = "offline" // loopback only
+	// NetworkProxy: loopback only, plus the guest agent's proxy
+	// (127.0.0.1:3128) and resolver (127.0.0.1:53), which carry traffic
+	// to the host's egress for this machine (MachineSpec.EgressDir).
+	NetworkProxy = "proxy"
+	// NetworkTransparent is NetworkProxy where TCP to ports 80 and 443 of
+	// any address is also redirected there, for programs that ignore
+	// proxy settings; everything else is refused.
+	NetworkTransparent = "transparent"
 )
 
 // MachineSpec is what to create.
@@ -64,6 +72,10 @@ type MachineSpec struct {
 	DiskMB   int64 // writable layer size
 	PIDs     int64 // process limit
 	Network  string
+	// EgressDir is a host directory holding the unix sockets of this
+	// machine's egress (proxy.sock, dns.sock, redirect.sock; see
+	// guest/egressfwd); required by NetworkProxy and NetworkTransparent.
+	EgressDir string
 	// GuestUser is the uid:gid commands run as (default 1000:1000).
 	GuestUser string
 	// Env is added to every command's environment.

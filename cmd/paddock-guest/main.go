@@ -25,6 +25,7 @@ import (
 	"syscall"
 
 	"paddock.dev/paddock/guest/agent"
+	"paddock.dev/paddock/guest/egressfwd"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/sandboxinit"
 )
@@ -87,6 +88,7 @@ func serve(args []string, stderr io.Writer) int {
 	uploads := fs.String("upload-dir", agent.DefaultUploadDir, "directory for upload parts")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	debug := fs.Bool("debug", false, "log every request")
+	egressDir := fs.String("egress-dir", "", "directory with the host's egress sockets: serve the proxy and resolver on loopback (see guest/egressfwd)")
 	var env envFlag
 	fs.Var(&env, "env", "KEY=VALUE added to every command's environment (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -124,6 +126,14 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if *egressDir != "" {
+		// A sandbox meant to have egress and left without it would look
+		// offline for no reason: refuse to start instead.
+		if _, err := egressfwd.Start(ctx, egressfwd.Config{Dir: *egressDir, Logger: log}); err != nil {
+			log.Error("egress forwarders", "err", err)
+			return 1
+		}
+	}
 	if err := srv.Serve(ctx, ln); err != nil {
 		log.Error("serve", "err", err)
 		return 1

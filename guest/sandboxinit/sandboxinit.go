@@ -44,7 +44,21 @@ type Config struct {
 	// Overlays are copy-on-write directory views mounted in the new root
 	// before anything runs there.
 	Overlays []Overlay `json:"overlays,omitempty"`
+	// Egress, when set, gives the sandbox its way out (see
+	// guest/egressfwd).
+	Egress *Egress `json:"egress,omitempty"`
 }
+
+// Egress is where the host's egress sockets for this sandbox are, and
+// whether programs that ignore proxy settings are redirected too.
+type Egress struct {
+	Dir         string `json:"dir"` // host directory with the sockets
+	Transparent bool   `json:"transparent,omitempty"`
+}
+
+// EgressMount is where the sandbox sees the egress sockets: root-only,
+// read-only, reachable by the agent and not by commands.
+const EgressMount = "/run/paddock/egress"
 
 // Overlay is one directory view: overlayfs at Target (a path in the new
 // root) over Layers (host paths, top first) and Lower (a path in the new

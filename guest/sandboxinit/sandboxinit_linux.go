@@ -17,6 +17,7 @@ import (
 
 	"paddock.dev/paddock/guest/agent"
 	"paddock.dev/paddock/guest/confine"
+	"paddock.dev/paddock/guest/egressfwd"
 )
 
 // Main runs sandbox-init and returns only on failure (exit code), or when
@@ -74,6 +75,11 @@ func setup() ([]string, error) {
 	if err := loopbackUp(); err != nil {
 		return nil, fmt.Errorf("bring up lo: %w", err)
 	}
+	if c.Egress != nil {
+		if err := setupEgress(c); err != nil {
+			return nil, err
+		}
+	}
 	if err := unix.Chdir(c.Merged); err != nil {
 		return nil, err
 	}
@@ -100,6 +106,9 @@ func setup() ([]string, error) {
 	if c.LogJSON {
 		argv = append(argv, "--log-json")
 	}
+	if c.Egress != nil {
+		argv = append(argv, "--egress-dir", EgressMount)
+	}
 	return argv, nil
 }
 
@@ -112,6 +121,80 @@ var agentCaps = map[int]bool{
 	unix.CAP_FOWNER: true, unix.CAP_FSETID: true, unix.CAP_KILL: true,
 	unix.CAP_SETGID: true, unix.CAP_SETUID: true, unix.CAP_NET_BIND_SERVICE: true,
 	unix.CAP_AUDIT_WRITE: true,
+}
+
+// setupEgress mounts the host's egress sockets at EgressMount (0700,
+// read-only), points the resolver and apt at the agent's forwarders, and
+// in transparent mode sets up the redirect (guest/egressfwd).
+func setupEgress(c Config) error {
+	dir, err := inRoot(c.Merged, EgressMount, true)
+	if err != nil {
+		return fmt.Errorf("egress mount point: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	if err := unix.Mount(c.Egress.Dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind the egress sockets: %w", err)
+	}
+	// The sockets are the agent's alone, whatever mode the host gave
+	// the directory (the same inode on both sides of the bind).
+	if err := os.Chown(dir, 0, 0); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("egress sockets read-only: %w", err)
+	}
+	files := []struct{ path, content string }{
+		{"/etc/resolv.conf", "nameserver 127.0.0.1\noptions edns0\n"},
+	}
+	if fi, err := os.Lstat(filepath.Join(c.Merged, "etc/apt/apt.conf.d")); err == nil && fi.IsDir() {
+		files = append(files, struct{ path, content string }{"/etc/apt/apt.conf.d/90paddock-proxy",
+			"Acquire::http::Proxy \"http://127.0.0.1:3128\";\nAcquire::https::Proxy \"http://127.0.0.1:3128\";\n"})
+	}
+	for _, f := range files {
+		if err := bindFile(c, f.path, f.content); err != nil {
+			return err
+		}
+	}
+	if c.Egress.Transparent {
+		if err := egressfwd.SetupTransparent(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindFile puts content at path in the new root as a read-only bind of a
+// file in the identity directory. A symbolic link at path (a checkpoint
+// layer holds what the sandbox wrote) is replaced, never followed.
+func bindFile(c Config, path, content string) error {
+	parent, err := inRoot(c.Merged, filepath.Dir(path), true)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	target := filepath.Join(parent, filepath.Base(path))
+	if fi, err := os.Lstat(target); err == nil && !fi.Mode().IsRegular() {
+		if err := os.RemoveAll(target); err != nil {
+			return err
+		}
+	}
+	if f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW, 0o644); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	} else {
+		f.Close()
+	}
+	src := filepath.Join(c.IdentityDir, strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"))
+	if err := os.WriteFile(src, []byte(content), 0o444); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", path, err)
+	}
+	return unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, "")
 }
 
 // mountOverlays mounts each directory view. Paths in the new root are

@@ -245,6 +245,10 @@ func (m *Machine) boot(ctx context.Context) error {
 		Hostname: m.spec.Hostname, GuestUser: m.spec.GuestUser, GuestHome: image.GuestHome,
 		Env: m.spec.Env, Overlays: overlays,
 	}
+	if n := m.spec.Network; n == hypervisor.NetworkProxy || n == hypervisor.NetworkTransparent {
+		cfg.Egress = &sandboxinit.Egress{Dir: m.spec.EgressDir, Transparent: n == hypervisor.NetworkTransparent}
+		cfg.Env = append(append([]string(nil), cfg.Env...), egressEnv...)
+	}
 	if err := json.NewEncoder(pw).Encode(cfg); err != nil {
 		return fmt.Errorf("send init config: %w", err)
 	}
@@ -254,6 +258,13 @@ func (m *Machine) boot(ctx context.Context) error {
 	}
 	// What a later process needs to adopt this machine.
 	return m.writeState()
+}
+
+// egressEnv points programs at the agent's proxy.
+var egressEnv = []string{
+	"http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+	"HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
+	"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1",
 }
 
 // overlayConfig makes the writable directories of the machine's overlays

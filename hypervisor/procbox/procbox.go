@@ -444,8 +444,19 @@ func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
 	switch spec.Network {
 	case "", hypervisor.NetworkOffline:
 		spec.Network = hypervisor.NetworkOffline
+		if spec.EgressDir != "" {
+			return spec, bad("an egress directory needs network %q or %q", hypervisor.NetworkProxy, hypervisor.NetworkTransparent)
+		}
+	case hypervisor.NetworkProxy, hypervisor.NetworkTransparent:
+		d := spec.EgressDir
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d || strings.ContainsAny(d, ",:\x00\n") {
+			return spec, bad("network %q needs an absolute, clean egress directory (got %q)", spec.Network, d)
+		}
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			return spec, bad("egress directory %q is not a directory", d)
+		}
 	default:
-		return spec, fmt.Errorf("%w: network %q (procbox offers only %q for now)", hypervisor.ErrNotSupported, spec.Network, hypervisor.NetworkOffline)
+		return spec, fmt.Errorf("%w: network %q (procbox offers %q, %q and %q)", hypervisor.ErrNotSupported, spec.Network, hypervisor.NetworkOffline, hypervisor.NetworkProxy, hypervisor.NetworkTransparent)
 	}
 	if spec.GuestUser == "" {
 		spec.GuestUser = fmt.Sprintf("%d:%d", image.GuestUID, image.GuestGID)

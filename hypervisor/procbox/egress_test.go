@@ -1,0 +1,124 @@
+package procbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"paddock.dev/paddock/guest/egressfwd"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// egressSockets serves what the host's egress would on its three sockets:
+// an HTTP proxy that names what it was asked, a resolver that answers any
+// query with the query reversed, and a redirect socket that answers the
+// header line it got.
+func egressSockets(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	listen := func(name string) net.Listener {
+		l, err := net.Listen("unix", filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	pl := listen(egressfwd.ProxySocket)
+	go http.Serve(pl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "via-proxy %s %s\n", r.Method, r.URL)
+	}))
+	accept := func(l net.Listener, h func(net.Conn)) {
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); h(c) }()
+			}
+		}()
+	}
+	accept(listen(egressfwd.DNSSocket), func(c net.Conn) {
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return
+		}
+		q := make([]byte, binary.BigEndian.Uint16(l[:]))
+		io.ReadFull(c, q)
+		c.Write(append(l[:], []byte(strings.ToUpper(string(q)))...))
+	})
+	accept(listen(egressfwd.RedirectSocket), func(c net.Conn) {
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		io.WriteString(c, line)
+	})
+	return dir
+}
+
+// TestEgressModes boots sandboxes in proxy and transparent mode against
+// stand-in egress sockets and checks, as the guest user: the sockets are
+// out of reach, the proxy and resolver answer on loopback, the
+// environment and resolv.conf point there, and only transparent mode
+// carries a connection to an outside address (to the redirect socket,
+// naming where it was going).
+func TestEgressModes(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	dir := egressSockets(t)
+	b, err := New(hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t), Options: map[string]string{"store": StoreTmpfs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Create(ctx, hypervisor.MachineSpec{Image: "mini", Network: hypervisor.NetworkProxy}); err == nil {
+		t.Error("proxy mode without an egress directory was accepted")
+	}
+	// bash, for /dev/tcp and /dev/udp (the image's sh is dash).
+	bash := func(script string) string { return "bash -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'" }
+	httpGet := `exec 3<>/dev/tcp/%s; printf "GET %s HTTP/1.0\r\nHost: x\r\n\r\n" >&3; timeout 5 cat <&3`
+	for _, mode := range []string{hypervisor.NetworkProxy, hypervisor.NetworkTransparent} {
+		t.Run(mode, func(t *testing.T) {
+			m, err := b.Create(ctx, hypervisor.MachineSpec{Image: "mini", Network: mode, EgressDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Stop(ctx)
+			c := clientFor(m)
+			if res := run(t, c, "ls /run/paddock/egress"); res.ExitCode == 0 {
+				t.Errorf("the guest user reaches the egress sockets: %s", res.Stdout)
+			}
+			if out := mustRun(t, c, "echo $http_proxy; cat /etc/resolv.conf"); !strings.Contains(out, "http://127.0.0.1:3128") || !strings.Contains(out, "nameserver 127.0.0.1") {
+				t.Errorf("environment and resolver: %q", out)
+			}
+			if out := mustRun(t, c, bash(fmt.Sprintf(httpGet, "127.0.0.1/3128", "http://example.test/x"))); !strings.Contains(out, "via-proxy GET http://example.test/x") {
+				t.Errorf("through the proxy: %q", out)
+			}
+			// A 12-byte "query" over UDP comes back from the host resolver.
+			if out := mustRun(t, c, bash(`exec 3<>/dev/udp/127.0.0.1/53; printf abcdefghijkl >&3; timeout 5 head -c 12 <&3`)); out != "ABCDEFGHIJKL" {
+				t.Errorf("through the resolver: %q", out)
+			}
+			res := run(t, c, bash(fmt.Sprintf(httpGet, "203.0.113.7/80", "/")))
+			switch mode {
+			case hypervisor.NetworkProxy:
+				if res.ExitCode == 0 {
+					t.Errorf("proxy mode reached an outside address directly: %q", res.Stdout)
+				}
+			case hypervisor.NetworkTransparent:
+				if !strings.Contains(string(res.Stdout), "PADDOCK-REDIRECT 203.0.113.7:80") {
+					t.Errorf("transparent mode: %+v", res)
+				}
+				if res := run(t, c, bash("exec 3<>/dev/tcp/203.0.113.7/22")); res.ExitCode == 0 {
+					t.Error("transparent mode let TCP to port 22 out")
+				}
+			}
+		})
+	}
+}
