@@ -72,9 +72,12 @@ type MachineSpec struct {
 	DiskMB   int64 // writable layer size
 	PIDs     int64 // process limit
 	Network  string
-	// EgressDir is a host directory holding the unix sockets of this
+	// EgressDir is the host directory for the unix sockets of this
 	// machine's egress (proxy.sock, dns.sock, redirect.sock; see
 	// guest/egressfwd); required by NetworkProxy and NetworkTransparent.
+	// The backend makes it (mode 0700) if missing; the caller serves the
+	// sockets. A fork child gets the sibling directory named after its
+	// own id, so each sandbox's traffic arrives on its own sockets.
 	EgressDir string
 	// GuestUser is the uid:gid commands run as (default 1000:1000).
 	GuestUser string

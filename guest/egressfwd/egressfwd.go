@@ -5,7 +5,7 @@
 // only the agent can reach them). The sandbox has no other way out: the
 // host knows which sandbox is speaking from which socket it arrived on.
 //
-// Three sockets, each optional:
+// Three sockets (the host makes the ones the sandbox's mode needs):
 //
 //   - proxy.sock: an HTTP proxy (forward and CONNECT); served on
 //     127.0.0.1:3128 (http_proxy points there).
@@ -27,7 +27,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -71,8 +70,10 @@ type Forwarder struct {
 	wg        sync.WaitGroup
 }
 
-// Start listens on the in-sandbox addresses for each socket present in
-// cfg.Dir and forwards until ctx ends or Close. It fails if a listener
+// Start listens on the in-sandbox addresses and forwards until ctx ends
+// or Close. The host's sockets need not exist yet (a fork child boots
+// before the host has made its sockets): each connection dials when it
+// comes, and fails if its socket is missing. It fails if a listener
 // cannot be made: a sandbox that should have egress and has none is
 // better refused than silently offline.
 func Start(ctx context.Context, cfg Config) (*Forwarder, error) {
@@ -81,45 +82,37 @@ func Start(ctx context.Context, cfg Config) (*Forwarder, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Forwarder{cfg: cfg, log: log}
-	has := func(name string) bool {
-		fi, err := os.Stat(filepath.Join(cfg.Dir, name))
-		return err == nil && fi.Mode()&os.ModeSocket != 0
-	}
 	fail := func(err error) (*Forwarder, error) {
 		f.Close()
 		return nil, err
 	}
-	if has(ProxySocket) {
-		l, err := net.Listen("tcp4", ProxyAddr)
-		if err != nil {
-			return fail(fmt.Errorf("egress: listen on %s: %w", ProxyAddr, err))
-		}
-		f.add(l)
-		f.go_(func() { f.serveStream(l, ProxySocket, nil) })
+	l, err := net.Listen("tcp4", ProxyAddr)
+	if err != nil {
+		return fail(fmt.Errorf("egress: listen on %s: %w", ProxyAddr, err))
 	}
-	if has(DNSSocket) {
-		l, err := net.Listen("tcp4", DNSAddr)
-		if err != nil {
-			return fail(fmt.Errorf("egress: listen on %s/tcp: %w", DNSAddr, err))
-		}
-		f.add(l)
-		f.go_(func() { f.serveStream(l, DNSSocket, nil) })
-		pc, err := net.ListenPacket("udp4", DNSAddr)
-		if err != nil {
-			return fail(fmt.Errorf("egress: listen on %s/udp: %w", DNSAddr, err))
-		}
-		f.add(pc)
-		f.go_(func() { f.serveDNSPackets(pc) })
+	f.add(l)
+	f.go_(func() { f.serveStream(l, ProxySocket, nil) })
+	dl, err := net.Listen("tcp4", DNSAddr)
+	if err != nil {
+		return fail(fmt.Errorf("egress: listen on %s/tcp: %w", DNSAddr, err))
 	}
-	if has(RedirectSocket) {
-		for _, a := range []string{fmt.Sprintf("127.0.0.1:%d", RedirectPort), fmt.Sprintf("[::1]:%d", RedirectPort)} {
-			l, err := net.Listen("tcp", a)
-			if err != nil {
-				return fail(fmt.Errorf("egress: listen on %s: %w", a, err))
-			}
-			f.add(l)
-			f.go_(func() { f.serveStream(l, RedirectSocket, redirectHeader) })
+	f.add(dl)
+	f.go_(func() { f.serveStream(dl, DNSSocket, nil) })
+	pc, err := net.ListenPacket("udp4", DNSAddr)
+	if err != nil {
+		return fail(fmt.Errorf("egress: listen on %s/udp: %w", DNSAddr, err))
+	}
+	f.add(pc)
+	f.go_(func() { f.serveDNSPackets(pc) })
+	// Only connections nftables redirected have an original destination;
+	// anything else connecting here is closed (redirectHeader fails).
+	for _, a := range []string{fmt.Sprintf("127.0.0.1:%d", RedirectPort), fmt.Sprintf("[::1]:%d", RedirectPort)} {
+		rl, err := net.Listen("tcp", a)
+		if err != nil {
+			return fail(fmt.Errorf("egress: listen on %s: %w", a, err))
 		}
+		f.add(rl)
+		f.go_(func() { f.serveStream(rl, RedirectSocket, redirectHeader) })
 	}
 	go func() {
 		<-ctx.Done()

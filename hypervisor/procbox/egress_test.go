@@ -105,6 +105,35 @@ func TestEgressModes(t *testing.T) {
 			if out := mustRun(t, c, bash(`exec 3<>/dev/udp/127.0.0.1/53; printf abcdefghijkl >&3; timeout 5 head -c 12 <&3`)); out != "ABCDEFGHIJKL" {
 				t.Errorf("through the resolver: %q", out)
 			}
+			if mode == hypervisor.NetworkProxy {
+				// A fork child speaks on its own sockets, in the sibling
+				// directory named after it: nothing until the host
+				// serves them, and never through the parent's.
+				snap, err := m.Checkpoint(ctx, "e", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kids, err := m.Fork(ctx, snap, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer kids[0].Stop(ctx)
+				kc := clientFor(kids[0])
+				get := bash(fmt.Sprintf(httpGet, "127.0.0.1/3128", "http://child.test/"))
+				if res := run(t, kc, get); strings.Contains(string(res.Stdout), "via-proxy") {
+					t.Errorf("a fork child reached its parent's proxy: %q", res.Stdout)
+				}
+				kidDir := filepath.Join(filepath.Dir(dir), kids[0].ID())
+				kl, err := net.Listen("unix", filepath.Join(kidDir, egressfwd.ProxySocket))
+				if err != nil {
+					t.Fatalf("the child's egress directory: %v", err)
+				}
+				defer kl.Close()
+				go http.Serve(kl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "child-proxy %s\n", r.URL) }))
+				if out := mustRun(t, kc, get); !strings.Contains(out, "child-proxy http://child.test/") {
+					t.Errorf("the child's own proxy: %q", out)
+				}
+			}
 			res := run(t, c, bash(fmt.Sprintf(httpGet, "203.0.113.7/80", "/")))
 			switch mode {
 			case hypervisor.NetworkProxy:

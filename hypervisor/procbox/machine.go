@@ -246,6 +246,9 @@ func (m *Machine) boot(ctx context.Context) error {
 		Env: m.spec.Env, Overlays: overlays,
 	}
 	if n := m.spec.Network; n == hypervisor.NetworkProxy || n == hypervisor.NetworkTransparent {
+		if err := os.MkdirAll(m.spec.EgressDir, 0o700); err != nil {
+			return fmt.Errorf("egress directory: %w", err)
+		}
 		cfg.Egress = &sandboxinit.Egress{Dir: m.spec.EgressDir, Transparent: n == hypervisor.NetworkTransparent}
 		cfg.Env = append(append([]string(nil), cfg.Env...), egressEnv...)
 	}
@@ -584,6 +587,9 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 			spec := m.spec
 			spec.ID = randomID(base + "-f")
 			spec.Hostname = ""
+			if spec.EgressDir != "" {
+				spec.EgressDir = filepath.Join(filepath.Dir(spec.EgressDir), spec.ID)
+			}
 			snap := s
 			spec.From = &snap
 			children[i], errs[i] = m.b.create(ctx, spec)

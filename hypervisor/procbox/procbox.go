@@ -452,8 +452,8 @@ func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
 		if !filepath.IsAbs(d) || filepath.Clean(d) != d || strings.ContainsAny(d, ",:\x00\n") {
 			return spec, bad("network %q needs an absolute, clean egress directory (got %q)", spec.Network, d)
 		}
-		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
-			return spec, bad("egress directory %q is not a directory", d)
+		if fi, err := os.Lstat(filepath.Dir(d)); err != nil || !fi.IsDir() {
+			return spec, bad("the parent of egress directory %q is not a directory", d)
 		}
 	default:
 		return spec, fmt.Errorf("%w: network %q (procbox offers %q, %q and %q)", hypervisor.ErrNotSupported, spec.Network, hypervisor.NetworkOffline, hypervisor.NetworkProxy, hypervisor.NetworkTransparent)
