@@ -2,55 +2,1042 @@ package api_test
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 
+	guestapi "paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 )
+
+// The tests in this file keep docs/api/openapi.yaml and the code from
+// drifting apart: the routes, every schema against the Go type it
+// describes (json names both ways, required, types, nested schemas), the
+// shape of every operation, the $refs, and the limits the code enforces.
+
+// Bodies hostd/api builds as map literals. These structs mirror them so
+// their schemas are checked like the others; the handler named beside
+// each is what to compare when one changes.
+type (
+	errorBody struct {
+		Error string `json:"error"`
+	} // writeError, and SSE error events
+	healthBody struct {
+		OK bool `json:"ok"`
+	} // GET /healthz
+	sessionList struct {
+		Sessions []*session.Session `json:"sessions"` // list
+	}
+	forkResult struct {
+		Children []*session.Session `json:"children"` // fork
+	}
+	eventsBody struct { // events
+		Ledger   []ledger.Entry `json:"ledger"`
+		VMEvents []any          `json:"vm_events"`
+	}
+	uploadList struct {
+		Uploads []*session.Upload `json:"uploads"` // listUploads
+	}
+	jobList struct {
+		Jobs []session.Job `json:"jobs"` // listJobs
+	}
+	sandboxList struct {
+		Sandboxes []*session.Sandbox `json:"sandboxes"` // listSandboxes
+	}
+	jobStartEvent struct { // execStream, event start
+		Job string `json:"job"`
+	}
+	jobOutputEvent struct { // streamJob, event output
+		Offset       int64  `json:"offset"`
+		NextOffset   int64  `json:"next_offset"`
+		Output       string `json:"output"`
+		OutputBase64 string `json:"output_base64"`
+	}
+	jobStderrEvent struct { // streamJob, event stderr
+		Offset     int64  `json:"offset"`
+		NextOffset int64  `json:"next_offset"`
+		Stderr     string `json:"stderr"`
+	}
+	jobExitEvent struct { // streamJob, event exit
+		ExitCode *int   `json:"exit_code"`
+		State    string `json:"state"`
+		Signal   string `json:"signal"`
+	}
+)
+
+// direction says which way a schema's body travels.
+type direction int
+
+const (
+	// out: an answer. Its required list must be exactly the fields
+	// without omitempty (they are always sent).
+	out direction = iota + 1
+	// in: a request body. Unknown fields are refused (400), so it must
+	// say additionalProperties: false.
+	in
+	// both: a type used in requests and answers (additionalProperties:
+	// false; required is left to the document).
+	both
+)
+
+// openAPISchemas lists every entry of components/schemas with the Go
+// value it describes. An entry with no Go value says why in note.
+var openAPISchemas = []struct {
+	name string
+	goV  any
+	dir  direction
+	note string
+}{
+	{name: "Error", goV: errorBody{}, dir: out},
+	{name: "Health", goV: healthBody{}, dir: out},
+	{name: "QueryBool", note: "a query parameter's values (queryBool in api.go), not a body"},
+
+	{name: "Session", goV: session.Session{}, dir: out},
+	{name: "Runtime", goV: session.Runtime{}, dir: both},
+	{name: "Workspace", goV: session.Workspace{}, dir: out},
+	{name: "Checkpoint", goV: session.Checkpoint{}, dir: out},
+	{name: "Usage", goV: session.Usage{}, dir: out},
+	{name: "Capabilities", goV: hypervisor.Capabilities{}, dir: out},
+	{name: "CreateRequest", goV: session.CreateRequest{}, dir: in},
+	{name: "WorkspaceRequest", goV: session.WorkspaceRequest{}, dir: in},
+	{name: "SessionList", goV: sessionList{}, dir: out},
+
+	{name: "ExecRequest", goV: session.ExecRequest{}, dir: in},
+	{name: "ExecResult", goV: session.ExecResult{}, dir: out},
+
+	{name: "CheckpointRequest", goV: session.CheckpointRequest{}, dir: in},
+	{name: "RestoreRequest", goV: session.RestoreRequest{}, dir: in},
+	{name: "ForkRequest", goV: session.ForkRequest{}, dir: in},
+	{name: "ForkResult", goV: forkResult{}, dir: out},
+	{name: "Artifacts", goV: session.Artifacts{}, dir: out},
+
+	{name: "LedgerEntry", goV: ledger.Entry{}, dir: out},
+	{name: "Events", goV: eventsBody{}, dir: out},
+	{name: "Step", goV: session.Step{}, dir: out},
+	{name: "Trajectory", goV: session.Trajectory{}, dir: out},
+
+	{name: "GitRequest", goV: session.GitRequest{}, dir: in},
+	{name: "GitResult", goV: session.GitResult{}, dir: out},
+	{name: "GitCommit", goV: session.GitCommit{}, dir: out},
+
+	{name: "Probe", goV: guestapi.Probe{}, dir: out},
+
+	{name: "UploadRequest", goV: session.UploadRequest{}, dir: in},
+	{name: "Upload", goV: session.Upload{}, dir: out},
+	{name: "UploadList", goV: uploadList{}, dir: out},
+
+	{name: "FileInfo", goV: guestapi.FileInfo{}, dir: out},
+	{name: "Listing", goV: guestapi.Listing{}, dir: out},
+	{name: "FileRead", goV: session.FileRead{}, dir: out},
+	{name: "FileWrite", goV: session.FileWrite{}, dir: in},
+	{name: "FileRange", goV: session.FileRange{}, dir: out},
+
+	{name: "JobStart", goV: session.JobStart{}, dir: in},
+	{name: "ConfineReport", goV: guestapi.ConfineReport{}, dir: out},
+	{name: "Job", goV: session.Job{}, dir: out},
+	{name: "JobList", goV: jobList{}, dir: out},
+	{name: "JobRead", goV: session.JobRead{}, dir: out},
+	{name: "JobStdin", goV: session.JobStdin{}, dir: in},
+	{name: "JobStartEvent", goV: jobStartEvent{}, dir: out},
+	{name: "JobOutputEvent", goV: jobOutputEvent{}, dir: out},
+	{name: "JobStderrEvent", goV: jobStderrEvent{}, dir: out},
+	{name: "JobExitEvent", goV: jobExitEvent{}, dir: out},
+
+	{name: "SandboxRequest", goV: session.SandboxRequest{}, dir: in},
+	{name: "Sandbox", goV: session.Sandbox{}, dir: out},
+	{name: "SandboxList", goV: sandboxList{}, dir: out},
+	{name: "ProcessRequest", goV: session.ProcessRequest{}, dir: in},
+	{name: "ProcessResult", goV: session.ProcessResult{}, dir: out},
+	{name: "SandboxPath", goV: session.SandboxPath{}, dir: in},
+	{name: "SandboxFile", goV: session.SandboxFile{}, dir: out},
+	{name: "SandboxWrite", goV: session.SandboxWrite{}, dir: in},
+	{name: "SandboxWritten", goV: session.SandboxWritten{}, dir: out},
+}
+
+// openAPILimits ties values in the document (by JSON pointer) to what the
+// code enforces. Numbers compare as integers, []string as sets (enums).
+// Literals stand where the code has no exported constant.
+var openAPILimits = []struct {
+	ptr  string
+	want any
+}{
+	{"components/schemas/CreateRequest/properties/agent/maxLength", session.MaxAgentName},
+	{"components/schemas/CreateRequest/properties/ttl_seconds/maximum", session.MaxTTLSeconds},
+	{"components/schemas/CreateRequest/properties/ttl_seconds/default", session.DefaultTTLSeconds},
+	{"components/schemas/WorkspaceRequest/properties/path/maxLength", session.MaxWorkspacePath},
+	{"components/schemas/WorkspaceRequest/properties/lower/maxLength", session.MaxWorkspacePath},
+	{"components/schemas/WorkspaceRequest/properties/git/maxLength", session.MaxGitURL},
+	{"components/schemas/WorkspaceRequest/properties/mode/enum", []string{"", session.ModeWritable, "clone", session.ModeReadOnly, session.ModeOverlay}},
+	{"components/schemas/Workspace/properties/mode/enum", []string{"", session.ModeWritable, session.ModeReadOnly, session.ModeOverlay}},
+	{"components/schemas/Session/properties/state/enum", []string{session.StateRunning, session.StateExpired, session.StateGone, session.StateLost, session.StateDeleted}},
+	{"components/schemas/Session/properties/kind/enum", []string{session.KindSandbox}},
+
+	{"components/schemas/ExecRequest/properties/command/maxLength", session.MaxCommandBytes},
+	{"components/schemas/ExecRequest/properties/timeout_seconds/maximum", session.MaxExecTimeout},
+	{"components/schemas/ExecRequest/properties/timeout_seconds/default", session.DefaultExecTimeout},
+
+	{"components/schemas/CheckpointRequest/properties/tag/maxLength", session.MaxTagLen},
+	{"components/schemas/ForkRequest/properties/count/maximum", hypervisor.MaxForkChildren},
+
+	{"components/schemas/GitRequest/properties/message/maxLength", session.MaxCommitMsg},
+	{"components/parameters/GitLogN/schema/maximum", session.MaxGitLog},
+
+	{"components/schemas/UploadRequest/properties/size/maximum", session.MaxUploadBytes},
+	{"components/parameters/UploadOffset/schema/maximum", session.MaxUploadBytes},
+	{"components/schemas/Upload/properties/state/enum", []string{session.UploadOpen, session.UploadComplete}},
+
+	{"components/schemas/FileWrite/properties/content_base64/maxLength", base64.StdEncoding.EncodedLen(session.MaxFileWriteBytes)},
+	{"components/schemas/FileRead/properties/size/maximum", guestapi.MaxFileReadBytes},
+	{"components/parameters/RangeLength/schema/maximum", guestapi.MaxRangeBytes},
+	{"components/parameters/RangeLength/schema/default", guestapi.MaxRangeBytes},
+	{"components/schemas/FileRange/properties/length/maximum", guestapi.MaxRangeBytes},
+	{"components/parameters/RangeOffset/schema/maximum", 1 << 40},
+	{"components/schemas/FileInfo/properties/type/enum", []string{guestapi.TypeFile, guestapi.TypeDir, guestapi.TypeSymlink, guestapi.TypeOther}},
+	{"components/schemas/Listing/properties/entries/maxItems", guestapi.MaxListEntries},
+
+	{"components/schemas/JobStart/properties/command/maxLength", session.MaxCommandBytes},
+	{"components/schemas/JobStart/properties/max_output_bytes/maximum", guestapi.MaxMaxOutputBytes},
+	{"components/schemas/JobStart/properties/timeout_seconds/maximum", guestapi.MaxTimeoutSeconds},
+	{"components/schemas/JobStdin/properties/text/maxLength", guestapi.MaxStdinWriteBytes},
+	{"components/schemas/JobStdin/properties/data_base64/maxLength", base64.StdEncoding.EncodedLen(guestapi.MaxStdinWriteBytes)},
+	{"components/schemas/Job/properties/state/enum", []string{guestapi.JobRunning, guestapi.JobExited, guestapi.JobKilled, guestapi.JobSignaled, guestapi.JobTimedOut}},
+	{"components/schemas/JobList/properties/jobs/maxItems", guestapi.MaxJobs},
+	{"components/parameters/JobWaitMillis/schema/maximum", guestapi.MaxWaitMillis},
+	{"components/parameters/JobOffset/schema/maximum", 1 << 40},
+	{"components/parameters/JobStderrOffset/schema/maximum", 1 << 40},
+
+	{"components/schemas/SandboxRequest/properties/ttl_seconds/maximum", session.MaxTTLSeconds},
+	{"components/schemas/SandboxRequest/properties/ttl_seconds/default", session.DefaultSandboxTTLSeconds},
+	{"components/schemas/Sandbox/properties/id/pattern", "^" + session.SandboxIDPrefix + "[0-9a-f]{16}$"},
+	{"components/schemas/ProcessRequest/properties/command/maxLength", session.MaxCommandBytes},
+	{"components/schemas/ProcessRequest/properties/timeout_seconds/maximum", session.MaxExecTimeout},
+	{"components/schemas/ProcessRequest/properties/timeout_seconds/default", session.DefaultExecTimeout},
+	{"components/schemas/ProcessRequest/properties/env/maxProperties", session.MaxSandboxEnvVars},
+	{"components/schemas/ProcessRequest/properties/cwd/maxLength", 4096},
+	{"components/schemas/SandboxPath/properties/path/maxLength", 4096},
+	{"components/schemas/SandboxWrite/properties/path/maxLength", 4096},
+	{"components/schemas/SandboxWrite/properties/content/maxLength", session.MaxSandboxFileBytes},
+	{"components/schemas/SandboxWrite/properties/content_base64/maxLength", base64.StdEncoding.EncodedLen(session.MaxSandboxFileBytes)},
+	{"components/schemas/SandboxFile/properties/size/maximum", session.MaxSandboxFileBytes},
+
+	{"components/parameters/IdempotencyKey/schema/maxLength", 255},
+
+	// The procbox backend's limits, the only backend today.
+	{"components/schemas/Runtime/properties/cpus/maximum", procbox.MaxCPUs},
+	{"components/schemas/Runtime/properties/memory_mb/maximum", procbox.MaxMemoryMB},
+	{"components/schemas/Runtime/properties/disk_mb/maximum", procbox.MaxDiskMB},
+	{"components/schemas/SandboxRequest/properties/cpus/maximum", procbox.MaxCPUs},
+	{"components/schemas/SandboxRequest/properties/memory_mb/maximum", procbox.MaxMemoryMB},
+}
+
+// errorStatuses are the error statuses an operation may list.
+var errorStatuses = []string{"400", "401", "403", "404", "409", "412", "413", "422", "428", "500", "502"}
+
+var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+// openAPIDoc is the parsed document.
+type openAPIDoc struct {
+	root map[string]any
+}
+
+func loadOpenAPI(t *testing.T) *openAPIDoc {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "docs", "api", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := yaml.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("docs/api/openapi.yaml does not parse: %v", err)
+	}
+	root, ok := normalize(v).(map[string]any)
+	if !ok {
+		t.Fatal("docs/api/openapi.yaml is not a mapping")
+	}
+	if got := root["openapi"]; got != "3.1.0" {
+		t.Errorf("openapi: %v, want 3.1.0", got)
+	}
+	return &openAPIDoc{root: root}
+}
+
+// normalize turns every mapping into map[string]any (YAML allows other
+// keys: a status written as 200 instead of "200").
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = normalize(e)
+		}
+		return v
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[fmt.Sprint(k)] = normalize(e)
+		}
+		return m
+	case []any:
+		for i, e := range v {
+			v[i] = normalize(e)
+		}
+	}
+	return v
+}
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+// get follows a JSON pointer (without the leading "#/").
+func (d *openAPIDoc) get(ptr string) (any, bool) {
+	var cur any = d.root
+	for _, seg := range strings.Split(ptr, "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		m := asMap(cur)
+		if m == nil {
+			return nil, false
+		}
+		next, ok := m[seg]
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// deref resolves node when it is a {$ref: ...}; it returns the target and
+// the ref ("" when node was not one).
+func (d *openAPIDoc) deref(node map[string]any) (map[string]any, string, error) {
+	ref, ok := node["$ref"].(string)
+	if !ok {
+		return node, "", nil
+	}
+	target, found := d.get(strings.TrimPrefix(ref, "#/"))
+	if !strings.HasPrefix(ref, "#/") || !found || asMap(target) == nil {
+		return nil, ref, fmt.Errorf("$ref %q does not resolve", ref)
+	}
+	return asMap(target), ref, nil
+}
+
+// schemaName is X for "#/components/schemas/X", else "".
+func schemaName(ref string) string {
+	name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+func (d *openAPIDoc) schemas() map[string]any {
+	v, _ := d.get("components/schemas")
+	return asMap(v)
+}
+
+// flatten returns a schema's properties and required names, with those of
+// its allOf members (and $refs) merged in.
+func (d *openAPIDoc) flatten(node map[string]any, depth int) (props map[string]map[string]any, required []string, err error) {
+	if depth > 10 {
+		return nil, nil, fmt.Errorf("allOf/$ref nests too deep")
+	}
+	node, _, err = d.deref(node)
+	if err != nil {
+		return nil, nil, err
+	}
+	props = map[string]map[string]any{}
+	for _, member := range asSlice(node["allOf"]) {
+		p, r, err := d.flatten(asMap(member), depth+1)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, v := range p {
+			props[k] = v
+		}
+		required = append(required, r...)
+	}
+	for k, v := range asMap(node["properties"]) {
+		props[k] = asMap(v)
+	}
+	for _, r := range asSlice(node["required"]) {
+		required = append(required, fmt.Sprint(r))
+	}
+	return props, required, nil
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+// goField is one JSON field of a Go struct, as encoding/json sees it.
+type goField struct {
+	name      string
+	goPath    string // Go field path, embedded structs included
+	typ       reflect.Type
+	omitempty bool
+	asString  bool // ",string"
+	untagged  bool // exported, not embedded, and without a json name
+}
+
+// jsonFields lists the JSON fields of struct type t the way encoding/json
+// does: embedded structs without a name are followed, "-" is skipped,
+// and of fields with one name the shallowest wins (a tagged one among
+// equals; two tagged equals cancel out).
+func jsonFields(t reflect.Type) map[string]goField {
+	type cand struct {
+		goField
+		depth  int
+		tagged bool
+	}
+	var all []cand
+	var walk func(t reflect.Type, depth int, prefix string)
+	walk = func(t reflect.Type, depth int, prefix string) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			ft := f.Type
+			if f.Anonymous && name == "" {
+				et := ft
+				if et.Kind() == reflect.Pointer {
+					et = et.Elem()
+				}
+				if et.Kind() == reflect.Struct {
+					walk(et, depth+1, prefix+t.Name()+".")
+					continue
+				}
+			}
+			if !f.IsExported() {
+				continue
+			}
+			tagged := name != ""
+			if !tagged {
+				name = f.Name
+			}
+			optList := strings.Split(opts, ",")
+			all = append(all, cand{goField{
+				name: name, goPath: prefix + t.Name() + "." + f.Name, typ: ft,
+				omitempty: slices.Contains(optList, "omitempty"),
+				asString:  slices.Contains(optList, "string"),
+				untagged:  !tagged,
+			}, depth, tagged})
+		}
+	}
+	walk(t, 0, "")
+	byName := map[string][]cand{}
+	for _, c := range all {
+		byName[c.name] = append(byName[c.name], c)
+	}
+	outFields := map[string]goField{}
+	for name, cs := range byName {
+		minDepth := cs[0].depth
+		for _, c := range cs {
+			minDepth = min(minDepth, c.depth)
+		}
+		var top, topTagged []cand
+		for _, c := range cs {
+			if c.depth == minDepth {
+				top = append(top, c)
+				if c.tagged {
+					topTagged = append(topTagged, c)
+				}
+			}
+		}
+		switch {
+		case len(top) == 1:
+			outFields[name] = top[0].goField
+		case len(topTagged) == 1:
+			outFields[name] = topTagged[0].goField
+		}
+	}
+	return outFields
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 // TestOpenAPIListsEveryRoute compares the router's routes with the paths
 // and methods docs/api/openapi.yaml describes: neither may have one the
 // other lacks.
 func TestOpenAPIListsEveryRoute(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "docs", "api", "openapi.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pathRE := regexp.MustCompile(`^  (/[^:]*):\s*$`)
-	methodRE := regexp.MustCompile(`^    (get|put|post|delete|patch|head|options):\s*$`)
+	doc := loadOpenAPI(t)
 	var documented []string
-	inPaths, cur := false, ""
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "paths:") {
-			inPaths = true
-			continue
-		}
-		if inPaths && line != "" && !strings.HasPrefix(line, " ") {
-			inPaths = false
-		}
-		if !inPaths {
-			continue
-		}
-		if m := pathRE.FindStringSubmatch(line); m != nil {
-			cur = m[1]
-		} else if m := methodRE.FindStringSubmatch(line); m != nil && cur != "" {
-			documented = append(documented, strings.ToUpper(m[1])+" "+cur)
+	paths := asMap(doc.root["paths"])
+	for _, p := range sortedKeys(paths) {
+		for _, m := range httpMethods {
+			if _, ok := asMap(paths[p])[m]; ok {
+				documented = append(documented, strings.ToUpper(m)+" "+p)
+			}
 		}
 	}
 	served := api.New(nil, sha256.Sum256(nil), nil).Routes()
 	sort.Strings(documented)
 	sort.Strings(served)
 	if len(served) < 20 {
-		t.Fatalf("only %d routes served: the parse or the router is wrong", len(served))
+		t.Fatalf("only %d routes served: the router is wrong", len(served))
 	}
 	if d := cmp.Diff(served, documented); d != "" {
 		t.Errorf("router (-) and openapi.yaml (+) differ:\n%s", d)
+	}
+}
+
+// schemaChecker compares schemas with Go types.
+type schemaChecker struct {
+	t      *testing.T
+	doc    *openAPIDoc
+	byType map[reflect.Type]string // Go type → schema name
+}
+
+var (
+	timeType = reflect.TypeFor[time.Time]()
+	rawType  = reflect.TypeFor[json.RawMessage]()
+)
+
+// TestOpenAPISchemasMatchGo compares every components/schemas entry with
+// the Go type in openAPISchemas: the json names both ways, required (for
+// answers), additionalProperties: false (for requests), and each
+// property's type, with struct-typed fields $ref-ing their own schema.
+func TestOpenAPISchemasMatchGo(t *testing.T) {
+	doc := loadOpenAPI(t)
+	schemas := doc.schemas()
+	c := &schemaChecker{t: t, doc: doc, byType: map[reflect.Type]string{}}
+	listed := map[string]bool{}
+	for _, e := range openAPISchemas {
+		if listed[e.name] {
+			t.Errorf("openAPISchemas lists %s twice", e.name)
+		}
+		listed[e.name] = true
+		if e.goV != nil {
+			c.byType[reflect.TypeOf(e.goV)] = e.name
+		} else if e.note == "" {
+			t.Errorf("openAPISchemas: %s has neither a Go value nor a note saying why", e.name)
+		}
+		if _, ok := schemas[e.name]; !ok {
+			t.Errorf("openapi.yaml: components/schemas has no %s (openAPISchemas maps it to %T); add it", e.name, e.goV)
+		}
+	}
+	for _, name := range sortedKeys(schemas) {
+		if !listed[name] {
+			t.Errorf("openapi.yaml: components/schemas/%s is not in openAPISchemas in hostd/api/openapi_test.go; add it with the Go value it describes", name)
+		}
+	}
+	for _, e := range openAPISchemas {
+		node := asMap(schemas[e.name])
+		if e.goV == nil || node == nil {
+			continue
+		}
+		c.checkSchema(e.name, node, reflect.TypeOf(e.goV), e.dir)
+	}
+}
+
+func (c *schemaChecker) checkSchema(name string, node map[string]any, gt reflect.Type, dir direction) {
+	t := c.t
+	where := "components/schemas/" + name
+	props, required, err := c.doc.flatten(node, 0)
+	if err != nil {
+		t.Errorf("openapi.yaml %s: %v", where, err)
+		return
+	}
+	fields := jsonFields(gt)
+	for _, fname := range sortedKeys(fields) {
+		f := fields[fname]
+		if f.untagged {
+			t.Errorf("Go %s (%s) has no json tag, so it is sent as %q; give it one", f.goPath, gt, f.name)
+		}
+		if _, ok := props[fname]; !ok {
+			t.Errorf("openapi.yaml %s: property %q is missing (Go field %s of %s)", where, fname, f.goPath, gt)
+		}
+	}
+	for _, pname := range sortedKeys(props) {
+		f, ok := fields[pname]
+		if !ok {
+			t.Errorf("openapi.yaml %s: property %q has no json field in Go type %s; remove it or add the field", where, pname, gt)
+			continue
+		}
+		c.checkType(where+"/properties/"+pname, props[pname], f.typ, f.asString)
+	}
+	req := map[string]bool{}
+	for _, r := range required {
+		req[r] = true
+		if _, ok := props[r]; !ok {
+			t.Errorf("openapi.yaml %s: required names %q, which is not a property", where, r)
+		}
+	}
+	switch dir {
+	case out:
+		for _, fname := range sortedKeys(fields) {
+			f := fields[fname]
+			switch {
+			case !f.omitempty && !req[fname]:
+				t.Errorf("openapi.yaml %s: %q is always sent (Go %s has no omitempty) but is not in required", where, fname, f.goPath)
+			case f.omitempty && req[fname]:
+				t.Errorf("openapi.yaml %s: %q is in required but Go %s is omitempty, so it may be absent", where, fname, f.goPath)
+			}
+		}
+	case in, both:
+		if ap, ok := node["additionalProperties"]; !ok || ap != false {
+			t.Errorf("openapi.yaml %s: a request body refuses unknown fields (400), so it needs additionalProperties: false", where)
+		}
+	}
+}
+
+// jsonTypes is the schema's type keyword as a set, without "null".
+func jsonTypes(node map[string]any) (types []string, null bool) {
+	switch v := node["type"].(type) {
+	case string:
+		types = []string{v}
+	case []any:
+		for _, e := range v {
+			types = append(types, fmt.Sprint(e))
+		}
+	}
+	types = slices.DeleteFunc(types, func(s string) bool {
+		if s == "null" {
+			null = true
+			return true
+		}
+		return false
+	})
+	return types, null
+}
+
+// checkType compares one schema node with Go type gt.
+func (c *schemaChecker) checkType(where string, node map[string]any, gt reflect.Type, asString bool) {
+	t := c.t
+	if node == nil {
+		t.Errorf("openapi.yaml %s: not a schema object (Go %s)", where, gt)
+		return
+	}
+	nullable := false
+	for gt.Kind() == reflect.Pointer {
+		gt, nullable = gt.Elem(), true
+	}
+	types, null := jsonTypes(node)
+	switch gt.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Interface:
+		nullable = true
+	}
+	if null && !nullable {
+		t.Errorf("openapi.yaml %s: allows null, but Go %s is never null", where, gt)
+	}
+	if gt == rawType || gt.Kind() == reflect.Interface {
+		return // any JSON value
+	}
+	ref, _ := node["$ref"].(string)
+	want, tabled := c.byType[gt]
+	isStruct := gt.Kind() == reflect.Struct && gt != timeType
+	switch {
+	case ref != "" && !isStruct:
+		t.Errorf("openapi.yaml %s: $ref %s, but Go %s is not a struct with a schema", where, ref, gt)
+		return
+	case ref != "" && !tabled:
+		t.Errorf("openapi.yaml %s: $ref %s, but Go %s has no schema in openAPISchemas", where, ref, gt)
+		return
+	case ref != "" && schemaName(ref) != want:
+		t.Errorf("openapi.yaml %s: $ref %s, but Go %s is schema %s", where, ref, gt, want)
+		return
+	case ref != "":
+		return
+	case isStruct && tabled:
+		t.Errorf("openapi.yaml %s: should be {$ref: \"#/components/schemas/%s\"} (Go %s)", where, want, gt)
+		return
+	case isStruct:
+		t.Errorf("Go %s (at openapi.yaml %s) is a struct with no schema: add one to components/schemas and to openAPISchemas", gt, where)
+		return
+	}
+	var expect string
+	switch {
+	case asString, gt == timeType, gt.Kind() == reflect.String:
+		expect = "string"
+	case gt.Kind() == reflect.Slice && gt.Elem().Kind() == reflect.Uint8:
+		expect = "string" // base64
+	case gt.Kind() == reflect.Bool:
+		expect = "boolean"
+	case gt.Kind() >= reflect.Int && gt.Kind() <= reflect.Uint64:
+		expect = "integer"
+	case gt.Kind() == reflect.Float32 || gt.Kind() == reflect.Float64:
+		expect = "number"
+	case gt.Kind() == reflect.Slice || gt.Kind() == reflect.Array:
+		expect = "array"
+	case gt.Kind() == reflect.Map:
+		expect = "object"
+	default:
+		t.Errorf("openapi.yaml %s: the test does not know how Go %s (kind %s) is sent as JSON", where, gt, gt.Kind())
+		return
+	}
+	if len(types) != 1 || types[0] != expect {
+		t.Errorf("openapi.yaml %s: type %v, but Go %s is sent as %s", where, types, gt, expect)
+		return
+	}
+	switch {
+	case gt == timeType:
+		if node["format"] != "date-time" {
+			t.Errorf("openapi.yaml %s: Go time.Time needs format: date-time", where)
+		}
+	case expect == "array":
+		items := asMap(node["items"])
+		if items == nil {
+			t.Errorf("openapi.yaml %s: an array needs items (Go %s)", where, gt)
+			return
+		}
+		c.checkType(where+"/items", items, gt.Elem(), false)
+	case expect == "object":
+		if gt.Key().Kind() != reflect.String {
+			t.Errorf("openapi.yaml %s: Go map %s does not have string keys", where, gt)
+		}
+		ap := asMap(node["additionalProperties"])
+		if ap == nil {
+			t.Errorf("openapi.yaml %s: a map needs additionalProperties with the values' schema (Go %s)", where, gt)
+			return
+		}
+		c.checkType(where+"/additionalProperties", ap, gt.Elem(), false)
+	}
+}
+
+// TestOpenAPIOperations checks each operation: an operationId, its path
+// parameters, a request body that $refs a request schema, one success
+// answer that $refs an answer schema (or is an empty 204, or an event
+// stream whose events $ref schemas), and error answers that are the Error
+// schema and include what the operation's parameters and body imply.
+func TestOpenAPIOperations(t *testing.T) {
+	doc := loadOpenAPI(t)
+	dirs := map[string]direction{}
+	for _, e := range openAPISchemas {
+		if e.goV != nil {
+			dirs[e.name] = e.dir
+		}
+	}
+	opIDs := map[string]string{}
+	paramRE := regexp.MustCompile(`\{([^}/]+)\}`)
+	paths := asMap(doc.root["paths"])
+	for _, p := range sortedKeys(paths) {
+		item := asMap(paths[p])
+		for _, method := range httpMethods {
+			op := asMap(item[method])
+			if op == nil {
+				continue
+			}
+			where := strings.ToUpper(method) + " " + p
+			if id, _ := op["operationId"].(string); id == "" {
+				t.Errorf("openapi.yaml %s: no operationId", where)
+			} else if prev, dup := opIDs[id]; dup {
+				t.Errorf("openapi.yaml %s: operationId %s is also %s's", where, id, prev)
+			} else {
+				opIDs[id] = where
+			}
+
+			// Parameters: the path's and the operation's.
+			inPath := map[string]bool{}
+			headers := map[string]bool{}
+			for _, raw := range append(asSlice(item["parameters"]), asSlice(op["parameters"])...) {
+				prm, _, err := doc.deref(asMap(raw))
+				if err != nil || prm == nil {
+					t.Errorf("openapi.yaml %s: parameter: %v", where, err)
+					continue
+				}
+				name, _ := prm["name"].(string)
+				switch prm["in"] {
+				case "path":
+					inPath[name] = true
+					if prm["required"] != true {
+						t.Errorf("openapi.yaml %s: path parameter %s needs required: true", where, name)
+					}
+				case "header":
+					headers[name] = true
+				case "query", "cookie":
+				default:
+					t.Errorf("openapi.yaml %s: parameter %s has in: %v", where, name, prm["in"])
+				}
+				if asMap(prm["schema"]) == nil {
+					t.Errorf("openapi.yaml %s: parameter %s has no schema", where, name)
+				}
+			}
+			var want []string
+			for _, m := range paramRE.FindAllStringSubmatch(p, -1) {
+				want = append(want, m[1])
+			}
+			if !sameSet(want, sortedKeys(inPath)) {
+				t.Errorf("openapi.yaml %s: the path has parameters %v but declares %v (in: path)", where, want, sortedKeys(inPath))
+			}
+
+			responses := asMap(op["responses"])
+			need := map[string]string{} // status → why it must be listed
+
+			// The request body.
+			if rb := asMap(op["requestBody"]); rb != nil {
+				content := asMap(rb["content"])
+				if len(content) == 0 {
+					t.Errorf("openapi.yaml %s: requestBody has no content", where)
+				}
+				for _, mt := range sortedKeys(content) {
+					schema := asMap(asMap(content[mt])["schema"])
+					switch mt {
+					case "application/json":
+						ref, _ := schema["$ref"].(string)
+						name := schemaName(ref)
+						switch dir, ok := dirs[name]; {
+						case name == "":
+							t.Errorf("openapi.yaml %s: the JSON request body must be {$ref: \"#/components/schemas/...\"}", where)
+						case !ok:
+							t.Errorf("openapi.yaml %s: the request body $refs %s, which has no Go type in openAPISchemas", where, name)
+						case dir == out:
+							t.Errorf("openapi.yaml %s: the request body $refs %s, an answer schema (direction out in openAPISchemas)", where, name)
+						}
+						need["400"] = "a JSON body can be invalid"
+						need["413"] = "a JSON body can be over its limit"
+					case "application/octet-stream":
+						if schema["type"] != "string" {
+							t.Errorf("openapi.yaml %s: a raw body's schema needs type: string", where)
+						}
+					default:
+						t.Errorf("openapi.yaml %s: request body of type %s: the test knows application/json and application/octet-stream", where, mt)
+					}
+				}
+			}
+
+			// The success answer.
+			var ok2xx []string
+			for code := range responses {
+				if strings.HasPrefix(code, "2") {
+					ok2xx = append(ok2xx, code)
+				}
+			}
+			if len(ok2xx) != 1 {
+				t.Errorf("openapi.yaml %s: %d success answers %v, want exactly one", where, len(ok2xx), ok2xx)
+			}
+			for _, code := range ok2xx {
+				checkSuccess(t, doc, dirs, where+" "+code, code, asMap(responses[code]))
+			}
+
+			// What parameters and security imply.
+			if headers["If-Match"] {
+				need["412"] = "it takes If-Match"
+			}
+			if headers["Idempotency-Key"] {
+				need["409"] = "it takes Idempotency-Key (a first request still running)"
+				need["422"] = "it takes Idempotency-Key (reused with another request)"
+			}
+			if len(want) > 0 {
+				need["404"] = "its path has an id"
+			}
+			if sec, set := op["security"]; !set || len(asSlice(sec)) > 0 {
+				need["401"] = "it needs the bearer token"
+			}
+			for _, code := range sortedKeys(need) {
+				if _, ok := responses[code]; !ok {
+					t.Errorf("openapi.yaml %s: no %s answer, but %s", where, code, need[code])
+				}
+			}
+
+			// The error answers.
+			for _, code := range sortedKeys(responses) {
+				if strings.HasPrefix(code, "2") {
+					continue
+				}
+				if !slices.Contains(errorStatuses, code) {
+					t.Errorf("openapi.yaml %s: answer %s is not one of %v", where, code, errorStatuses)
+					continue
+				}
+				resp, _, err := doc.deref(asMap(responses[code]))
+				if err != nil {
+					t.Errorf("openapi.yaml %s %s: %v", where, code, err)
+					continue
+				}
+				ref, _ := asMap(asMap(asMap(resp["content"])["application/json"])["schema"])["$ref"].(string)
+				if len(asMap(resp["content"])) != 1 || schemaName(ref) != "Error" {
+					t.Errorf("openapi.yaml %s %s: an error answer must be application/json with schema {$ref: \"#/components/schemas/Error\"}", where, code)
+				}
+			}
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+// checkSuccess checks one 2xx answer.
+func checkSuccess(t *testing.T, doc *openAPIDoc, dirs map[string]direction, where, code string, resp map[string]any) {
+	t.Helper()
+	resp, _, err := doc.deref(resp)
+	if err != nil {
+		t.Errorf("openapi.yaml %s: %v", where, err)
+		return
+	}
+	content := asMap(resp["content"])
+	if code == "204" {
+		if len(content) > 0 {
+			t.Errorf("openapi.yaml %s: a 204 has no content", where)
+		}
+		return
+	}
+	if len(content) != 1 {
+		t.Errorf("openapi.yaml %s: want one media type (application/json or text/event-stream), have %v", where, sortedKeys(content))
+		return
+	}
+	answer := func(what string, node map[string]any) {
+		ref, _ := node["$ref"].(string)
+		name := schemaName(ref)
+		switch dir, ok := dirs[name]; {
+		case name == "":
+			t.Errorf("openapi.yaml %s: %s must be {$ref: \"#/components/schemas/...\"}", where, what)
+		case !ok:
+			t.Errorf("openapi.yaml %s: %s $refs %s, which has no Go type in openAPISchemas", where, what, name)
+		case dir == in:
+			t.Errorf("openapi.yaml %s: %s $refs %s, a request schema (direction in in openAPISchemas)", where, what, name)
+		}
+	}
+	for mt, media := range content {
+		media := asMap(media)
+		switch mt {
+		case "application/json":
+			answer("the schema", asMap(media["schema"]))
+		case "text/event-stream":
+			if asMap(media["schema"])["type"] != "string" {
+				t.Errorf("openapi.yaml %s: an event stream's schema needs type: string", where)
+			}
+			events := asMap(media["x-sse-events"])
+			if len(events) == 0 {
+				t.Errorf("openapi.yaml %s: an event stream needs x-sse-events: each event's name, description and data schema", where)
+			}
+			for _, ev := range sortedKeys(events) {
+				e := asMap(events[ev])
+				if s, _ := e["description"].(string); s == "" {
+					t.Errorf("openapi.yaml %s: event %s has no description", where, ev)
+				}
+				answer("event "+ev+"'s data", asMap(e["data"]))
+			}
+		default:
+			t.Errorf("openapi.yaml %s: media type %s: the test knows application/json and text/event-stream", where, mt)
+		}
+	}
+}
+
+// TestOpenAPIRefs checks that every $ref resolves and every component is
+// used.
+func TestOpenAPIRefs(t *testing.T) {
+	doc := loadOpenAPI(t)
+	used := map[string]bool{}
+	var walk func(where string, v any)
+	walk = func(where string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok {
+				used[ref] = true
+				if _, _, err := doc.deref(v); err != nil {
+					t.Errorf("openapi.yaml %s: %v", where, err)
+				}
+			}
+			for _, k := range sortedKeys(v) {
+				walk(where+"/"+k, v[k])
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s/%d", where, i), e)
+			}
+		}
+	}
+	walk("", doc.root)
+	for _, kind := range []string{"schemas", "parameters", "responses", "headers"} {
+		comps, _ := doc.get("components/" + kind)
+		for _, name := range sortedKeys(asMap(comps)) {
+			if !used["#/components/"+kind+"/"+name] {
+				t.Errorf("openapi.yaml components/%s/%s is never $ref'd; use it or remove it", kind, name)
+			}
+		}
+	}
+}
+
+// TestOpenAPILimits compares the limits the document states with the
+// code's.
+func TestOpenAPILimits(t *testing.T) {
+	doc := loadOpenAPI(t)
+	for _, l := range openAPILimits {
+		got, ok := doc.get(l.ptr)
+		if !ok {
+			t.Errorf("openapi.yaml %s: missing; the code's value is %v", l.ptr, l.want)
+			continue
+		}
+		switch want := l.want.(type) {
+		case []string:
+			var gotS []string
+			for _, e := range asSlice(got) {
+				gotS = append(gotS, fmt.Sprint(e))
+			}
+			sort.Strings(gotS)
+			want = slices.Clone(want)
+			sort.Strings(want)
+			if d := cmp.Diff(want, gotS); d != "" {
+				t.Errorf("openapi.yaml %s: the code's values (-) and the document's (+) differ:\n%s", l.ptr, d)
+			}
+		case string:
+			if got != want {
+				t.Errorf("openapi.yaml %s: %v, the code's is %q", l.ptr, got, want)
+			}
+		default:
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("openapi.yaml %s: %v, the code's is %v", l.ptr, got, want)
+			}
+		}
+	}
+}
+
+// TestOpenAPIBodiesServed checks the Error and Health schemas against
+// bodies the server really sends (they need no session manager).
+func TestOpenAPIBodiesServed(t *testing.T) {
+	doc := loadOpenAPI(t)
+	srv := api.New(nil, sha256.Sum256([]byte("openapi-test-token")), nil)
+	for _, tc := range []struct {
+		schema, method, path string
+		status               int
+	}{
+		{"Error", http.MethodGet, "/v1/agents/sessions", http.StatusUnauthorized},
+		{"Error", http.MethodGet, "/no/such/route", http.StatusNotFound},
+		{"Health", http.MethodGet, "/healthz", http.StatusOK},
+	} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		if rec.Code != tc.status {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.status)
+			continue
+		}
+		var body map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Errorf("%s %s: body %q is not a JSON object: %v", tc.method, tc.path, rec.Body.String(), err)
+			continue
+		}
+		props, _, err := doc.flatten(asMap(doc.schemas()[tc.schema]), 0)
+		if err != nil {
+			t.Errorf("openapi.yaml components/schemas/%s: %v", tc.schema, err)
+			continue
+		}
+		if d := cmp.Diff(sortedKeys(body), sortedKeys(props)); d != "" {
+			t.Errorf("%s %s: the fields sent (-) and components/schemas/%s's properties (+) differ:\n%s", tc.method, tc.path, tc.schema, d)
+		}
 	}
 }
