@@ -249,13 +249,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
-	all := false
-	switch v := r.URL.Query().Get("include_deleted"); v {
-	case "", "false":
-	case "true":
-		all = true
-	default:
-		return fmt.Errorf("%w: include_deleted must be true or false, not %q", session.ErrBadRequest, v)
+	all, err := queryBool(r, "include_deleted")
+	if err != nil {
+		return err
 	}
 	out, err := s.sessions.List(r.Context(), tenant(r), all)
 	if err != nil {

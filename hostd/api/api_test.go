@@ -241,6 +241,15 @@ func TestRefusals(t *testing.T) {
 	if _, err := c.Fork(ctx, s.ID, -1, 33); status(err) != 400 {
 		t.Errorf("fork 33: %v, want 400", err)
 	}
+	if _, err := c.Restore(ctx, s.ID, -1, "../x"); status(err) != 400 {
+		t.Errorf("restore with a malformed tag: %v, want 400", err)
+	}
+	if code := call(t, url, "POST", "/v1/agents/sessions/"+s.ID+"/exec/stream", map[string]any{"command": "true", "timeout_seconds": 99999}, nil); code != 400 {
+		t.Errorf("exec/stream with a timeout past the limit: %d, want 400", code)
+	}
+	if code := call(t, url, "GET", "/v1/agents/sessions?include_deleted=1", nil, nil); code != 200 {
+		t.Errorf("include_deleted=1: %d", code)
+	}
 }
 
 // call does one raw API request and decodes the JSON answer into out.

@@ -106,6 +106,9 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
+	if err := req.Check(); err != nil {
+		return err
+	}
 	if err := s.enterStream(); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ var (
 func guestErr(err error) error {
 	var ge *client.Error
 	if !errors.As(err, &ge) {
-		return fmt.Errorf("the sandbox's agent did not answer: %w", err)
+		return fmt.Errorf("%w: the sandbox's agent did not answer: %v", ErrBadGateway, err)
 	}
 	switch ge.Status {
 	case http.StatusBadRequest:

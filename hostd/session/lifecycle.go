@@ -120,6 +120,9 @@ func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, 
 
 // Restore puts the sandbox back to one of this session's checkpoints.
 func (m *Manager) Restore(ctx context.Context, tenant, id string, rev int64, req RestoreRequest) (*Session, error) {
+	if !tagRE.MatchString(req.Tag) {
+		return nil, bad("tag %q: name one of this session's checkpoints (letters, digits, '.', '_' and '-', at most %d)", req.Tag, MaxTagLen)
+	}
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
 		return nil, err

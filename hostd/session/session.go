@@ -446,18 +446,27 @@ func (m *Manager) busy(id string) error {
 }
 
 // Exec runs one command through the guest and ledgers it.
-func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) (*ExecResult, error) {
+// Check validates an exec body and fills its default timeout (exec and
+// exec/stream share it).
+func (req *ExecRequest) Check() error {
 	if strings.TrimSpace(req.Command) == "" {
-		return nil, bad("command is empty")
+		return bad("command is empty")
 	}
 	if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
-		return nil, bad("command must be at most %d bytes without NUL", MaxCommandBytes)
+		return bad("command must be at most %d bytes without NUL", MaxCommandBytes)
 	}
 	if req.TimeoutSeconds == 0 {
 		req.TimeoutSeconds = DefaultExecTimeout
 	}
 	if req.TimeoutSeconds < 1 || req.TimeoutSeconds > MaxExecTimeout {
-		return nil, bad("timeout_seconds %d must be from 1 to %d", req.TimeoutSeconds, MaxExecTimeout)
+		return bad("timeout_seconds %d must be from 1 to %d", req.TimeoutSeconds, MaxExecTimeout)
+	}
+	return nil
+}
+
+func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) (*ExecResult, error) {
+	if err := req.Check(); err != nil {
+		return nil, err
 	}
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
