@@ -25,8 +25,8 @@ import (
 	"syscall"
 
 	"paddock.dev/paddock/guest/agent"
-	"paddock.dev/paddock/guest/egressfwd"
 	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/egressfwd"
 	"paddock.dev/paddock/guest/sandboxinit"
 )
 

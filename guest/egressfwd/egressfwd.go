@@ -319,4 +319,3 @@ func (f *Forwarder) askDNS(q []byte) ([]byte, error) {
 	}
 	return resp, nil
 }
-

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	guestapi "paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
@@ -119,6 +120,10 @@ var openAPISchemas = []struct {
 	{name: "Capabilities", goV: hypervisor.Capabilities{}, dir: out},
 	{name: "CreateRequest", goV: session.CreateRequest{}, dir: in},
 	{name: "WorkspaceRequest", goV: session.WorkspaceRequest{}, dir: in},
+	{name: "PolicyInput", goV: rules.PolicyInput{}, dir: in},
+	{name: "PolicyNetwork", goV: rules.Network{}, dir: in},
+	{name: "AllowEntry", goV: rules.AllowEntry{}, dir: in},
+	{name: "Policy", goV: rules.Summary{}, dir: out},
 	{name: "SessionList", goV: sessionList{}, dir: out},
 
 	{name: "ExecRequest", goV: session.ExecRequest{}, dir: in},
@@ -633,6 +638,19 @@ func (c *schemaChecker) checkType(where string, node map[string]any, gt reflect.
 	nullable := false
 	for gt.Kind() == reflect.Pointer {
 		gt, nullable = gt.Elem(), true
+	}
+	if alts, ok := node["oneOf"].([]any); ok {
+		// A value with more than one JSON form (an allow entry is a host
+		// string or an object): one of the forms must be its schema.
+		for _, a := range alts {
+			if m, ok := a.(map[string]any); ok {
+				if ref, _ := m["$ref"].(string); ref != "" && schemaName(ref) == c.byType[gt] {
+					return
+				}
+			}
+		}
+		t.Errorf("openapi.yaml %s: oneOf without a $ref to the schema of Go %s", where, gt)
+		return
 	}
 	types, null := jsonTypes(node)
 	switch gt.Kind() {

@@ -2,7 +2,10 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+
+	"paddock.dev/paddock/egress/rules"
 
 	"paddock.dev/paddock/hypervisor"
 )
@@ -35,6 +38,11 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 			mc, err := ad.Adopt(ctx, s.SandboxID)
 			if err == nil {
 				m.track(s.ID, mc)
+				if pol, err := m.policyOf(ctx, s.ID); err != nil {
+					m.log.Warn("reattach: policy", "session", s.ID, "err", err)
+				} else if err := m.openEgress(s.ID, pol); err != nil {
+					m.log.Warn("reattach: serve egress", "session", s.ID, "err", err)
+				}
 				if s.Kind == KindSandbox {
 					m.removeAtExpiry(s.ID, s.ExpiresAt)
 				}
@@ -87,6 +95,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 			return
 		}
 		mc.Stop(context.Background()) // what the dead sandbox held
+		m.closeEgress(id)
 		const reason = "the sandbox ended on its own (its init exited or was killed)"
 		ctx := context.Background()
 		if _, err := m.update(ctx, id, -1, func(s *Session) error {
@@ -122,4 +131,17 @@ func (m *Manager) stopped() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.done
+}
+
+// policyOf compiles the policy session id was created with.
+func (m *Manager) policyOf(ctx context.Context, id string) (*rules.Compiled, error) {
+	row, err := m.st.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var st stored
+	if err := json.Unmarshal(row.Record, &st); err != nil {
+		return nil, err
+	}
+	return compilePolicy(st.PolicyInput)
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 
+	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hypervisor"
 )
@@ -174,6 +175,18 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 		return nil, err
 	}
 	defer leave()
+	// Children get the parent's policy, each on its own sockets.
+	var polIn *rules.PolicyInput
+	var pol *rules.Compiled
+	if row, err := m.st.GetSession(ctx, id); err == nil {
+		var st stored
+		if json.Unmarshal(row.Record, &st) == nil {
+			polIn = st.PolicyInput
+		}
+	}
+	if pol, err = compilePolicy(polIn); err != nil {
+		return nil, err
+	}
 	snap, err := mc.Checkpoint(ctx, "fork", false)
 	if err != nil {
 		return nil, mapBackendErr(err)
@@ -199,9 +212,13 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 			Checkpoints: []Checkpoint{}, Children: []string{}, Parent: id,
 			CreatedAt: now, ExpiresAt: s.ExpiresAt,
 		}
-		if err := m.save(ctx, child, parentNow); err != nil {
+		child.Policy = s.Policy
+		if err := m.save(ctx, child, parentNow, polIn); err != nil {
 			k.Stop(context.Background())
 			continue
+		}
+		if err := m.openEgress(child.ID, pol); err != nil {
+			m.log.Warn("serve a fork child's egress", "session", child.ID, "err", err)
 		}
 		m.track(child.ID, k)
 		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id})

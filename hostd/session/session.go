@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/ledger"
@@ -108,6 +109,7 @@ type Session struct {
 	Backend      string                  `json:"backend"`
 	SandboxID    string                  `json:"sandbox_id"`
 	Capabilities hypervisor.Capabilities `json:"capabilities"`
+	Policy       Policy                  `json:"policy"`
 	Runtime      Runtime                 `json:"runtime"`
 	Workspace    Workspace               `json:"workspace"`
 	Checkpoints  []Checkpoint            `json:"checkpoints"`
@@ -125,6 +127,8 @@ type CreateRequest struct {
 	Workspace  WorkspaceRequest `json:"workspace"`
 	Runtime    Runtime          `json:"runtime"`
 	TTLSeconds int              `json:"ttl_seconds"`
+	// Policy is the network policy; none means offline.
+	Policy *rules.PolicyInput `json:"policy,omitempty"`
 }
 
 // ExecRequest is the body of POST .../exec.
@@ -153,6 +157,9 @@ type Manager struct {
 	log     *slog.Logger
 	now     func() time.Time
 
+	egress     Egress
+	egressRoot string
+
 	mu       sync.Mutex
 	machines map[string]hypervisor.Machine // session id → running sandbox
 	gate     map[string]string             // session id → lifecycle op in flight
@@ -166,6 +173,10 @@ type Config struct {
 	Backend      hypervisor.Backend
 	DefaultImage string
 	Logger       *slog.Logger
+	// Egress serves sandboxes' network; nil allows offline policies only.
+	// EgressRoot is the directory for the per-sandbox socket directories.
+	Egress     Egress
+	EgressRoot string
 }
 
 // New returns a Manager. It starts nothing.
@@ -175,6 +186,7 @@ func New(c Config) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, image: c.DefaultImage,
+		egress: c.Egress, egressRoot: c.EgressRoot,
 		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
 
@@ -221,14 +233,30 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		rt.Image = m.image
 	}
 	id := newIDFor(kind)
+	pol, err := compilePolicy(req.Policy)
+	if err != nil {
+		return nil, err
+	}
+	network, egressDir, err := m.networkFor(id, pol)
+	if err != nil {
+		return nil, err
+	}
+	// The sockets are served before the sandbox boots, so its first
+	// command can already go out.
+	if err := m.openEgress(id, pol); err != nil {
+		return nil, fmt.Errorf("serve the sandbox's egress: %w", err)
+	}
 	spec := hypervisor.MachineSpec{
 		ID: id, Image: rt.Image, CPUs: rt.CPUs, MemoryMB: rt.MemoryMB, DiskMB: rt.DiskMB,
-		Network: hypervisor.NetworkOffline,
+		Network: network, EgressDir: egressDir,
 	}
 	if mode == ModeOverlay {
 		spec.Overlays = []hypervisor.Overlay{{Lower: req.Workspace.Lower, Target: ws}}
 	}
 	mc, err := m.backend.Create(ctx, spec)
+	if err != nil {
+		m.closeEgress(id)
+	}
 	if errors.Is(err, hypervisor.ErrNotFound) {
 		return nil, bad("runtime.image %q: %v", rt.Image, err)
 	}
@@ -239,11 +267,11 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if err != nil {
 		return nil, mapBackendErr(err)
 	}
-	cleanup := func() { mc.Stop(context.Background()) }
+	cleanup := func() { mc.Stop(context.Background()); m.closeEgress(id) }
 	now := m.now().UTC()
 	s := &Session{
 		ID: id, Kind: kind, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: m.backend.Name(),
-		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt,
+		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt, Policy: pol.Summary(),
 		Workspace: Workspace{Path: ws, Mode: mode, Lower: req.Workspace.Lower}, Checkpoints: []Checkpoint{}, Children: []string{},
 		CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
 	}
@@ -283,7 +311,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, fmt.Errorf("workspace baseline: %w", err)
 	}
 	s.Workspace.BaselineFiles = len(base.Entries)
-	if err := m.save(ctx, s, base); err != nil {
+	if err := m.save(ctx, s, base, req.Policy); err != nil {
 		cleanup()
 		return nil, err
 	}
@@ -304,13 +332,16 @@ func clientFor(mc hypervisor.Machine) *client.Client {
 type stored struct {
 	Session  *Session      `json:"session"`
 	Baseline *api.Manifest `json:"baseline,omitempty"`
+	// PolicyInput is the policy as asked, compiled again when a restarted
+	// daemon adopts the sandbox or a fork child needs its own egress.
+	PolicyInput *rules.PolicyInput `json:"policy_input,omitempty"`
 	// Snapshots are the backend's records of this session's checkpoints,
 	// by tag.
 	Snapshots map[string]hypervisor.Snapshot `json:"snapshots,omitempty"`
 }
 
-func (m *Manager) save(ctx context.Context, s *Session, base *api.Manifest) error {
-	raw, err := json.Marshal(stored{Session: s, Baseline: base})
+func (m *Manager) save(ctx context.Context, s *Session, base *api.Manifest, pol *rules.PolicyInput) error {
+	raw, err := json.Marshal(stored{Session: s, Baseline: base, PolicyInput: pol})
 	if err != nil {
 		return err
 	}
@@ -512,6 +543,7 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 			m.log.Warn("stop sandbox", "session", id, "err", err)
 		}
 	}
+	m.closeEgress(id)
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -578,6 +610,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 		if err := mc.Stop(ctx); err != nil {
 			m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
 		}
+		m.closeEgress(id)
 	}
 }
 
@@ -638,6 +671,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 				m.log.Warn("sweep: stop sandbox", "session", r.ID, "err", err)
 			}
 		}
+		m.closeEgress(r.ID)
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}
