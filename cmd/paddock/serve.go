@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"paddock.dev/paddock/egress/addr"
 	"paddock.dev/paddock/hostd/api"
+	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
@@ -26,6 +29,8 @@ import (
 func newServeCmd(g *globals) *cobra.Command {
 	var listen, backend, img string
 	var gateway, stopSandboxes bool
+	var allowCIDRs []string
+	var resolverAddr string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Paddock daemon (the sessions API)",
@@ -66,7 +71,24 @@ them (a sandbox that died meanwhile is reported with state "lost").
 			if cl, ok := b.(io.Closer); ok {
 				defer cl.Close()
 			}
-			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log})
+			cidrs, err := addr.ParseCIDRs(allowCIDRs)
+			if err != nil {
+				return usageError{fmt.Errorf("--egress-allow-cidr: %w", err)}
+			}
+			ecfg := hegress.Config{AllowCIDRs: cidrs, Logger: log}
+			if resolverAddr != "" {
+				if _, err := netip.ParseAddrPort(resolverAddr); err != nil {
+					return usageError{fmt.Errorf("--egress-resolver %q: want IP:PORT", resolverAddr)}
+				}
+				ecfg.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					var d net.Dialer
+					return d.DialContext(ctx, network, resolverAddr)
+				}}
+			}
+			eg := hegress.New(ecfg)
+			defer eg.Shutdown()
+			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log,
+				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress")})
 			defer func() {
 				if stopSandboxes {
 					mgr.Shutdown(context.Background())
@@ -98,6 +120,8 @@ them (a sandbox that died meanwhile is reported with state "lost").
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7788", "address to serve the API on")
 	c.Flags().BoolVar(&gateway, "gateway", false, "serve through the Caddy gateway (not built yet)")
 	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
+	c.Flags().StringArrayVar(&allowCIDRs, "egress-allow-cidr", nil, "a private range sandboxes may reach, e.g. an on-premises service (repeatable; never loopback or metadata)")
+	c.Flags().StringVar(&resolverAddr, "egress-resolver", "", "DNS server (IP:PORT) that resolves the names sandboxes may reach (default: the host's resolver)")
 	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")
 	c.Flags().StringVar(&img, "image", "mini", "default image for new sessions")
 	return c

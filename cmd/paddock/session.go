@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -48,6 +50,8 @@ func newSessionCmd(g *globals) *cobra.Command {
 	var ttl int
 	var readOnly, requireReady bool
 	var overlayLower, wsPath string
+	var allowHosts []string
+	var preset, policyFile string
 	run := &cobra.Command{
 		Use:   "run [AGENT]",
 		Short: "Create a session: a sandbox with a workspace",
@@ -63,6 +67,12 @@ failed create.
 --readonly makes the workspace readable but not writable for everything
 the agent runs (enforced by Landlock in the guest); /tmp and the home stay
 writable.
+
+Network: none by default (offline). --allow HOST (repeatable) lets the
+sandbox reach those hosts over HTTP and HTTPS through the host's egress
+proxy, which every program's traffic goes to; --preset developer-safe
+allows the usual code hosts and package registries; --policy FILE takes
+a whole policy, method and path rules included.
 
 --overlay-lower DIR shows DIR, a directory of the image, at the workspace
 copy-on-write: the agent writes freely there and DIR stays as it was; the
@@ -93,6 +103,11 @@ workspace is (default /workspace).`,
 				}
 				req.Workspace.Mode, req.Workspace.Lower = session.ModeOverlay, overlayLower
 			}
+			pol, err := policyFromFlags(preset, allowHosts, policyFile, c.InOrStdin())
+			if err != nil {
+				return err
+			}
+			req.Policy = pol
 			s, err := k.CreateSession(c.Context(), req)
 			if err != nil {
 				return apiErr(err)
@@ -107,6 +122,9 @@ workspace is (default /workspace).`,
 	run.Flags().IntVar(&ttl, "ttl-seconds", 3600, "lifetime")
 	run.Flags().StringVar(&gitURL, "git", "", "https:// repository to clone into the workspace (default: env PADDOCK_GIT_URL)")
 	run.Flags().BoolVar(&readOnly, "readonly", false, "make the workspace read-only for everything the agent runs")
+	run.Flags().StringArrayVar(&allowHosts, "allow", nil, "a host the sandbox may reach (exact, or *.suffix for subdomains; repeatable); everything else is denied")
+	run.Flags().StringVar(&preset, "preset", "", "network preset: offline (the default), developer-safe or open")
+	run.Flags().StringVar(&policyFile, "policy", "", "the policy as JSON ({\"preset\":…, \"network\":{…}}) from a file, or - for stdin")
 	run.Flags().StringVar(&overlayLower, "overlay-lower", "", "show this image directory at the workspace, copy-on-write")
 	run.Flags().StringVar(&wsPath, "workspace", "", "workspace directory in the sandbox (default /workspace)")
 	run.Flags().BoolVar(&requireReady, "require-ready", false, "fail the create (and remove the sandbox) if the workspace does not initialize, e.g. the clone fails")
@@ -320,4 +338,40 @@ func shellJoin(args []string) string {
 		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// policyFromFlags builds the create body's policy from run's flags; nil
+// when none was given (offline).
+func policyFromFlags(preset string, allow []string, file string, stdin io.Reader) (*rules.PolicyInput, error) {
+	if file != "" {
+		if preset != "" || len(allow) > 0 {
+			return nil, usageError{errors.New("--policy takes the whole policy: leave out --preset and --allow")}
+		}
+		var raw []byte
+		var err error
+		if file == "-" {
+			raw, err = io.ReadAll(io.LimitReader(stdin, 1<<20))
+		} else {
+			raw, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var p rules.PolicyInput
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, usageError{fmt.Errorf("--policy %s: %w", file, err)}
+		}
+		return &p, nil
+	}
+	if preset == "" && len(allow) == 0 {
+		return nil, nil
+	}
+	p := &rules.PolicyInput{Preset: preset}
+	if len(allow) > 0 {
+		p.Network = &rules.Network{Default: "deny"}
+		for _, h := range allow {
+			p.Network.Allow = append(p.Network.Allow, rules.AllowEntry{Host: h})
+		}
+	}
+	return p, nil
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
-	guestapi "paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/egress/rules"
+	guestapi "paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"

@@ -1,0 +1,259 @@
+package egress_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	mdns "github.com/miekg/dns"
+
+	"paddock.dev/paddock/egress/rules"
+	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// zone is a DNS server on loopback for the test's names; it counts the
+// questions it gets per name.
+type zone struct {
+	addr string
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func startZone(t *testing.T, records map[string]string) *zone {
+	t.Helper()
+	z := &zone{seen: map[string]int{}}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.addr = pc.LocalAddr().String()
+	srv := &mdns.Server{PacketConn: pc, Handler: mdns.HandlerFunc(func(w mdns.ResponseWriter, q *mdns.Msg) {
+		m := new(mdns.Msg)
+		m.SetReply(q)
+		name := strings.ToLower(q.Question[0].Name)
+		z.mu.Lock()
+		z.seen[name]++
+		z.mu.Unlock()
+		if ip, ok := records[name]; ok && q.Question[0].Qtype == mdns.TypeA {
+			rr, _ := mdns.NewRR(fmt.Sprintf("%s 60 IN A %s", name, ip))
+			m.Answer = append(m.Answer, rr)
+		} else if !ok {
+			m.Rcode = mdns.RcodeNameError
+		}
+		w.WriteMsg(m)
+	})}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	return z
+}
+
+func (z *zone) asked(name string) int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.seen[name]
+}
+
+// TestEgressFromASandbox drives curl and python3 in a real sandbox (debian
+// image) through the host's egress: the allowed name is reached over
+// HTTP, HTTPS (CONNECT) and by a program that ignores the proxy (the
+// redirect); another name is refused by the proxy and never resolved
+// upstream; names that resolve to loopback or metadata are refused; UDP
+// to an outside resolver fails; decisions are ledgered.
+func TestEgressFromASandbox(t *testing.T) {
+	testutil.RequiresRoot(t)
+	images, _ := testutil.DebianImages(t)
+	ctx := context.Background()
+
+	var otherHits atomic.Int64
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from allowed %s %s", r.Method, r.URL.Path)
+	}))
+	defer allowed.Close()
+	allowedTLS := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello over tls %s", r.URL.Path)
+	}))
+	defer allowedTLS.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		fmt.Fprint(w, "you should not see this")
+	}))
+	defer other.Close()
+	z := startZone(t, map[string]string{
+		"allowed.test.": "10.99.0.10",
+		"other.test.":   "10.99.0.11",
+		"loop.test.":    "127.0.0.1",
+		"meta.test.":    "169.254.169.254",
+		"paths.test.":   "10.99.0.10",
+	})
+	// The test's "internet": 10.99.0.0/24 is let through by the operator
+	// setting, and each address:port is a loopback server here.
+	routes := map[netip.AddrPort]string{
+		netip.MustParseAddrPort("10.99.0.10:80"):  allowed.Listener.Addr().String(),
+		netip.MustParseAddrPort("10.99.0.10:443"): allowedTLS.Listener.Addr().String(),
+		netip.MustParseAddrPort("10.99.0.11:80"):  other.Listener.Addr().String(),
+	}
+	var dialed sync.Map
+	eg := hegress.New(hegress.Config{
+		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, z.addr)
+		}},
+		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			dialed.Store(a, true)
+			to, ok := routes[a]
+			if !ok {
+				return nil, fmt.Errorf("no route to %s in this test", a)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", to)
+		},
+	})
+	defer eg.Shutdown()
+
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "debian",
+		Egress: eg, EgressRoot: filepath.Join(state, "egress")})
+	defer m.Shutdown(ctx)
+	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{
+		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"},
+			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Policy.Mode != "allowlist" || !strings.HasPrefix(strings.Join(s.Policy.AllowHosts, ","), "allowed.test,") {
+		t.Errorf("policy in the record: %+v", s.Policy)
+	}
+	run := func(cmd string) *session.ExecResult {
+		t.Helper()
+		res, err := m.Exec(ctx, "", s.ID, session.ExecRequest{Command: cmd, TimeoutSeconds: 60})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return res
+	}
+	cases := []struct{ cmd, want string }{
+		{"curl -sS http://allowed.test/x", "hello from allowed GET /x"},
+		{"curl -sSk https://allowed.test/tls", "hello over tls /tls"},
+		{"curl -sS --noproxy '*' http://allowed.test/direct", "hello from allowed GET /direct"},
+		{"curl -s -o /dev/null -w '%{http_code}' http://other.test/", "403"},
+		{"curl -s -o /dev/null -w '%{http_code}' --noproxy '*' http://10.99.0.11/", "403"},
+		{"getent hosts allowed.test", "10.99.0.10"},
+		{"getent hosts other.test || echo nxdomain", "nxdomain"},
+		// Allowed names that resolve to loopback or metadata: the
+		// resolver gives no address and the proxy refuses them.
+		{"getent hosts loop.test || echo none", "none"},
+		{"curl -s -w ' %{http_code}' http://loop.test/", "403"},
+		{"curl -s -w ' %{http_code}' http://meta.test/latest/meta-data/", "403"},
+		{"curl -s -o /dev/null -w '%{http_code}' http://169.254.169.254/", "403"},
+		// Method and path rules, on the canonical path.
+		{"curl -sS http://paths.test/ok/x", "hello from allowed GET /ok/x"},
+		{"curl -s -o /dev/null -w '%{http_code}' -X POST http://paths.test/ok/x", "403"},
+		{"curl -s -o /dev/null -w '%{http_code}' --path-as-is http://paths.test/ok/../secret", "40"},
+		{"curl -s -o /dev/null -w '%{http_code}' --path-as-is http://paths.test/ok/%2e%2e/secret", "40"},
+		{"curl -s -o /dev/null -w '%{http_code}' --path-as-is http://paths.test//ok/x", "40"},
+		{"curl -s -o /dev/null -w '%{http_code}' --path-as-is 'http://paths.test/ok\\..\\secret'", "40"},
+		// A limited host over HTTPS cannot be judged without
+		// interception, so it is refused (fail closed).
+		{"curl -sk -o /dev/null -w '%{http_connect}' https://paths.test/ok/x; echo", "403"},
+		// Subdomain exfiltration through DNS goes nowhere.
+		{"getent hosts c2VjcmV0.other.test || echo nxdomain", "nxdomain"},
+	}
+	for _, c := range cases {
+		if res := run(c.cmd); !strings.Contains(res.Stdout, c.want) {
+			t.Errorf("%s: exit %d stdout %q stderr %q, want %q", c.cmd, res.ExitCode, res.Stdout, res.Stderr, c.want)
+		}
+	}
+	if n := otherHits.Load(); n != 0 {
+		t.Errorf("the refused upstream was reached %d times", n)
+	}
+	if n := z.asked("c2vjcmv0.other.test."); n != 0 {
+		t.Errorf("an exfiltration name was resolved upstream %d times", n)
+	}
+	if n := z.asked("other.test."); n != 0 {
+		t.Errorf("a denied name was resolved upstream %d times", n)
+	}
+	// Smuggling: two Host headers, or a Host that is not the URI's host.
+	smuggle := `python3 -c "
+import socket,sys
+for req in [b'GET http://allowed.test/ HTTP/1.1\\r\\nHost: allowed.test\\r\\nHost: other.test\\r\\n\\r\\n',
+            b'GET http://allowed.test/ HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n']:
+    c=socket.create_connection(('127.0.0.1',3128)); c.sendall(req); print(c.recv(64).split(b'\\r\\n')[0].decode())
+"`
+	if res := run(smuggle); strings.Count(res.Stdout, " 400")+strings.Count(res.Stdout, " 403") != 2 {
+		t.Errorf("request smuggling: %q %q", res.Stdout, res.Stderr)
+	}
+	// IP literals in other spellings reach the proxy as written (curl
+	// would rewrite them) and are checked as the addresses they are.
+	spellings := `python3 -c "
+import socket
+for h in ['2130706433','0x7f000001','0177.0.0.1','127.1','[::ffff:127.0.0.1]','0xa9fea9fe','[64:ff9b::a9fe:a9fe]']:
+    c=socket.create_connection(('127.0.0.1',3128)); c.sendall(('GET http://%s/ HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n'%(h,h)).encode())
+    print(h, c.recv(64).split(b'\\r\\n')[0].decode())
+"`
+	if res := run(spellings); strings.Count(res.Stdout, " 403 ")+strings.Count(res.Stdout, " 400 ") != 7 {
+		t.Errorf("IP spellings: %q %q", res.Stdout, res.Stderr)
+	}
+	// A DNS TXT query is refused (rcode 5) and not forwarded.
+	txt := `python3 -c "
+import socket,struct
+q=struct.pack('>HHHHHH',0x1234,0x0100,1,0,0,0)+b'\\x07allowed\\x04test\\x00'+struct.pack('>HH',16,1)
+u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.settimeout(5); u.sendto(q,('127.0.0.1',53))
+print('rcode', u.recv(512)[3] & 15)
+"`
+	if res := run(txt); !strings.Contains(res.Stdout, "rcode 5") {
+		t.Errorf("DNS TXT: %q %q", res.Stdout, res.Stderr)
+	}
+	// UDP to an outside resolver, and TCP to another port, have no way
+	// out.
+	if res := run(`python3 -c "
+import socket,sys
+u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.settimeout(2)
+try:
+    u.sendto(b'x'*16,('198.51.100.53',53)); u.recv(64); print('udp answered')
+except OSError as e: print('udp failed', e)
+try:
+    socket.create_connection(('198.51.100.53',22),timeout=2); print('tcp22 connected')
+except OSError as e: print('tcp22 failed', e)
+"`); strings.Contains(res.Stdout, "answered") || strings.Contains(res.Stdout, "connected") {
+		t.Errorf("a way out besides the proxy: %q %q", res.Stdout, res.Stderr)
+	}
+	evs, err := m.Events(ctx, "", s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+":"+string(e.Data))
+	}
+	all := strings.Join(kinds, "\n")
+	for _, want := range []string{"egress.allow", "egress.deny", "other.test"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("ledger lacks %q:\n%s", want, all)
+		}
+	}
+}
