@@ -48,21 +48,10 @@ func TestCLI(t *testing.T) {
 	testutil.RequiresRoot(t)
 	bin := buildCLI(t)
 	state := t.TempDir()
+	env := append(os.Environ(), "PADDOCK_GUEST=")
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--state-dir", state}, args...)...)
-		cmd.Env = append(os.Environ(), "PADDOCK_GUEST=")
-		var so, se strings.Builder
-		cmd.Stdout, cmd.Stderr = &so, &se
-		err := cmd.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return so.String(), se.String(), code
+		return runCLI(t, bin, env, nil, append([]string{"--state-dir", state}, args...)...)
 	}
 	// Before any image exists, a run says how to build one (exit 3).
 	if _, se, code := run("sandbox", "run", "--", "true"); code != exitNotFound || !strings.Contains(se, "paddock image build") {
@@ -254,77 +243,130 @@ func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 		// A daemon leaves its sandboxes running for the next start: if a
 		// test stopped one that way (or failed half-way), a last start
 		// with --stop-sandboxes adopts and stops them, so nothing outlives
-		// the test.
-		if ents, _ := os.ReadDir(filepath.Join(state, "procbox", "machines")); len(ents) == 0 {
+		// the test. (This cleanup runs after those of the test's own
+		// startServe calls, so their daemons are gone and addr is free.)
+		machines := filepath.Join(state, "procbox", "machines")
+		if ents, _ := os.ReadDir(machines); len(ents) == 0 {
 			return
 		}
-		srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr, "--stop-sandboxes")
-		srv.Env = env
-		if srv.Start() != nil {
-			return
+		stopServe(t, startServe(t, bin, state, addr, env, "--stop-sandboxes"))
+		if ents, _ := os.ReadDir(machines); len(ents) != 0 {
+			t.Errorf("sandboxes outlived the test: %d machine directories left after serve --stop-sandboxes", len(ents))
 		}
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-				resp.Body.Close()
-				break
-			}
-		}
-		srv.Process.Signal(syscall.SIGTERM)
-		srv.Wait()
 	})
 	return bin, state, addr, env
+}
+
+// startServe starts `paddock serve` on addr (with extraArgs after the
+// listen flag) and returns once it answers /healthz. Its stderr is kept
+// for serveLogs. A daemon the test has not stopped by the time it ends
+// (a t.Fatal half-way) is stopped by a cleanup, as stopServe would.
+func startServe(t *testing.T, bin, state, addr string, env []string, extraArgs ...string) *exec.Cmd {
+	t.Helper()
+	srv := exec.Command(bin, append([]string{"--state-dir", state, "serve", "--listen", addr}, extraArgs...)...)
+	srv.Env = env
+	srv.Stderr = &lockedBuilder{}
+	// Wait returns even if a child the daemon left holds its stderr open.
+	srv.WaitDelay = 5 * time.Second
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if srv.ProcessState == nil {
+			stopServe(t, srv)
+		}
+	})
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return srv
+		}
+		if time.Now().After(deadline) {
+			srv.Process.Kill()
+			srv.Wait()
+			t.Fatalf("serve never answered /healthz:\n%s", serveLogs(srv))
+		}
+	}
+}
+
+// stopServe sends a daemon from startServe SIGTERM and waits for it. An
+// exit that is not clean is reported; so is one that has not come within
+// 20 s, after which the daemon is killed.
+func stopServe(t *testing.T, srv *exec.Cmd) {
+	t.Helper()
+	srv.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve did not exit cleanly on SIGTERM: %v\n%s", err, serveLogs(srv))
+		}
+	case <-time.After(20 * time.Second):
+		srv.Process.Kill()
+		<-done
+		t.Errorf("serve ignored SIGTERM for 20 s and was killed:\n%s", serveLogs(srv))
+	}
+}
+
+// serveLogs is what a daemon from startServe has written to stderr so far.
+func serveLogs(srv *exec.Cmd) string { return srv.Stderr.(*lockedBuilder).String() }
+
+// lockedBuilder collects a child's stderr while the test reads it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// runCLI runs bin with args and env, stdin from stdin (none when nil), and
+// returns what it printed and its exit code. A binary that cannot be run
+// at all fails the test.
+func runCLI(t *testing.T, bin string, env []string, stdin []byte, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	c := exec.Command(bin, args...)
+	c.Env = env
+	if stdin != nil {
+		c.Stdin = bytes.NewReader(stdin)
+	}
+	var so, se strings.Builder
+	c.Stdout, c.Stderr = &so, &se
+	err := c.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return so.String(), se.String(), code
 }
 
 // TestCLIServeWalkthrough runs `paddock serve` and the 60-second
 // walkthrough with `paddock session` verbs against it.
 func TestCLIServeWalkthrough(t *testing.T) {
 	bin, state, addr, env := daemonSetup(t)
-	srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr, "--stop-sandboxes")
-	srv.Env = env
-	var logs strings.Builder
-	srv.Stderr = &logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
 	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- srv.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve did not exit cleanly on SIGTERM: %v\n%s", err, logs.String())
-			}
-		case <-time.After(20 * time.Second):
-			srv.Process.Kill()
-			t.Errorf("serve ignored SIGTERM")
-		}
+		stopServe(t, srv)
 		if raw, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(raw), state) {
 			t.Errorf("serve left a mount under the state dir")
 		}
 	}()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never answered /healthz:\n%s", logs.String())
-		}
-	}
 	pd := func(args ...string) (string, int) {
 		t.Helper()
-		c := exec.Command(bin, args...)
-		c.Env = env
-		out, err := c.Output()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), code
+		out, _, code := runCLI(t, bin, env, nil, args...)
+		return out, code
 	}
 	small := filepath.Join(t.TempDir(), "small.txt")
 	os.WriteFile(small, []byte("hello from the host\n"), 0o644)
@@ -464,36 +506,13 @@ func TestCLIServeWalkthrough(t *testing.T) {
 func TestCLIServeRestart(t *testing.T) {
 	bin, state, addr, env := daemonSetup(t)
 	serve := func(extra ...string) *exec.Cmd {
-		srv := exec.Command(bin, append([]string{"--state-dir", state, "serve", "--listen", addr}, extra...)...)
-		srv.Env = env
-		if err := srv.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-				resp.Body.Close()
-				return srv
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("serve never answered /healthz")
-			}
-		}
-	}
-	stop := func(srv *exec.Cmd) {
-		srv.Process.Signal(syscall.SIGTERM)
-		if err := srv.Wait(); err != nil {
-			t.Errorf("serve exit: %v", err)
-		}
+		t.Helper()
+		return startServe(t, bin, state, addr, env, extra...)
 	}
 	pd := func(args ...string) (string, int) {
-		c := exec.Command(bin, args...)
-		c.Env = env
-		out, err := c.Output()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return string(out), ee.ExitCode()
-		}
-		return string(out), 0
+		t.Helper()
+		out, _, code := runCLI(t, bin, env, nil, args...)
+		return out, code
 	}
 	type rec struct {
 		State       string
@@ -542,7 +561,7 @@ func TestCLIServeRestart(t *testing.T) {
 
 	// 1. A clean stop leaves the sandboxes running; the next start
 	// adopts them.
-	stop(srv)
+	stopServe(t, srv)
 	srv = serve()
 	for _, id := range []string{a, b} {
 		if r := get(id); r.State != "running" {
@@ -602,14 +621,14 @@ func TestCLIServeRestart(t *testing.T) {
 	}
 
 	// 3. --stop-sandboxes: nothing is left running for the next start.
-	stop(srv)
+	stopServe(t, srv)
 	srv = serve("--stop-sandboxes")
-	stop(srv)
+	stopServe(t, srv)
 	if cgroupOf(a) {
 		t.Errorf("--stop-sandboxes left %s running", a)
 	}
 	srv = serve()
-	defer stop(srv)
+	defer stopServe(t, srv)
 	if r := get(a); r.State != "lost" {
 		t.Errorf("after --stop-sandboxes: %+v", r)
 	}

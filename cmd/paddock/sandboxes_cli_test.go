@@ -1,17 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // TestCLIServeSandboxes runs `paddock serve` and the `paddock sandboxes`
@@ -20,48 +14,10 @@ import (
 // covers the daemon-less `paddock sandbox run`.)
 func TestCLIServeSandboxes(t *testing.T) {
 	bin, state, addr, env := daemonSetup(t)
-	srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr, "--stop-sandboxes")
-	srv.Env = env
-	var logs strings.Builder
-	srv.Stderr = &logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- srv.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			srv.Process.Kill()
-			t.Errorf("serve ignored SIGTERM")
-		}
-	}()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never answered /healthz:\n%s", logs.String())
-		}
-	}
+	defer stopServe(t, startServe(t, bin, state, addr, env, "--stop-sandboxes"))
 	pd := func(stdin []byte, args ...string) (string, string, int) {
 		t.Helper()
-		c := exec.Command(bin, args...)
-		c.Env = env
-		c.Stdin = bytes.NewReader(stdin)
-		var so, se strings.Builder
-		c.Stdout, c.Stderr = &so, &se
-		err := c.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return so.String(), se.String(), ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return so.String(), se.String(), 0
+		return runCLI(t, bin, env, stdin, args...)
 	}
 	out, _, code := pd(nil, "sandboxes", "create", "-q", "--ttl-seconds", "300")
 	id := strings.TrimSpace(out)

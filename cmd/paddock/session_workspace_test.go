@@ -2,80 +2,20 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"net/http"
-	"os/exec"
+	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
-
-// lockedBuilder collects a child's stderr while the test reads it.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCLISessionRunWorkspace runs `paddock session run` with --readonly,
 // --git and --require-ready against `paddock serve`.
 func TestCLISessionRunWorkspace(t *testing.T) {
 	bin, state, addr, env := daemonSetup(t)
-	srv := exec.Command(bin, "--state-dir", state, "serve", "--listen", addr, "--stop-sandboxes")
-	srv.Env = env
-	logs := &lockedBuilder{}
-	srv.Stderr = logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- srv.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			srv.Process.Kill()
-			t.Errorf("serve ignored SIGTERM")
-		}
-	}()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never answered /healthz:\n%s", logs.String())
-		}
-	}
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
+	defer stopServe(t, srv)
 	pd := func(extraEnv []string, args ...string) (string, string, int) {
 		t.Helper()
-		c := exec.Command(bin, args...)
-		c.Env = append(append([]string{}, env...), extraEnv...)
-		var stderr strings.Builder
-		c.Stderr = &stderr
-		out, err := c.Output()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), stderr.String(), code
+		return runCLI(t, bin, append(slices.Clone(env), extraEnv...), nil, args...)
 	}
 	var s struct {
 		ID        string
@@ -132,7 +72,7 @@ func TestCLISessionRunWorkspace(t *testing.T) {
 	for _, l := range left {
 		pd(nil, "session", "rm", l.ID)
 	}
-	if strings.Contains(logs.String(), "s3cret") {
+	if strings.Contains(serveLogs(srv), "s3cret") {
 		t.Error("the daemon's log holds the credential")
 	}
 }

@@ -42,12 +42,17 @@ type machineState struct {
 	PID       int    `json:"pid"`
 	StartTime uint64 `json:"start_time"`
 	BootID    string `json:"boot_id"`
+	// Adoptable: the owner opened its backend with AdoptLeftovers (a
+	// daemon), so the machine is meant to outlive it until the next
+	// daemon adopts it; the sweep on opening a store leaves it alone
+	// while it runs, and only SweepLeftovers removes it.
+	Adoptable bool `json:"adoptable,omitempty"`
 }
 
 func (m *Machine) writeState() error {
 	m.mu.Lock()
 	st := machineState{Version: stateVersion, Spec: m.spec, Image: m.image, Rootfs: m.rootfs,
-		Layers: append([]string(nil), m.layers...)}
+		Layers: append([]string(nil), m.layers...), Adoptable: m.b.adoptLeftovers}
 	if m.proc != nil {
 		st.PID = m.proc.Pid
 	}
@@ -168,6 +173,13 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 	hctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	if err := m.waitReady(hctx, exited); err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up (a daemon told to stop while it
+			// starts): the machine is not at fault, so it is let go,
+			// running, for the next process.
+			m.detach()
+			return nil, fmt.Errorf("adopt machine %s: %w", id, ctx.Err())
+		}
 		m.Stop(context.Background())
 		return nil, fmt.Errorf("%w: machine %s: its guest agent does not answer (%v)", hypervisor.ErrNotFound, id, err)
 	}
@@ -209,6 +221,18 @@ func (m *Machine) checkState(id string) (machineState, int, error) {
 	return st, pidfd, nil
 }
 
+// leftForAdoption reports whether machine id was left running by a daemon
+// for the next one to adopt, and its init still runs.
+func (b *Backend) leftForAdoption(id string) bool {
+	m := &Machine{dir: filepath.Join(b.dir, "machines", id)}
+	st, pidfd, err := m.checkState(id)
+	if err != nil {
+		return false
+	}
+	unix.Close(pidfd)
+	return st.Adoptable
+}
+
 // watchAdopted closes exited when the adopted init ends. It is not this
 // process's child, so it cannot be waited for; its pidfd turns readable
 // when it exits.
@@ -240,29 +264,36 @@ func (b *Backend) Detach() {
 	}
 	b.mu.Unlock()
 	for _, m := range ms {
-		// Wait for a lifecycle operation in flight, then refuse the rest.
-		m.opMu.Lock()
-		m.mu.Lock()
-		already := m.stopped
-		m.stopped, m.halting = true, true
-		m.mu.Unlock()
-		if !already && m.owner != nil {
-			m.owner.Close()
-			m.log.Info("left running for a later process to adopt")
-		}
-		m.opMu.Unlock()
-		b.forget(m.spec.ID)
+		m.detach()
 	}
 }
 
-// SweepLeftovers implements hypervisor.Adopter.
+// detach lets go of one machine, running, with its owner lock released.
+func (m *Machine) detach() {
+	// Wait for a lifecycle operation in flight, then refuse the rest.
+	m.opMu.Lock()
+	m.mu.Lock()
+	already := m.stopped
+	m.stopped, m.halting = true, true
+	m.mu.Unlock()
+	if !already && m.owner != nil {
+		m.owner.Close()
+		m.log.Info("left running for a later process to adopt")
+	}
+	m.opMu.Unlock()
+	m.b.forget(m.spec.ID)
+}
+
+// SweepLeftovers implements hypervisor.Adopter: unlike the sweep on
+// opening the store, it also removes running machines a daemon left for
+// adoption.
 func (b *Backend) SweepLeftovers() {
 	s, err := b.layerStore()
 	if err != nil {
 		b.log.Warn("sweep leftovers: open the layer store", "err", err)
 		return
 	}
-	b.sweep(s)
+	b.sweep(s, true)
 }
 
 var _ hypervisor.Adopter = (*Backend)(nil)

@@ -130,23 +130,55 @@ func TestAdoptAcrossBackends(t *testing.T) {
 	}
 }
 
+// daemonConfig is a backend on a fresh state dir (tmpfs store) opened as
+// `paddock serve` opens it: leftovers are kept for Adopt.
+func daemonConfig(t *testing.T) hypervisor.Config {
+	return hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t),
+		Options: map[string]string{"store": StoreTmpfs}, AdoptLeftovers: true}
+}
+
+// leaveRunning boots n machines on a backend of cfg and lets go of them
+// running, as a daemon that stops (or a process that dies, when cfg does
+// not adopt) leaves them. Whatever a failing test leaves of them is swept
+// when it ends, as the next daemon would.
+func leaveRunning(t *testing.T, cfg hypervisor.Config, n int) []*Machine {
+	t.Helper()
+	t.Cleanup(func() {
+		c := cfg
+		c.AdoptLeftovers = true
+		if b, err := New(c); err == nil {
+			b.SweepLeftovers()
+			b.Close()
+		}
+	})
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := make([]*Machine, 0, n)
+	for range n {
+		m, err := a.create(context.Background(), hypervisor.MachineSpec{Image: "mini"})
+		if err != nil {
+			for _, m := range ms {
+				m.Stop(context.Background())
+			}
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	a.Detach()
+	a.Close()
+	return ms
+}
+
 // TestAdoptedInitExitIsNoticed: an adopted machine whose init ends on its
 // own is reported by Wait, though this process is not its parent.
 func TestAdoptedInitExitIsNoticed(t *testing.T) {
 	testutil.RequiresRoot(t)
 	ctx := context.Background()
-	cfg := hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t),
-		Options: map[string]string{"store": StoreTmpfs}, AdoptLeftovers: true}
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m0, err := a.create(ctx, hypervisor.MachineSpec{Image: "mini"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := daemonConfig(t)
+	m0 := leaveRunning(t, cfg, 1)[0]
 	id, pid := m0.ID(), m0.PID()
-	a.Detach()
 	b, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -173,23 +205,14 @@ func TestAdoptedInitExitIsNoticed(t *testing.T) {
 func TestStateFileNamesTheInit(t *testing.T) {
 	testutil.RequiresRoot(t)
 	ctx := context.Background()
-	cfg := hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t),
-		Options: map[string]string{"store": StoreTmpfs}, AdoptLeftovers: true}
-	a, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m0, err := a.create(ctx, hypervisor.MachineSpec{Image: "mini"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := daemonConfig(t)
+	m0 := leaveRunning(t, cfg, 1)[0]
 	id := m0.ID()
 	path := filepath.Join(m0.dir, stateFile)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Detach()
 	// Point the state at this test process: alive, but not the init.
 	forged := strings.Replace(string(raw), `"pid":`+strconv.Itoa(m0.PID()), `"pid":`+strconv.Itoa(os.Getpid()), 1)
 	if forged == string(raw) {
@@ -251,5 +274,91 @@ func TestSecondBackendOnAnOpenStore(t *testing.T) {
 	// The first backend's machine still works.
 	if out := mustRun(t, clientFor(ma), "echo ok"); out != "ok\n" {
 		t.Errorf("the first backend's machine after the second closed: %q", out)
+	}
+}
+
+// TestStoreOpenKeepsAdoptableMachines: a backend that does not adopt (a
+// `paddock sandbox run`) opening the store while a daemon restarts must
+// not sweep the machines the daemon left running for the next one, or
+// every session would be lost. What an owner did not mean to leave (a
+// killed `paddock sandbox run`) is still swept on open, and
+// SweepLeftovers, which a daemon calls after adopting, removes the rest.
+func TestStoreOpenKeepsAdoptableMachines(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	daemon := daemonConfig(t)
+	cli := daemon
+	cli.AdoptLeftovers = false
+	// The daemon stops, leaving both for the next one; a CLI run is
+	// killed, its lock gone and its machine running.
+	left := leaveRunning(t, daemon, 2)
+	kept, unclaimed := left[0], left[1]
+	orphan := leaveRunning(t, cli, 1)[0]
+
+	d, err := New(cli) // the next `paddock sandbox run`
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.StoreKind(); err != nil { // opens the store, and sweeps
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if cgroupExists(orphan.ID()) {
+		t.Error("a killed CLI run's machine was not swept when the next one opened the store")
+	}
+	b, err := New(daemon) // the daemon starts again
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m, err := b.Adopt(ctx, kept.ID())
+	if err != nil {
+		t.Fatalf("a store opened by a CLI run swept the daemon's machine: %v", err)
+	}
+	defer m.Stop(ctx)
+	if out := mustRun(t, clientFor(m), "echo ok"); out != "ok\n" {
+		t.Errorf("the adopted machine: %q", out)
+	}
+	b.SweepLeftovers()
+	if cgroupExists(unclaimed.ID()) {
+		t.Error("SweepLeftovers left a machine nobody adopted")
+	}
+	if _, err := os.Stat(filepath.Join(daemon.StateDir, Name, "machines", unclaimed.ID())); !os.IsNotExist(err) {
+		t.Errorf("SweepLeftovers left the directory of a machine nobody adopted: %v", err)
+	}
+}
+
+// TestAdoptCancelledLeavesMachine: an Adopt whose context ends before the
+// guest answers (a daemon told to stop while it starts) gives up without
+// stopping the machine, which is not at fault: the next process adopts it.
+func TestAdoptCancelledLeavesMachine(t *testing.T) {
+	testutil.RequiresRoot(t)
+	ctx := context.Background()
+	cfg := daemonConfig(t)
+	id := leaveRunning(t, cfg, 1)[0].ID()
+
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := b.Adopt(cancelled, id); !errors.Is(err, context.Canceled) {
+		t.Errorf("adopt with a cancelled context: %v, want context.Canceled", err)
+	}
+	b.Close()
+
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := c.Adopt(ctx, id)
+	if err != nil {
+		t.Fatalf("a cancelled adopt stopped the machine: %v", err)
+	}
+	defer m.Stop(ctx)
+	if out := mustRun(t, clientFor(m), "echo ok"); out != "ok\n" {
+		t.Errorf("the machine after a cancelled adopt: %q", out)
 	}
 }

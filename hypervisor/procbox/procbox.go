@@ -132,7 +132,7 @@ func (b *Backend) layerStore() (layerStore, error) {
 	}
 	b.store, b.storeNote = s, note
 	if !b.adoptLeftovers {
-		b.sweep(s)
+		b.sweep(s, false)
 	}
 	return s, nil
 }
@@ -140,8 +140,10 @@ func (b *Backend) layerStore() (layerStore, error) {
 // sweep removes what sandboxes of a process that died left behind: their
 // processes (through their cgroups), writable layers, sockets and
 // directories. A machine directory whose owner lock is held belongs to a
-// live process and is left alone.
-func (b *Backend) sweep(store layerStore) {
+// live process and is left alone; so, unless adopted is set (by
+// SweepLeftovers, once a daemon has adopted what it wants), is a running
+// machine a daemon left for the next one (see machineState.Adoptable).
+func (b *Backend) sweep(store layerStore, adopted bool) {
 	ents, _ := os.ReadDir(filepath.Join(b.dir, "machines"))
 	for _, e := range ents {
 		id := e.Name()
@@ -157,6 +159,10 @@ func (b *Backend) sweep(store layerStore) {
 			continue
 		}
 		if ours || !idRE.MatchString(id) {
+			continue
+		}
+		if !adopted && b.leftForAdoption(id) {
+			b.log.Debug("sweep: left a running sandbox for its daemon to adopt", "machine", id)
 			continue
 		}
 		dir := filepath.Join(b.dir, "machines", id)
