@@ -6,6 +6,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/creack/pty v1.1.24
+	github.com/elazarl/goproxy v1.9.4
 	github.com/google/go-cmp v0.7.0
 	github.com/google/nftables v0.3.0
 	github.com/landlock-lsm/go-landlock v0.11.2
@@ -20,8 +21,6 @@ require (
 	golang.org/x/term v0.45.0
 	modernc.org/sqlite v1.62.0
 )
-
-require github.com/elazarl/goproxy v1.9.4 // indirect
 
 require (
 	github.com/cilium/ebpf v0.16.0 // indirect

@@ -35,6 +35,9 @@ func readClientHello(r io.Reader) (serverName string, consumed []byte, err error
 		},
 	})
 	herr := srv.Handshake()
+	if got == nil && seen.Len() >= maxClientHello {
+		return "", seen.Bytes(), fmt.Errorf("no TLS ClientHello in the first %d bytes", maxClientHello)
+	}
 	if got == nil {
 		if herr == nil {
 			herr = errors.New("handshake ended without a ClientHello")

@@ -76,6 +76,9 @@ func TestReadClientHello(t *testing.T) {
 			if !bytes.HasPrefix(c.in, consumed) {
 				t.Errorf("consumed bytes are not a prefix of the input")
 			}
+			if c.name == "oversized record" && quietEnd(err) {
+				t.Errorf("an oversized hello should be reported, not closed quietly: %v", err)
+			}
 			if len(consumed) > maxClientHello {
 				t.Errorf("read %d bytes, over the %d bound", len(consumed), maxClientHello)
 			}

@@ -226,7 +226,11 @@ func (p *Proxy) resolve(ctx context.Context, t *target) (netip.AddrPort, error) 
 			err = errors.New("a zoned address")
 		}
 		if len(why) < 3 {
-			why = append(why, fmt.Sprintf("%s, %v", a, err))
+			w := err.Error()
+			if !strings.Contains(w, a.String()) {
+				w = a.String() + ": " + w
+			}
+			why = append(why, w)
 		}
 	}
 	reason := strings.Join(why, "; ")
@@ -234,7 +238,7 @@ func (p *Proxy) resolve(ctx context.Context, t *target) (netip.AddrPort, error) 
 		reason += fmt.Sprintf(" (and %d more refused)", len(addrs)-len(why))
 	}
 	if !t.ip.IsValid() {
-		reason = t.host + " resolves to " + reason
+		reason = t.host + " resolves only to refused addresses: " + reason
 	}
 	return netip.AddrPort{}, p.deny(t, ErrAddressRefused, "", reason)
 }
@@ -248,7 +252,11 @@ func (p *Proxy) dialPinned(ctx context.Context, network, addr string) (net.Conn,
 	if err != nil || !pinned.IsValid() || ap != pinned {
 		return nil, fmt.Errorf("%w: refusing to dial %q, which is not the checked address", ErrUpstream, addr)
 	}
-	return p.dial(ctx, ap)
+	c, err := p.dial(ctx, ap)
+	if err != nil {
+		return nil, err
+	}
+	return &idleConn{Conn: c, idle: p.cfg.IdleTimeout}, nil
 }
 
 // dial connects to exactly addr, within DialTimeout.

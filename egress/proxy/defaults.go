@@ -110,28 +110,32 @@ var (
 )
 
 // basicCheckAddr refuses every address a sandbox must not reach without an
-// operator's say-so.
+// operator's say-so, saying which address and why, as egress/addr does.
 func basicCheckAddr(a netip.Addr) error {
-	a = a.Unmap()
-	switch {
-	case !a.IsValid():
-		return errors.New("not an address")
-	case a.Zone() != "":
-		return errors.New("a zoned address")
-	case a.IsUnspecified():
-		return errors.New("an unspecified address")
-	case a.IsLoopback():
-		return errors.New("a loopback address")
-	case a.IsPrivate():
-		return errors.New("a private address")
-	case a.IsLinkLocalUnicast():
-		return errors.New("a link-local address (cloud metadata lives here)")
-	case a.IsMulticast(), a.IsLinkLocalMulticast(), a.IsInterfaceLocalMulticast():
-		return errors.New("a multicast address")
-	case cgnat.Contains(a):
-		return errors.New("a shared (CGNAT) address")
-	case thisNet.Contains(a), reserved4.Contains(a), ietfProto4.Contains(a):
-		return errors.New("a reserved address")
+	if !a.IsValid() {
+		return errors.New("not a valid address")
 	}
-	return nil
+	u := a.Unmap()
+	var what string
+	switch {
+	case u.Zone() != "":
+		what = "a zoned address"
+	case u.IsUnspecified():
+		what = "an unspecified address"
+	case u.IsLoopback():
+		what = "a loopback address"
+	case u.IsPrivate():
+		what = "a private address"
+	case u.IsLinkLocalUnicast():
+		what = "a link-local address (cloud metadata lives here)"
+	case u.IsMulticast(), u.IsLinkLocalMulticast(), u.IsInterfaceLocalMulticast():
+		what = "a multicast address"
+	case cgnat.Contains(u):
+		what = "a shared (CGNAT) address"
+	case thisNet.Contains(u), reserved4.Contains(u), ietfProto4.Contains(u):
+		what = "a reserved address"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%s is %s", a, what)
 }

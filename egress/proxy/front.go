@@ -33,6 +33,7 @@ type clientConn struct {
 	wmu         sync.Mutex // guards bw and headWritten: a body read may answer 100 Continue
 	bw          *bufio.Writer
 	headWritten bool // the current response's head is out: too late for 100 Continue
+	continued   bool // the current request got 100 Continue
 }
 
 func (p *Proxy) newClientConn(c net.Conn) *clientConn {
@@ -59,13 +60,22 @@ func (cc *clientConn) writeNow(b []byte) error {
 func (cc *clientConn) sendContinue() error {
 	cc.wmu.Lock()
 	defer cc.wmu.Unlock()
-	if cc.headWritten {
+	if cc.headWritten || cc.continued {
 		return nil
 	}
 	if _, err := cc.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 		return err
 	}
+	cc.continued = true
 	return cc.bw.Flush()
+}
+
+// awaitsContinue reports whether a request that expects 100 Continue never
+// got it: its client may never send the body.
+func (cc *clientConn) awaitsContinue(expect bool) bool {
+	cc.wmu.Lock()
+	defer cc.wmu.Unlock()
+	return expect && !cc.continued
 }
 
 // serveForward serves a forward-proxy connection.
@@ -106,7 +116,7 @@ func (p *Proxy) serveHTTP(sb *sandbox, cc *clientConn, redirected int) {
 		}
 		cc.conn.SetReadDeadline(time.Time{})
 		cc.wmu.Lock()
-		cc.headWritten = false
+		cc.headWritten, cc.continued = false, false
 		cc.wmu.Unlock()
 		if !p.serveRequest(ctx, sb, cc, req, hosts, redirected) {
 			return
@@ -123,14 +133,12 @@ func (p *Proxy) serveRequest(ctx context.Context, sb *sandbox, cc *clientConn, r
 		return false
 	}
 	var body *clientBody
+	expect := strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue")
 	if req.Body != nil && req.Body != http.NoBody {
-		body = &clientBody{
-			rc:     req.Body,
-			cc:     cc,
-			idle:   p.cfg.IdleTimeout,
-			expect: strings.EqualFold(strings.TrimSpace(req.Header.Get("Expect")), "100-continue"),
-		}
+		body = &clientBody{rc: req.Body, cc: cc, idle: p.cfg.IdleTimeout, expect: expect}
 		req.Body = body
+	} else {
+		expect = false
 	}
 	if req.Method != http.MethodConnect {
 		req.URL.Scheme = "http"
@@ -138,7 +146,7 @@ func (p *Proxy) serveRequest(ctx context.Context, sb *sandbox, cc *clientConn, r
 	}
 	req = req.WithContext(context.WithValue(ctx, targetKey{}, t))
 
-	w := &responseWriter{cc: cc, req: req, header: http.Header{}}
+	w := &responseWriter{cc: cc, req: req, header: http.Header{}, expect: expect}
 	p.gp.ServeHTTP(w, req)
 	if w.hijacked {
 		return false // a tunnel owned the connection and has closed it
@@ -281,6 +289,9 @@ func (cc *clientConn) readRequest(max int) (*http.Request, []string, error) {
 	if !ok {
 		hosts = nil
 	}
+	if cc.head.Cap() > 16<<10 {
+		cc.head = bytes.Buffer{} // keep no large buffer for the connection's life
+	}
 	return req, hosts, nil
 }
 
@@ -416,7 +427,6 @@ type clientBody struct {
 	cc       *clientConn
 	idle     time.Duration
 	expect   bool // the client waits for 100 Continue
-	asked    bool // 100 Continue was (or could no longer be) sent
 	eof      bool
 	detached bool
 }
@@ -432,8 +442,7 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	if b.eof {
 		return 0, io.EOF
 	}
-	if b.expect && !b.asked {
-		b.asked = true
+	if b.expect {
 		if err := b.cc.sendContinue(); err != nil {
 			return 0, err
 		}
@@ -460,7 +469,7 @@ func (b *clientBody) settle() bool {
 	if b.eof {
 		return true
 	}
-	if b.expect && !b.asked {
+	if b.cc.awaitsContinue(b.expect) {
 		return false // the client may never send it
 	}
 	b.cc.conn.SetReadDeadline(time.Now().Add(b.idle))
@@ -475,6 +484,7 @@ type responseWriter struct {
 	cc         *clientConn
 	req        *http.Request
 	header     http.Header
+	expect     bool // the request expects 100 Continue
 	wrote      bool
 	hijacked   bool
 	noBody     bool
@@ -517,17 +527,16 @@ func (w *responseWriter) WriteHeader(code int) {
 			w.closeAfter = true
 		}
 	}
-	if w.req.Close {
-		w.closeAfter = true
+	w.cc.wmu.Lock()
+	defer w.cc.wmu.Unlock()
+	if w.req.Close || w.expect && !w.cc.continued {
+		w.closeAfter = true // a client still holding its body back cannot go on
 	}
 	if w.closeAfter {
 		h.Set("Connection", "close")
 	} else if !w.req.ProtoAtLeast(1, 1) {
 		h.Set("Connection", "keep-alive")
 	}
-
-	w.cc.wmu.Lock()
-	defer w.cc.wmu.Unlock()
 	w.cc.headWritten = true
 	bw := w.cc.bw
 	bw.WriteString("HTTP/1.1 ")

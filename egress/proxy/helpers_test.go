@@ -59,9 +59,24 @@ func newFakePolicy(allow ...string) *fakePolicy {
 	return p
 }
 
-func (p *fakePolicy) AllowsName(host string) bool { return p.allow[host] }
+// allowHost adds hosts to the allow list while the proxy runs.
+func (p *fakePolicy) allowHost(hosts ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, h := range hosts {
+		p.allow[h] = true
+	}
+}
+
+func (p *fakePolicy) AllowsName(host string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.allow[host]
+}
 
 func (p *fakePolicy) Tunnel(host string, port int) egress.Decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.allow[host] {
 		return egress.Decision{Reason: host + " is not on the test allow list"}
 	}
@@ -70,8 +85,8 @@ func (p *fakePolicy) Tunnel(host string, port int) egress.Decision {
 
 func (p *fakePolicy) Decide(r egress.Request) egress.Decision {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.seen = append(p.seen, r)
-	p.mu.Unlock()
 	if !p.allow[r.Host] {
 		return egress.Decision{Reason: r.Host + " is not on the test allow list"}
 	}
@@ -242,6 +257,14 @@ func (u *upstream) handler(name string) http.Handler {
 			for i := range 5 {
 				fmt.Fprintf(w, "part %d\n", i)
 				w.(http.Flusher).Flush()
+			}
+		case "/stall":
+			w.Header().Set("Content-Length", "100")
+			w.Write([]byte("0123456789"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
 			}
 		case "/big":
 			w.Header().Set("Content-Length", "4096")

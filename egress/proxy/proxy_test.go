@@ -113,7 +113,7 @@ func TestAddressChecks(t *testing.T) {
 	t.Run("name resolving to loopback is refused", func(t *testing.T) {
 		e := newEnv(t)
 		status, body := e.get("http://loopy.test/")
-		if status != http.StatusForbidden || !strings.Contains(body, "loopy.test resolves to 127.0.0.1, a loopback address") {
+		if status != http.StatusForbidden || !strings.Contains(body, "loopy.test resolves only to refused addresses: 127.0.0.1 is a loopback address") {
 			t.Fatalf("got %d %q", status, body)
 		}
 		if d := e.dialer.all(); len(d) != 0 {
@@ -126,7 +126,7 @@ func TestAddressChecks(t *testing.T) {
 	t.Run("CONNECT to a name resolving to loopback is refused", func(t *testing.T) {
 		e := newEnv(t)
 		status, body := raw(t, e.addr, "CONNECT loopy.test:443 HTTP/1.1\r\nHost: loopy.test:443\r\n\r\n")
-		if status != http.StatusForbidden || !strings.Contains(body, "127.0.0.1, a loopback address") {
+		if status != http.StatusForbidden || !strings.Contains(body, "127.0.0.1 is a loopback address") {
 			t.Fatalf("got %d %q", status, body)
 		}
 	})
@@ -134,7 +134,7 @@ func TestAddressChecks(t *testing.T) {
 		e := newEnv(t)
 		e.res.set("allowed.test", []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fd00::1")})
 		status, body := e.get("http://allowed.test/")
-		for _, want := range []string{"169.254.169.254, a link-local", "10.1.2.3, a private", "fd00::1, a private"} {
+		for _, want := range []string{"169.254.169.254 is a link-local", "10.1.2.3 is a private", "fd00::1 is a private"} {
 			if status != http.StatusForbidden || !strings.Contains(body, want) {
 				t.Errorf("got %d %q, want it to say %q", status, body, want)
 			}
@@ -162,7 +162,7 @@ func TestAddressChecks(t *testing.T) {
 	})
 	t.Run("a name that does not resolve is a 502", func(t *testing.T) {
 		e := newEnv(t)
-		e.pol.allow["nowhere.test"] = true
+		e.pol.allowHost("nowhere.test")
 		status, body := e.get("http://nowhere.test/")
 		if status != http.StatusBadGateway || !strings.Contains(body, "nowhere.test") {
 			t.Fatalf("got %d %q", status, body)
@@ -197,7 +197,7 @@ func TestRebinding(t *testing.T) {
 			} else {
 				status, body = raw(t, e.addr, "CONNECT rebind.test:443 HTTP/1.1\r\nHost: rebind.test:443\r\n\r\n")
 			}
-			if status != http.StatusForbidden || !strings.Contains(body, "127.0.0.1, a loopback address") {
+			if status != http.StatusForbidden || !strings.Contains(body, "127.0.0.1 is a loopback address") {
 				t.Errorf("second request (now loopback): %d %q", status, body)
 			}
 			if n := e.res.lookups("rebind.test"); n != 2 {
@@ -239,11 +239,8 @@ func TestIPLiteralSpellings(t *testing.T) {
 		return basicCanonicalHost(raw)
 	}
 	e := newEnv(t, func(c *Config) { c.CanonicalHost = canon })
+	e.pol.allowHost("127.0.0.1", "::1", "::ffff:127.0.0.1")
 	for _, h := range []string{"2130706433", "0x7f000001", "0177.0.0.1", "127.1", "127.0.0.1", "[::1]", "[::ffff:127.0.0.1]"} {
-		e.pol.allow[strings.Trim(h, "[]")] = true
-		e.pol.allow["127.0.0.1"] = true
-		e.pol.allow["::1"] = true
-		e.pol.allow["::ffff:127.0.0.1"] = true
 		status, body := raw(t, e.addr, "GET http://"+h+"/ HTTP/1.1\r\nHost: "+h+"\r\n\r\n")
 		if status != http.StatusForbidden || !strings.Contains(body, "a loopback address") {
 			t.Errorf("%s: %d %q", h, status, body)
@@ -475,6 +472,22 @@ func TestTimeouts(t *testing.T) {
 			t.Errorf("closed after %v", d)
 		}
 	})
+	t.Run("upstream stalled mid-response", func(t *testing.T) {
+		e := newEnv(t, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
+		start := time.Now()
+		resp, err := e.client().Get("http://allowed.test/stall")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil || string(b) != "0123456789" {
+			t.Errorf("got %q, %v; want the first 10 bytes and an error", b, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("a stalled upstream held the client %v", d)
+		}
+	})
 	t.Run("idle tunnel", func(t *testing.T) {
 		e := newEnv(t, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
 		up := newCountingListener(t)
@@ -592,3 +605,63 @@ func TestCloseEndsTunnels(t *testing.T) {
 	}
 }
 
+// TestExpectContinue: the proxy answers 100 Continue when the body is
+// wanted, and a refused request does not wait for a body it never asked
+// for.
+func TestExpectContinue(t *testing.T) {
+	e := newEnv(t)
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	io.WriteString(c, "POST http://allowed.test/echo HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("wanted 100 Continue, got %q %v", line, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(c, "hello")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "hello" {
+		t.Fatalf("got %d %q", resp.StatusCode, b)
+	}
+
+	// Refused before the body: 403 at once, and the connection closes.
+	io.WriteString(c, "POST http://allowed.test/admin HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !resp.Close {
+		t.Errorf("refused Expect request: %d, close %v", resp.StatusCode, resp.Close)
+	}
+}
+
+// TestHTTP10Client: a response of unknown length to an HTTP/1.0 client is
+// delimited by closing the connection.
+func TestHTTP10Client(t *testing.T) {
+	e := newEnv(t)
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET http://allowed.test/stream HTTP/1.0\r\n\r\n")
+	all, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(all)
+	if !strings.HasPrefix(s, "HTTP/1.1 200") || !strings.Contains(s, "Connection: close") || !strings.HasSuffix(s, "part 4\n") || strings.Contains(s, "chunked") {
+		t.Errorf("got %q", s)
+	}
+}

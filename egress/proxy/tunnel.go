@@ -158,3 +158,20 @@ func (c *bufferedConn) CloseWrite() error {
 	}
 	return errors.ErrUnsupported
 }
+
+// idleConn gives every read and write IdleTimeout, so that an upstream
+// that stalls mid-response cannot hold a request (and its client) forever.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	c.Conn.SetReadDeadline(time.Now().Add(c.idle))
+	return c.Conn.Read(p)
+}
+
+func (c *idleConn) Write(p []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(c.idle))
+	return c.Conn.Write(p)
+}
