@@ -540,6 +540,16 @@ func TestCLIServeRestart(t *testing.T) {
 	}
 	srv := serve()
 	a, b := run(), run()
+	// A second daemon on the same state dir refuses to start, and leaves
+	// the first one's sandboxes alone.
+	second := exec.Command(bin, "--state-dir", state, "serve", "--listen", "127.0.0.1:0")
+	second.Env = env
+	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "another paddock serve is running") {
+		t.Errorf("a second serve on the state dir: %v %s", err, out)
+	}
+	if r := get(a); r.State != "running" {
+		t.Errorf("the second serve touched the first one's session: %+v", r)
+	}
 	pd("session", "exec", a, "--", "echo before > /workspace/f")
 	pd("session", "checkpoint", a, "--tag", "t1")
 	jobOut, _ := pd("--json", "session", "bg", a, "--", "echo started; sleep 600")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/egress/addr"
 	"paddock.dev/paddock/hostd/api"
@@ -50,6 +51,16 @@ them (a sandbox that died meanwhile is reported with state "lost").
 			log := g.logger()
 			if err := os.MkdirAll(g.stateDir, 0o700); err != nil {
 				return err
+			}
+			// One daemon per state dir: a second one would adopt (or
+			// mark lost) what the first is running.
+			lock, err := os.OpenFile(filepath.Join(g.stateDir, "serve.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			defer lock.Close()
+			if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+				return fmt.Errorf("another paddock serve is running on %s (%s is locked): stop it first, or use another --state-dir", g.stateDir, lock.Name())
 			}
 			hash, fresh, err := adminToken(g.stateDir)
 			if err != nil {
@@ -96,12 +107,14 @@ them (a sandbox that died meanwhile is reported with state "lost").
 					mgr.Detach(context.Background())
 				}
 			}()
-			mgr.Reattach(c.Context())
-			go mgr.RunSweeper(c.Context())
+			// The address first: a daemon that cannot serve must not
+			// touch the sandboxes.
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
 			}
+			mgr.Reattach(c.Context())
+			go mgr.RunSweeper(c.Context())
 			srv := &http.Server{Handler: api.New(mgr, hash, log), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -804,5 +805,39 @@ func TestExecKeepsRevision(t *testing.T) {
 	}
 	if _, err := c.Checkpoint(ctx, s.ID, s.Revision, session.CheckpointRequest{Tag: "ok"}); err != nil {
 		t.Errorf("If-Match with the create revision after execs: %v", err)
+	}
+}
+
+// TestExecRacesDelete runs execs while the session is deleted: each answers
+// (done, or refused), and the daemon survives.
+func TestExecRacesDelete(t *testing.T) {
+	c, _ := daemon(t)
+	ctx := context.Background()
+	for round := 0; round < 8; round++ {
+		s, err := c.CreateSession(ctx, session.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := 0; i < 12; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "true"}); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		if err := c.DeleteSession(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if st := status(err); st != 409 && st != 502 {
+				t.Errorf("an exec racing a delete: %v", err)
+			}
+		}
 	}
 }

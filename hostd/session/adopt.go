@@ -26,6 +26,9 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 	}
 	ad, canAdopt := m.backend.(hypervisor.Adopter)
 	for _, r := range rows {
+		if ctx.Err() != nil {
+			return adopted, lost // stopping: the rest stay as they are
+		}
 		if r.State != StateRunning {
 			continue
 		}
@@ -52,7 +55,10 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 			}
 			reason = err.Error()
 			if !errors.Is(err, hypervisor.ErrNotFound) {
+				// Not known to be gone (owned by another process,
+				// a transient failure): leave the record as it is.
 				m.log.Warn("reattach: adopt", "session", s.ID, "err", err)
+				continue
 			}
 		}
 		if _, err := m.update(ctx, s.ID, -1, func(s *Session) error {
@@ -85,6 +91,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 		if mc.Wait(context.Background()) != nil {
 			return
 		}
+		forgetClient(mc)
 		m.mu.Lock()
 		ours := m.machines[id] == mc
 		if ours {

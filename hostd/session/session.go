@@ -267,7 +267,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if err != nil {
 		return nil, mapBackendErr(err)
 	}
-	cleanup := func() { mc.Stop(context.Background()); m.closeEgress(id) }
+	cleanup := func() { mc.Stop(context.Background()); forgetClient(mc); m.closeEgress(id) }
 	now := m.now().UTC()
 	s := &Session{
 		ID: id, Kind: kind, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: m.backend.Name(),
@@ -323,8 +323,23 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	return s, nil
 }
 
+// clients holds one guest client per machine, so requests reuse the
+// client's connections instead of leaving one idle per request.
+var clients sync.Map // hypervisor.Machine → *client.Client
+
 func clientFor(mc hypervisor.Machine) *client.Client {
-	return client.New(func(ctx context.Context) (net.Conn, error) { return mc.Dial(ctx) })
+	if c, ok := clients.Load(mc); ok {
+		return c.(*client.Client)
+	}
+	c, _ := clients.LoadOrStore(mc, client.New(func(ctx context.Context) (net.Conn, error) { return mc.Dial(ctx) }))
+	return c.(*client.Client)
+}
+
+// forgetClient drops a stopped machine's client and its connections.
+func forgetClient(mc hypervisor.Machine) {
+	if c, ok := clients.LoadAndDelete(mc); ok {
+		c.(*client.Client).Close()
+	}
 }
 
 // baselineKey names the stored baseline manifest in the session record
@@ -451,6 +466,10 @@ func (m *Manager) running(ctx context.Context, tenant, id string) (*Session, *ap
 	m.mu.Lock()
 	mc := m.machines[id]
 	m.mu.Unlock()
+	if mc == nil {
+		// Deleted (or lost) between the read and now.
+		return nil, nil, nil, fmt.Errorf("%w: session %s has no running sandbox any more", ErrConflict, id)
+	}
 	return s, base, mc, nil
 }
 

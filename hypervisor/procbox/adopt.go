@@ -129,7 +129,7 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 		return nil, fmt.Errorf("%w: machine %q is already this process's", hypervisor.ErrInvalidSpec, id)
 	}
 	m := &Machine{b: b, store: store, guest: guest, dir: filepath.Join(b.dir, "machines", id),
-		log: b.log.With("machine", id)}
+		spec: hypervisor.MachineSpec{ID: id}, log: b.log.With("machine", id)}
 	b.machines[id] = m
 	b.mu.Unlock()
 	fail := func(err error) (hypervisor.Machine, error) {
@@ -143,7 +143,7 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 	if err != nil {
 		return fail(fmt.Errorf("machine %s is owned by a running process: %w", id, err))
 	}
-	st, pidfd, err := m.checkState(id)
+	st, pidfd, proc, err := m.checkState(id)
 	if err != nil {
 		lock.Close()
 		return fail(fmt.Errorf("%w: machine %s: %v", hypervisor.ErrNotFound, id, err))
@@ -152,10 +152,6 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 	if err == nil {
 		// A crash in the middle of a checkpoint leaves the cgroup frozen.
 		err = lim.thaw()
-	}
-	var proc *os.Process
-	if err == nil {
-		proc, err = os.FindProcess(st.PID)
 	}
 	if err != nil {
 		unix.Close(pidfd)
@@ -189,43 +185,53 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 
 // checkState reads the machine's state file and checks its init is still
 // the process it names; it returns a pidfd on that process.
-func (m *Machine) checkState(id string) (machineState, int, error) {
+func (m *Machine) checkState(id string) (machineState, int, *os.Process, error) {
 	var st machineState
 	raw, err := os.ReadFile(filepath.Join(m.dir, stateFile))
 	if err != nil {
-		return st, -1, fmt.Errorf("no state file (it never finished booting): %w", err)
+		return st, -1, nil, fmt.Errorf("no state file (it never finished booting): %w", err)
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, -1, fmt.Errorf("corrupt state file: %w", err)
+		return st, -1, nil, fmt.Errorf("corrupt state file: %w", err)
 	}
 	if st.Version != stateVersion || st.Spec.ID != id || st.PID <= 0 {
-		return st, -1, fmt.Errorf("state file of another version or machine")
+		return st, -1, nil, fmt.Errorf("state file of another version or machine")
 	}
 	if boot, err := bootID(); err != nil || boot != st.BootID {
-		return st, -1, errors.New("the host rebooted since it ran")
+		return st, -1, nil, errors.New("the host rebooted since it ran")
 	}
 	// The pidfd first, then the start time: if the start time still
 	// matches, the process the pidfd names is the machine's init.
 	pidfd, err := unix.PidfdOpen(st.PID, 0)
 	if err != nil {
-		return st, -1, fmt.Errorf("its init (pid %d) is not running", st.PID)
+		return st, -1, nil, fmt.Errorf("its init (pid %d) is not running", st.PID)
+	}
+	// The handle used to signal it is taken before the start time is
+	// checked too, so it names the same process.
+	proc, err := os.FindProcess(st.PID)
+	if err != nil {
+		unix.Close(pidfd)
+		return st, -1, nil, fmt.Errorf("its init (pid %d): %v", st.PID, err)
 	}
 	if t, err := procStartTime(st.PID); err != nil || t != st.StartTime {
 		unix.Close(pidfd)
-		return st, -1, fmt.Errorf("its init (pid %d) is not running", st.PID)
+		return st, -1, nil, fmt.Errorf("its init (pid %d) is not running", st.PID)
 	}
 	if _, err := os.Stat(st.Rootfs); err != nil {
 		unix.Close(pidfd)
-		return st, -1, fmt.Errorf("its image build is gone: %w", err)
+		return st, -1, nil, fmt.Errorf("its image build is gone: %w", err)
 	}
-	return st, pidfd, nil
+	return st, pidfd, proc, nil
 }
 
 // leftForAdoption reports whether machine id was left running by a daemon
 // for the next one to adopt, and its init still runs.
 func (b *Backend) leftForAdoption(id string) bool {
 	m := &Machine{dir: filepath.Join(b.dir, "machines", id)}
-	st, pidfd, err := m.checkState(id)
+	st, pidfd, proc, err := m.checkState(id)
+	if proc != nil {
+		proc.Release()
+	}
 	if err != nil {
 		return false
 	}
