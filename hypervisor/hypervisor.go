@@ -86,6 +86,10 @@ type MachineSpec struct {
 	// From, when set, starts the machine from this snapshot instead of
 	// the image (used by Restore and Fork).
 	From *Snapshot
+	// TrustPEM holds extra CA certificates (PEM) programs in the machine
+	// trust besides the image's: the egress interception CA, an
+	// operator's own. At most MaxTrustPEM bytes.
+	TrustPEM []byte
 	// Overlays put a copy-on-write view of an image directory at another
 	// path: the machine writes there freely, the directory it shows stays
 	// as it was. Kept by checkpoints, restores and forks like the rest of
@@ -98,6 +102,9 @@ type Overlay struct {
 	Lower  string `json:"lower"`  // a directory in the image, absolute
 	Target string `json:"target"` // where the view appears, absolute
 }
+
+// MaxTrustPEM bounds MachineSpec.TrustPEM.
+const MaxTrustPEM = 256 << 10
 
 // MaxOverlays bounds MachineSpec.Overlays.
 const MaxOverlays = 4

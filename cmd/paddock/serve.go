@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +27,7 @@ import (
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -32,6 +35,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	var gateway, stopSandboxes bool
 	var allowCIDRs []string
 	var resolverAddr string
+	var sandboxCAs []string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Paddock daemon (the sessions API)",
@@ -98,8 +102,12 @@ them (a sandbox that died meanwhile is reported with state "lost").
 			}
 			eg := hegress.New(ecfg)
 			defer eg.Shutdown()
+			trust, err := readCAs(sandboxCAs)
+			if err != nil {
+				return usageError{err}
+			}
 			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log,
-				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress")})
+				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust})
 			defer func() {
 				if stopSandboxes {
 					mgr.Shutdown(context.Background())
@@ -135,6 +143,7 @@ them (a sandbox that died meanwhile is reported with state "lost").
 	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
 	c.Flags().StringArrayVar(&allowCIDRs, "egress-allow-cidr", nil, "a private range sandboxes may reach, e.g. an on-premises service (repeatable; never loopback or metadata)")
 	c.Flags().StringVar(&resolverAddr, "egress-resolver", "", "DNS server (IP:PORT) that resolves the names sandboxes may reach (default: the host's resolver)")
+	c.Flags().StringArrayVar(&sandboxCAs, "sandbox-ca", nil, "a PEM file of CA certificates every sandbox trusts besides its image's (repeatable), e.g. a company CA")
 	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")
 	c.Flags().StringVar(&img, "image", "mini", "default image for new sessions")
 	return c
@@ -166,4 +175,42 @@ func adminToken(stateDir string) (hash [32]byte, fresh string, err error) {
 		return hash, "", err
 	}
 	return hash, fresh, nil
+}
+
+// readCAs reads PEM files of CA certificates, refusing anything else.
+func readCAs(files []string) ([]byte, error) {
+	var out []byte
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--sandbox-ca: %w", err)
+		}
+		rest, n := raw, 0
+		for {
+			var b *pem.Block
+			b, rest = pem.Decode(rest)
+			if b == nil {
+				break
+			}
+			if b.Type != "CERTIFICATE" {
+				return nil, fmt.Errorf("--sandbox-ca %s: a %s block; only certificates belong there", f, b.Type)
+			}
+			cert, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("--sandbox-ca %s: %w", f, err)
+			}
+			if !cert.IsCA {
+				return nil, fmt.Errorf("--sandbox-ca %s: %q is not a CA certificate", f, cert.Subject)
+			}
+			out = append(out, pem.EncodeToMemory(b)...)
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("--sandbox-ca %s: no PEM certificate in it", f)
+		}
+	}
+	if len(out) > hypervisor.MaxTrustPEM {
+		return nil, fmt.Errorf("--sandbox-ca: %d bytes of certificates, at most %d", len(out), hypervisor.MaxTrustPEM)
+	}
+	return out, nil
 }

@@ -80,6 +80,11 @@ func setup() ([]string, error) {
 			return nil, err
 		}
 	}
+	if c.TrustPEM != "" {
+		if err := setupTrust(c); err != nil {
+			return nil, err
+		}
+	}
 	if err := unix.Chdir(c.Merged); err != nil {
 		return nil, err
 	}
@@ -166,6 +171,30 @@ func setupEgress(c Config) error {
 		}
 	}
 	return nil
+}
+
+// setupTrust adds the extra certificates to the image's CA bundle (a
+// read-only bind of the image's bundle plus them), and puts them alone at
+// TrustExtra for programs that take extras only.
+func setupTrust(c Config) error {
+	bundle := ""
+	if dir, err := inRoot(c.Merged, filepath.Dir(TrustBundle), false); err == nil {
+		p := filepath.Join(dir, filepath.Base(TrustBundle))
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() < 8<<20 {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("read the image's CA bundle: %w", err)
+			}
+			bundle = string(b)
+		}
+	}
+	if bundle != "" && !strings.HasSuffix(bundle, "\n") {
+		bundle += "\n"
+	}
+	if err := bindFile(c, TrustBundle, bundle+c.TrustPEM); err != nil {
+		return err
+	}
+	return bindFile(c, TrustExtra, c.TrustPEM)
 }
 
 // bindFile puts content at path in the new root as a read-only bind of a

@@ -159,6 +159,7 @@ type Manager struct {
 
 	egress     Egress
 	egressRoot string
+	trustPEM   []byte
 
 	mu       sync.Mutex
 	machines map[string]hypervisor.Machine // session id → running sandbox
@@ -177,6 +178,9 @@ type Config struct {
 	// EgressRoot is the directory for the per-sandbox socket directories.
 	Egress     Egress
 	EgressRoot string
+	// TrustPEM is extra CA certificates every sandbox trusts (the egress
+	// interception CA, an operator's own).
+	TrustPEM []byte
 }
 
 // New returns a Manager. It starts nothing.
@@ -186,7 +190,7 @@ func New(c Config) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, image: c.DefaultImage,
-		egress: c.Egress, egressRoot: c.EgressRoot,
+		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM,
 		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
 
@@ -248,7 +252,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	}
 	spec := hypervisor.MachineSpec{
 		ID: id, Image: rt.Image, CPUs: rt.CPUs, MemoryMB: rt.MemoryMB, DiskMB: rt.DiskMB,
-		Network: network, EgressDir: egressDir,
+		Network: network, EgressDir: egressDir, TrustPEM: m.trustPEM,
 	}
 	if mode == ModeOverlay {
 		spec.Overlays = []hypervisor.Overlay{{Lower: req.Workspace.Lower, Target: ws}}

@@ -243,7 +243,10 @@ func (m *Machine) boot(ctx context.Context) error {
 	cfg := sandboxinit.Config{
 		Merged: merged, Lower: lower, Upper: upper, Work: work, IdentityDir: ident,
 		Hostname: m.spec.Hostname, GuestUser: m.spec.GuestUser, GuestHome: image.GuestHome,
-		Env: m.spec.Env, Overlays: overlays,
+		Env: m.spec.Env, Overlays: overlays, TrustPEM: string(m.spec.TrustPEM),
+	}
+	if len(m.spec.TrustPEM) > 0 {
+		cfg.Env = append(append([]string(nil), cfg.Env...), trustEnv...)
 	}
 	if n := m.spec.Network; n == hypervisor.NetworkProxy || n == hypervisor.NetworkTransparent {
 		if err := os.MkdirAll(m.spec.EgressDir, 0o700); err != nil {
@@ -261,6 +264,13 @@ func (m *Machine) boot(ctx context.Context) error {
 	}
 	// What a later process needs to adopt this machine.
 	return m.writeState()
+}
+
+// trustEnv points programs that keep their own CA lists at the bundle
+// that holds the extra certificates (sandboxinit.TrustBundle).
+var trustEnv = []string{
+	"SSL_CERT_FILE=" + sandboxinit.TrustBundle, "REQUESTS_CA_BUNDLE=" + sandboxinit.TrustBundle,
+	"CURL_CA_BUNDLE=" + sandboxinit.TrustBundle, "NODE_EXTRA_CA_CERTS=" + sandboxinit.TrustExtra,
 }
 
 // egressEnv points programs at the agent's proxy.

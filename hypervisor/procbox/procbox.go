@@ -475,6 +475,9 @@ func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
 		// host: commands never run as root.
 		return spec, bad("guest user %q: commands cannot run as root (uid or gid 0)", spec.GuestUser)
 	}
+	if len(spec.TrustPEM) > hypervisor.MaxTrustPEM {
+		return spec, bad("trusted certificates: %d bytes, at most %d", len(spec.TrustPEM), hypervisor.MaxTrustPEM)
+	}
 	if err := checkOverlays(spec.Overlays); err != nil {
 		return spec, err
 	}

@@ -1,0 +1,181 @@
+package egress_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"paddock.dev/paddock/egress/rules"
+	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// testCA makes a CA and a server certificate for host signed by it.
+func testCA(t *testing.T, host string) (caPEM []byte, leaf tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "paddock test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestWorkspaceCloneThroughEgress is a session's workspace.git cloned for
+// real inside a sandbox (debian image, real git): through the egress proxy
+// to an HTTPS git server that demands the credential in the URL and whose
+// certificate the sandbox trusts only because the daemon adds the
+// operator's CA. The credential reaches the server and is left nowhere:
+// not the record, the ledger, the clone's .git/config.
+func TestWorkspaceCloneThroughEgress(t *testing.T) {
+	testutil.RequiresRoot(t)
+	testutil.RequiresCommand(t, "git")
+	images, _ := testutil.DebianImages(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	hostGit := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	work, root := filepath.Join(tmp, "work"), filepath.Join(tmp, "srv")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(root, 0o755)
+	hostGit("-C", work, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(work, "README"), []byte("cloned through egress\n"), 0o644)
+	hostGit("-C", work, "add", "README")
+	hostGit("-C", work, "commit", "-q", "-m", "first")
+	hostGit("clone", "-q", "--bare", work, filepath.Join(root, "r.git"))
+
+	execPath, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:s3cret"))
+	var gotAuth []string
+	caPEM, leaf := testCA(t, "git.test")
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = append(gotAuth, r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != want {
+			w.Header().Set("WWW-Authenticate", `Basic realm="t"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	srv.StartTLS()
+	defer srv.Close()
+
+	z := startZone(t, map[string]string{"git.test.": "10.99.0.20"})
+	eg := hegress.New(hegress.Config{
+		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, z.addr)
+		}},
+		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			if a != netip.MustParseAddrPort("10.99.0.20:443") {
+				return nil, fmt.Errorf("no route to %s in this test", a)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
+		},
+	})
+	defer eg.Shutdown()
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "debian",
+		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: caPEM})
+	defer m.Shutdown(ctx)
+	s, err := m.Create(ctx, "", session.CreateRequest{
+		Workspace: session.WorkspaceRequest{Git: "https://user:s3cret@git.test/r.git", RequireReady: true},
+		Policy:    &rules.PolicyInput{Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "git.test"}}}},
+	})
+	if err != nil {
+		t.Fatalf("create with a clone: %v (the server saw %d requests)", err, len(gotAuth))
+	}
+	if s.Workspace.Note != "" || s.Workspace.Git != "https://***@git.test/r.git" {
+		t.Errorf("workspace: %+v", s.Workspace)
+	}
+	res, err := m.Exec(ctx, "", s.ID, session.ExecRequest{Command: "cat README; cat .git/config; git log --oneline | wc -l"})
+	if err != nil || !strings.HasPrefix(res.Stdout, "cloned through egress\n") {
+		t.Fatalf("the clone: %+v %v", res, err)
+	}
+	if strings.Contains(res.Stdout, "s3cret") || strings.Contains(res.Stdout, want) {
+		t.Errorf("the credential is in the clone's config:\n%s", res.Stdout)
+	}
+	ok := false
+	for _, a := range gotAuth {
+		ok = ok || a == want
+	}
+	if !ok {
+		t.Errorf("the server never got the credential: %q", gotAuth)
+	}
+	evs, _ := m.Events(ctx, "", s.ID)
+	var all bytes.Buffer
+	for _, e := range evs {
+		fmt.Fprintf(&all, "%s %s\n", e.Kind, e.Data)
+	}
+	if !strings.Contains(all.String(), `workspace.clone`) || !strings.Contains(all.String(), `"ok":true`) {
+		t.Errorf("ledger:\n%s", all.String())
+	}
+	if strings.Contains(all.String(), "s3cret") {
+		t.Error("the ledger holds the credential")
+	}
+	if row, _ := st.GetSession(ctx, s.ID); bytes.Contains(row.Record, []byte("s3cret")) {
+		t.Error("the record holds the credential")
+	}
+}
