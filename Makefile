@@ -25,7 +25,8 @@ guest:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=1 $(GO) build -tags $(GUEST_TAGS) -ldflags '$(GUEST_LDFLAGS)' -o $(BIN)/paddock-guest ./cmd/paddock-guest
 
-vet: ## go vet every package
+vet: ## gofmt check and go vet on every package
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 test: build ## run every test (needs root for the sandbox tests)
