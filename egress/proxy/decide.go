@@ -28,9 +28,11 @@ type target struct {
 	host   string     // canonical host, or as written when it could not be canonicalised
 	ip     netip.Addr // valid when host is an IP literal
 	port   int
-	scheme string // "http" or "https"
-	method string // "" for a tunnel
-	path   string // canonical path; "" for a tunnel
+	scheme string        // "http" or "https"
+	method string        // "" for a tunnel
+	path   string        // canonical path; "" for a tunnel
+	icpt   *interception // set for a request read inside intercepted TLS
+	grant  string        // the id of the grant injected into the request
 }
 
 // hostport is the target as messages and the ledger name it.
@@ -105,6 +107,9 @@ func (p *Proxy) judgeRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 	if !d.Allow {
 		return nil, p.refusalResponse(r, p.deny(t, ErrDenied, d.Rule, denyReason(t, d)))
 	}
+	if t.icpt != nil {
+		return p.forwardIntercepted(r, ctx, t, d)
+	}
 	addr, err := p.resolve(r.Context(), t)
 	if err != nil {
 		return nil, p.refusalResponse(r, err)
@@ -149,6 +154,10 @@ func (p *Proxy) judgeConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Conne
 	return &goproxy.ConnectAction{
 		Action: goproxy.ConnectHijack,
 		Hijack: func(_ *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
+			if tun.inspect {
+				p.runIntercepted(client, tun, true)
+				return
+			}
 			p.runTunnel(client, tun, true, nil)
 		},
 	}, host
@@ -157,8 +166,9 @@ func (p *Proxy) judgeConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Conne
 // A tunnel is an admitted connection: its checked address and a slot of
 // its sandbox's MaxTunnels, which runTunnel gives back.
 type tunnel struct {
-	t    *target
-	addr netip.AddrPort
+	t       *target
+	addr    netip.AddrPort
+	inspect bool // TLS is intercepted and judged per request
 }
 
 // admitTunnel decides a tunnel to t (a CONNECT, or a redirected TLS
@@ -169,8 +179,10 @@ func (p *Proxy) admitTunnel(ctx context.Context, t *target) (*tunnel, error) {
 	if !d.Allow {
 		return nil, p.deny(t, ErrDenied, d.Rule, denyReason(t, d))
 	}
-	if d.Inspect {
-		if err := p.intercept(t, d); err != nil {
+	grant := p.anyGrant(t)
+	inspect := d.Inspect || grant
+	if inspect {
+		if err := p.intercept(t, d, grant); err != nil {
 			return nil, err
 		}
 	}
@@ -183,18 +195,23 @@ func (p *Proxy) admitTunnel(ctx context.Context, t *target) (*tunnel, error) {
 			fmt.Sprintf("the sandbox already has %d open tunnels; close some and retry", p.cfg.MaxTunnels))
 	}
 	p.allow(t, d.Rule)
-	return &tunnel{t: t, addr: addr}, nil
+	return &tunnel{t: t, addr: addr, inspect: inspect}, nil
 }
 
-// intercept is where TLS interception will begin: a host whose decision
-// says Inspect (method or path rules, or a credential grant) can only be
-// judged per request inside the TLS. Until the proxy terminates TLS with
-// Paddock's own CA (never goproxy's), such a tunnel fails closed here; the
-// interception, for CONNECT and redirected TLS alike, plugs in at this one
-// call.
-func (p *Proxy) intercept(t *target, d egress.Decision) error {
+// intercept decides whether a tunnel that must be intercepted (its host
+// has method or path rules, or a credential grant) can be: only with a CA
+// configured (Paddock's own, never goproxy's). Without one it fails
+// closed here, for CONNECT and redirected TLS alike.
+func (p *Proxy) intercept(t *target, d egress.Decision, grant bool) error {
+	if p.cfg.CA != nil {
+		return nil
+	}
+	why := " has method or path rules, which HTTPS can only meet"
+	if grant && !d.Inspect {
+		why = " has a credential grant, which HTTPS can only carry"
+	}
 	return p.deny(t, ErrNeedsInterception, d.Rule,
-		t.host+" has method or path rules, which HTTPS can only meet with TLS interception, and this proxy does not intercept TLS yet")
+		t.host+why+" with TLS interception, and this proxy has no CA to intercept TLS with")
 }
 
 // resolve looks t's host up once (an IP literal is not looked up), checks
@@ -297,6 +314,7 @@ func (p *Proxy) record(kind string, t *target, rule, reason string) {
 		Path:    clip(t.path, 1024),
 		Rule:    rule,
 		Reason:  clip(reason, 1024),
+		Grant:   t.grant,
 	})
 }
 

@@ -28,7 +28,8 @@ type clientConn struct {
 	lim  *headLimit
 	br   *bufio.Reader
 
-	head bytes.Buffer // the current request's head as it came, for its Host headers
+	head bytes.Buffer  // the current request's head as it came, for its Host headers
+	icpt *interception // set when the connection is decrypted TLS of an intercepted tunnel
 
 	wmu         sync.Mutex // guards bw and headWritten: a body read may answer 100 Continue
 	bw          *bufio.Writer
@@ -127,7 +128,7 @@ func (p *Proxy) serveHTTP(sb *sandbox, cc *clientConn, redirected int) {
 // serveRequest serves one request and reports whether the connection may
 // carry another.
 func (p *Proxy) serveRequest(ctx context.Context, sb *sandbox, cc *clientConn, req *http.Request, hosts []string, redirected int) bool {
-	t, err := p.examine(sb, req, hosts, redirected)
+	t, err := p.examine(sb, req, hosts, redirected, cc.icpt)
 	if err != nil {
 		cc.writeNow(refusalResponse(err, true))
 		return false
@@ -141,7 +142,7 @@ func (p *Proxy) serveRequest(ctx context.Context, sb *sandbox, cc *clientConn, r
 		expect = false
 	}
 	if req.Method != http.MethodConnect {
-		req.URL.Scheme = "http"
+		req.URL.Scheme = t.scheme
 		req.URL.Host = t.hostport()
 	}
 	req = req.WithContext(context.WithValue(ctx, targetKey{}, t))
@@ -159,9 +160,14 @@ func (p *Proxy) serveRequest(ctx context.Context, sb *sandbox, cc *clientConn, r
 
 // examine checks a request as it came, before any policy: the form, the
 // method, the host (canonicalised, and the Host header agreeing with the
-// URI), and the canonical path. Refusals are recorded.
-func (p *Proxy) examine(sb *sandbox, req *http.Request, hosts []string, redirected int) (*target, error) {
-	t := &target{sb: sb, method: req.Method, scheme: "http"}
+// URI), and the canonical path. Inside intercepted TLS (in set) the
+// request must be in origin form and its Host header must name the
+// tunnel's host and port. Refusals are recorded.
+func (p *Proxy) examine(sb *sandbox, req *http.Request, hosts []string, redirected int, in *interception) (*target, error) {
+	t := &target{sb: sb, method: req.Method, scheme: "http", icpt: in}
+	if in != nil {
+		t.scheme = "https"
+	}
 	connect := req.Method == http.MethodConnect
 	absolute := !connect && req.URL.IsAbs()
 	folded := hosts == nil
@@ -171,6 +177,9 @@ func (p *Proxy) examine(sb *sandbox, req *http.Request, hosts []string, redirect
 
 	var authority string
 	defPort := 80
+	if in != nil {
+		defPort = 443
+	}
 	switch {
 	case connect:
 		authority, defPort, t.scheme, t.method = req.URL.Host, 0, "https", "" // a tunnel decision has no method
@@ -197,6 +206,12 @@ func (p *Proxy) examine(sb *sandbox, req *http.Request, hosts []string, redirect
 		return refuse(ErrMethodRefused, "%s is refused: it would echo the request, headers and all, back", req.Method)
 	case connect && redirected != 0:
 		return refuse(ErrMethodRefused, "CONNECT on a redirected connection")
+	case connect && in != nil:
+		return refuse(ErrMethodRefused, "CONNECT inside an intercepted TLS connection")
+	case absolute && in != nil:
+		return refuse(ErrBadRequest, "inside TLS a request names its path, not an absolute URI")
+	case in != nil && req.Header.Get("Upgrade") != "":
+		return refuse(ErrUnsupported, "protocol upgrades (websockets) to %s are not supported: its requests are judged one by one", in.tun.t.host)
 	case !connect && req.Header.Get("Upgrade") != "":
 		return refuse(ErrUnsupported, "protocol upgrades (websockets) over plain http are not supported; use https, whose tunnel carries them")
 	case req.URL.User != nil:
@@ -217,6 +232,11 @@ func (p *Proxy) examine(sb *sandbox, req *http.Request, hosts []string, redirect
 	}
 	t.host, t.ip = canon, ip
 
+	if in != nil {
+		if want := in.tun.t; canon != want.host || port != want.port {
+			return refuse(ErrDenied, "the Host header %q does not name %s, the host this TLS connection was opened to", clip(authority, 255), want.hostport())
+		}
+	}
 	if (connect || absolute) && len(hosts) == 1 {
 		hh, hp, hexplicit, err := splitAuthority(hosts[0], port)
 		var hc string

@@ -16,10 +16,18 @@
 // front end (front.go) is the proxy's own because net/http's server drops
 // the Host header of an absolute-form request, and the proxy must compare
 // it with the URI.
+//
+// A tunnel whose host has method or path rules, or a credential grant, is
+// intercepted (intercept.go) when Config.CA is set and refused when it is
+// not: the proxy ends the sandbox's TLS with a leaf of that CA, serves the
+// decrypted requests with the same front end, judges each, injects a
+// matching grant's header, and sends it over TLS of its own to the checked
+// address.
 package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -62,6 +70,22 @@ type Config struct {
 	Record egress.Recorder
 	// Logger is the proxy's log. Default: discard.
 	Logger *slog.Logger
+
+	// CA issues the certificates with which the proxy intercepts TLS to
+	// hosts whose decision says Inspect (or that have a credential
+	// grant); egress/ca's Authority is one. Default nil: no
+	// interception, and such tunnels are refused. Leave it nil rather
+	// than setting a nil pointer.
+	CA LeafIssuer
+	// UpstreamRoots verifies upstream servers' certificates on
+	// intercepted connections. Default nil: the system's roots.
+	UpstreamRoots *x509.CertPool
+	// Grants returns a sandbox's credential grants; the proxy sets a
+	// matching grant's header on intercepted requests only, never on
+	// plain http or relayed tunnels. Default nil: no grants. It is
+	// called for every intercepted tunnel and request, so it must be
+	// cheap and safe for concurrent use.
+	Grants func(sandbox string) []egress.Grant
 
 	// DialTimeout bounds a name lookup and a dial. Default 10s.
 	DialTimeout time.Duration

@@ -92,5 +92,9 @@ func (p *Proxy) serveRedirectedTLS(sb *sandbox, cc *clientConn, dst netip.AddrPo
 	if err != nil {
 		return // recorded; a TLS client sees the connection close
 	}
+	if tun.inspect {
+		p.runIntercepted(withPreface(&bufferedConn{Conn: cc.conn, br: cc.br}, hello), tun, false)
+		return
+	}
 	p.runTunnel(&bufferedConn{Conn: cc.conn, br: cc.br}, tun, false, hello)
 }
