@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/egress/addr"
+	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/hostd/api"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/ledger"
@@ -100,12 +101,20 @@ them (a sandbox that died meanwhile is reported with state "lost").
 					return d.DialContext(ctx, network, resolverAddr)
 				}}
 			}
+			// The daemon's own CA, for TLS interception of hosts with
+			// method or path rules; sandboxes trust it.
+			authority, err := ca.LoadOrCreate(filepath.Join(g.stateDir, "egress-ca"))
+			if err != nil {
+				return fmt.Errorf("egress CA: %w", err)
+			}
+			ecfg.CA = authority
 			eg := hegress.New(ecfg)
 			defer eg.Shutdown()
 			trust, err := readCAs(sandboxCAs)
 			if err != nil {
 				return usageError{err}
 			}
+			trust = append(eg.TrustPEM(), trust...)
 			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log,
 				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust})
 			defer func() {

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/rules"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/ledger"
@@ -177,5 +178,85 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 	}
 	if row, _ := st.GetSession(ctx, s.ID); bytes.Contains(row.Record, []byte("s3cret")) {
 		t.Error("the record holds the credential")
+	}
+}
+
+// TestInterceptionFromASandbox: a host with method and path rules over
+// HTTPS, judged per request. The daemon's CA (egress/ca) intercepts the
+// TLS, the sandbox trusts it through the session config, and the proxy
+// verifies the real server against its own roots.
+func TestInterceptionFromASandbox(t *testing.T) {
+	testutil.RequiresRoot(t)
+	images, _ := testutil.DebianImages(t)
+	ctx := context.Background()
+	upCA, leaf := testCA(t, "paths.test")
+	var seen []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		fmt.Fprintf(w, "tls upstream %s %s", r.Method, r.URL.Path)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	srv.StartTLS()
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(upCA)
+	authority, err := ca.LoadOrCreate(filepath.Join(t.TempDir(), "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := startZone(t, map[string]string{"paths.test.": "10.99.0.30"})
+	eg := hegress.New(hegress.Config{
+		AllowCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
+		CA:            authority,
+		UpstreamRoots: roots,
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, z.addr)
+		}},
+		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			if a != netip.MustParseAddrPort("10.99.0.30:443") {
+				return nil, fmt.Errorf("no route to %s in this test", a)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
+		},
+	})
+	defer eg.Shutdown()
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "debian",
+		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: eg.TrustPEM()})
+	defer m.Shutdown(ctx)
+	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{Default: "deny",
+		Allow: []rules.AllowEntry{{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Policy.Unenforced) != 0 {
+		t.Errorf("with interception nothing should be unenforced: %v", s.Policy.Unenforced)
+	}
+	for _, c := range []struct{ cmd, want string }{
+		{"curl -sS https://paths.test/ok/x", "tls upstream GET /ok/x"},
+		{"curl -s -o /dev/null -w '%{http_code}' -X POST https://paths.test/ok/x", "403"},
+		{"curl -s -o /dev/null -w '%{http_code}' https://paths.test/secret", "403"},
+		{"curl -s -o /dev/null -w '%{http_code}' --path-as-is https://paths.test/ok/../secret", "40"},
+		{"curl -sS --noproxy '*' https://paths.test/ok/direct", "tls upstream GET /ok/direct"},
+	} {
+		res, err := m.Exec(ctx, "", s.ID, session.ExecRequest{Command: c.cmd, TimeoutSeconds: 60})
+		if err != nil || !strings.Contains(res.Stdout, c.want) {
+			t.Errorf("%s: %+v %v, want %q", c.cmd, res, err, c.want)
+		}
+	}
+	if got := strings.Join(seen, ","); got != "GET /ok/x,GET /ok/direct" {
+		t.Errorf("the upstream saw %q: refused requests must not reach it", got)
 	}
 }

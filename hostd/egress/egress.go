@@ -9,6 +9,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/addr"
+	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/dns"
 	"paddock.dev/paddock/egress/proxy"
 	"paddock.dev/paddock/egress/rules"
@@ -36,7 +38,16 @@ type Config struct {
 	AllowCIDRs []netip.Prefix
 	// Dial connects to exactly the checked address (default: a dialer).
 	// Tests send it to their own servers.
-	Dial   func(ctx context.Context, a netip.AddrPort) (net.Conn, error)
+	Dial func(ctx context.Context, a netip.AddrPort) (net.Conn, error)
+	// CA, when set, lets the proxy intercept TLS to hosts with method or
+	// path rules (or a credential grant) and judge each request; sandboxes
+	// must trust it (TrustPEM). Without it such HTTPS is refused.
+	CA *ca.Authority
+	// UpstreamRoots verify upstream servers of intercepted TLS (nil: the
+	// host's roots).
+	UpstreamRoots *x509.CertPool
+	// Grants lists a sandbox's live credential grants (nil: none).
+	Grants func(sandbox string) []egress.Grant
 	Logger *slog.Logger
 }
 
@@ -68,15 +79,21 @@ func New(cfg Config) *Host {
 	}
 	h := &Host{log: log, cfg: cfg, boxes: map[string]*box{},
 		checker: &addr.Checker{AllowCIDRs: cfg.AllowCIDRs, HostAddrs: hostAddrs}}
-	h.proxy = proxy.New(proxy.Config{
+	pc := proxy.Config{
 		Resolver:      cfg.Resolver,
 		CanonicalHost: canonicalHost,
 		CanonicalPath: rules.CanonicalPath,
 		CheckAddr:     h.checker.Check,
 		Dial:          cfg.Dial,
 		Record:        h.record,
+		UpstreamRoots: cfg.UpstreamRoots,
+		Grants:        cfg.Grants,
 		Logger:        log.With("part", "egress-proxy"),
-	})
+	}
+	if cfg.CA != nil { // a nil *Authority in the interface would count as set
+		pc.CA = cfg.CA
+	}
+	h.proxy = proxy.New(pc)
 	return h
 }
 
@@ -115,6 +132,19 @@ var hostAddrs = func() func() []netip.Addr {
 		return cached
 	}
 }()
+
+// Intercepts reports whether HTTPS to hosts with method or path rules is
+// judged per request (a CA is set) rather than refused.
+func (h *Host) Intercepts() bool { return h.cfg.CA != nil }
+
+// TrustPEM is the certificate sandboxes must trust for interception (nil
+// without a CA).
+func (h *Host) TrustPEM() []byte {
+	if h.cfg.CA == nil {
+		return nil
+	}
+	return h.cfg.CA.CertPEM()
+}
 
 // record routes an event to the recorder of the sandbox it is about.
 func (h *Host) record(ev egress.Event) {

@@ -150,5 +150,5 @@ func (m *Manager) policyOf(ctx context.Context, id string) (*rules.Compiled, err
 	if err := json.Unmarshal(row.Record, &st); err != nil {
 		return nil, err
 	}
-	return compilePolicy(st.PolicyInput)
+	return m.compilePolicy(st.PolicyInput)
 }

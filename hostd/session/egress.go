@@ -22,6 +22,9 @@ type Egress interface {
 	Open(sandbox, dir string, pol egress.Policy, rec egress.Recorder) error
 	// Close stops serving sandbox and removes its sockets.
 	Close(sandbox string)
+	// Intercepts reports whether HTTPS to hosts with method or path
+	// rules is judged per request (TLS interception) rather than refused.
+	Intercepts() bool
 }
 
 // Policy is the session record's view of its compiled policy.
@@ -31,6 +34,15 @@ type Policy = rules.Summary
 // No policy means no network at all: egress is denied by default (the
 // spec's "no policy is open" is not followed on purpose).
 func compilePolicy(in *rules.PolicyInput) (*rules.Compiled, error) {
+	return compilePolicyFor(in, false)
+}
+
+// compilePolicy compiles with this daemon's egress in mind.
+func (m *Manager) compilePolicy(in *rules.PolicyInput) (*rules.Compiled, error) {
+	return compilePolicyFor(in, m.egress != nil && m.egress.Intercepts())
+}
+
+func compilePolicyFor(in *rules.PolicyInput, intercepts bool) (*rules.Compiled, error) {
 	p := rules.PolicyInput{Preset: rules.PresetOffline}
 	if in != nil {
 		p = *in
@@ -39,10 +51,10 @@ func compilePolicy(in *rules.PolicyInput) (*rules.Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: policy: %v", ErrBadRequest, err)
 	}
-	// Method and path rules on HTTPS need TLS interception, which is not
-	// built yet: such hosts are refused over HTTPS (fail closed), so they
-	// are only enforced over plain HTTP.
-	if c.HasLimits() {
+	// Method and path rules on HTTPS need TLS interception: without it
+	// such hosts are refused over HTTPS (fail closed), so the rules hold
+	// over plain HTTP only, and the record says so.
+	if c.HasLimits() && !intercepts {
 		c.AddUnenforced("method and path rules over HTTPS: TLS interception is not built yet, so HTTPS to a host with such rules is refused; plain HTTP is judged per request")
 	}
 	return c, nil

@@ -184,7 +184,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 			polIn = st.PolicyInput
 		}
 	}
-	if pol, err = compilePolicy(polIn); err != nil {
+	if pol, err = m.compilePolicy(polIn); err != nil {
 		return nil, err
 	}
 	snap, err := mc.Checkpoint(ctx, "fork", false)

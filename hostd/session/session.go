@@ -237,7 +237,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		rt.Image = m.image
 	}
 	id := newIDFor(kind)
-	pol, err := compilePolicy(req.Policy)
+	pol, err := m.compilePolicy(req.Policy)
 	if err != nil {
 		return nil, err
 	}
