@@ -162,32 +162,67 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Content) > api.MaxFileWriteBytes {
 		return fmt.Errorf("%w: content is %d bytes, more than %d; use /v1/uploads", ErrTooLarge, len(req.Content), api.MaxFileWriteBytes)
 	}
+	if err := checkDeny(req.Deny); err != nil {
+		return err
+	}
 	root, rel, err := s.openResolved(clean, rel, false)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	if err := s.prepareParent(root, clean, rel, req.Parents == nil || *req.Parents); err != nil {
+	dir, rel, err := s.writeDir(root, clean, rel, req.Parents == nil || *req.Parents, req.Deny)
+	if err != nil {
 		return err
 	}
-	f, tmp, err := createTemp(root, rel)
+	if dir != root {
+		defer dir.Close()
+	}
+	f, tmp, err := createTemp(dir, rel)
 	if err != nil {
 		return rootErr(clean, err)
 	}
 	if _, err := f.Write(req.Content); err != nil {
 		f.Close()
-		_ = root.Remove(tmp)
+		_ = dir.Remove(tmp)
 		return rootErr(clean, err)
 	}
-	if err := s.commitTemp(root, f, tmp, rel, mode); err != nil {
+	if err := s.commitTemp(dir, f, tmp, rel, mode); err != nil {
 		return rootErr(clean, err)
 	}
-	fi, err := root.Lstat(rel)
+	fi, err := dir.Lstat(rel)
 	if err != nil {
 		return rootErr(clean, err)
 	}
-	writeJSON(w, http.StatusOK, fileInfo(root, clean, rel, fi))
+	writeJSON(w, http.StatusOK, fileInfo(dir, clean, rel, fi))
 	return nil
+}
+
+// writeDir prepares the write of rel (resolved in root) and returns the
+// directory handle and name to write it through. Without deny that is
+// root and rel, after prepareParent. With deny it is the target's own
+// directory, opened once and checked against the Deny directories (see
+// deny.go), and the target's last component.
+func (s *Server) writeDir(root *os.Root, clean, rel string, parents bool, deny []string) (*os.Root, string, error) {
+	if len(deny) == 0 {
+		return root, rel, s.prepareParent(root, clean, rel, parents)
+	}
+	g, err := newDenyGuard(root, deny)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, name, err := s.openParentGuarded(root, g, clean, rel, parents)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := g.checkTarget(dir, name, clean, false); err != nil {
+		dir.Close()
+		return nil, "", err
+	}
+	if fi, err := dir.Lstat(name); err == nil && fi.IsDir() {
+		dir.Close()
+		return nil, "", fmt.Errorf("%w: %s is a directory; delete it first or pick another path", ErrConflict, clean)
+	}
+	return dir, name, nil
 }
 
 // handleDelete answers DELETE /v1/files?path=&recursive=.
@@ -206,6 +241,10 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	if !strings.Contains(rel, "/") {
 		return fmt.Errorf("%w: refusing to delete the top-level directory %s; delete what is inside it", ErrBadRequest, clean)
 	}
+	deny := r.URL.Query()["deny"]
+	if err := checkDeny(deny); err != nil {
+		return err
+	}
 	// Parents may be links; what they lead to gets the same refusals.
 	root, rel, err := s.openResolved(clean, rel, false)
 	if err != nil {
@@ -215,14 +254,28 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	if rel == "." || !strings.Contains(rel, "/") {
 		return fmt.Errorf("%w: %s leads to / or a top-level directory (/%s) through a symbolic link; refusing to delete it", ErrBadRequest, clean, rel)
 	}
-	fi, err := root.Lstat(rel)
+	dir := root
+	if len(deny) > 0 {
+		g, err := newDenyGuard(root, deny)
+		if err != nil {
+			return err
+		}
+		if dir, rel, err = s.openParentGuarded(root, g, clean, rel, false); err != nil {
+			return err
+		}
+		defer dir.Close()
+		if err := g.checkTarget(dir, rel, clean, recursive); err != nil {
+			return err
+		}
+	}
+	fi, err := dir.Lstat(rel)
 	if err != nil {
 		return rootErr(clean, err)
 	}
 	if fi.IsDir() && recursive {
-		err = root.RemoveAll(rel)
+		err = dir.RemoveAll(rel)
 	} else {
-		err = root.Remove(rel)
+		err = dir.Remove(rel)
 		if fi.IsDir() && (errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)) {
 			return fmt.Errorf("%w: directory %s is not empty; pass recursive=true to delete it with its contents", ErrConflict, clean)
 		}

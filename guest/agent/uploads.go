@@ -201,6 +201,9 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
+	if err := checkDeny(req.Deny); err != nil {
+		return err
+	}
 
 	s.uploads.Lock()
 	defer s.uploads.Unlock()
@@ -229,10 +232,14 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	defer root.Close()
-	if err := s.prepareParent(root, clean, rel, req.Parents == nil || *req.Parents); err != nil {
+	target, rel, err := s.writeDir(root, clean, rel, req.Parents == nil || *req.Parents, req.Deny)
+	if err != nil {
 		return err
 	}
-	f, tmp, err := createTemp(root, rel)
+	if target != root {
+		defer target.Close()
+	}
+	f, tmp, err := createTemp(target, rel)
 	if err != nil {
 		return rootErr(clean, err)
 	}
@@ -247,10 +254,10 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 	}
 	if err != nil {
 		f.Close()
-		_ = root.Remove(tmp)
+		_ = target.Remove(tmp)
 		return err
 	}
-	if err := s.commitTemp(root, f, tmp, rel, mode); err != nil {
+	if err := s.commitTemp(target, f, tmp, rel, mode); err != nil {
 		return rootErr(clean, err)
 	}
 	res := api.UploadResult{Path: clean, Size: n, SHA256: got, Verified: want != ""}

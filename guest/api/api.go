@@ -275,7 +275,19 @@ type FileContent struct {
 	Content []byte `json:"content"`
 	Mode    string `json:"mode,omitempty"`    // octal, default 0644 on write
 	Parents *bool  `json:"parents,omitempty"` // create parents (default true)
+	// Deny, on a write, lists directories the write must not land under
+	// (see MaxDeny).
+	Deny []string `json:"deny,omitempty"`
 }
+
+// MaxDeny bounds the Deny list of one write, delete (query "deny",
+// repeated) or upload complete: absolute, clean directory paths under
+// which the call must not create, replace or remove anything, checked by
+// the identity of the directory it writes in, so a symbolic link swapped
+// on the way cannot lead the write there. A Deny directory that does not
+// exist denies nothing. The agent answers 403 (code forbidden) when the
+// target lies under one or is one.
+const MaxDeny = 8
 
 // FileRange answers GET /v1/files/range?path=&offset=&length=&checksum=.
 type FileRange struct {
@@ -300,6 +312,8 @@ type UploadComplete struct {
 	SHA256  string `json:"sha256,omitempty"`
 	Mode    string `json:"mode,omitempty"`
 	Parents *bool  `json:"parents,omitempty"`
+	// Deny: directories the upload must not land under (see MaxDeny).
+	Deny []string `json:"deny,omitempty"`
 }
 
 // UploadResult answers a successful complete.

@@ -223,7 +223,16 @@ func (c *Client) WriteFile(ctx context.Context, in api.FileContent) (*api.FileIn
 // DeleteFile removes a file, or a directory (with its contents when
 // recursive).
 func (c *Client) DeleteFile(ctx context.Context, path string, recursive bool) error {
+	return c.DeleteFileDenying(ctx, path, recursive, nil)
+}
+
+// DeleteFileDenying is DeleteFile refusing (403) to remove anything under
+// the deny directories or holding one (see api.MaxDeny).
+func (c *Client) DeleteFileDenying(ctx context.Context, path string, recursive bool, deny []string) error {
 	q := url.Values{"path": {path}, "recursive": {strconv.FormatBool(recursive)}}
+	if len(deny) > 0 {
+		q["deny"] = deny
+	}
 	return c.doJSON(ctx, http.MethodDelete, "/v1/files", q, nil, nil)
 }
 

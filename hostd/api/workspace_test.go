@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http/httptest"
@@ -347,6 +348,51 @@ func TestReadOnlyWorkspace(t *testing.T) {
 	defer d.c.DeleteSession(ctx, w.ID)
 	if r, err := d.c.Exec(ctx, w.ID, session.ExecRequest{Command: "touch /workspace/x && echo ok"}); err != nil || r.Stdout != "ok\n" {
 		t.Errorf("writable workspace: %+v %v", r, err)
+	}
+}
+
+// TestReadOnlyWorkspaceRace writes through a link that a confined job in
+// the sandbox flips between /tmp/A and the read-only workspace as fast as
+// it can: the daemon's check and the agent's write each resolve the link,
+// so only the agent's check of the directory it writes in (by identity,
+// through the handle it writes with) keeps every write out.
+func TestReadOnlyWorkspaceRace(t *testing.T) {
+	d := newWSDaemon(t, testutil.MiniImages(t), false)
+	if !d.backend.Capabilities().Confinement {
+		t.Skip("this kernel has no Landlock, so procbox reports no confinement")
+	}
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{Workspace: session.WorkspaceRequest{Mode: "readonly"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, s.ID)
+	p := "/v1/agents/sessions/" + s.ID
+	if r, err := d.c.Exec(ctx, s.ID, session.ExecRequest{Command: "mkdir /tmp/A && ln -s /tmp/A /tmp/d"}); err != nil || r.ExitCode != 0 {
+		t.Fatalf("setup: %+v %v", r, err)
+	}
+	var job session.Job
+	if code := call(t, d.url, "POST", p+"/jobs", map[string]any{"command": "while :; do ln -sfn /workspace /tmp/d; ln -sfn /tmp/A /tmp/d; done"}, &job); code != 201 {
+		t.Fatalf("start the flipping job: %d", code)
+	}
+	if job.Confinement == nil || !job.Confinement.Landlock {
+		t.Errorf("the flipping job is not confined: %+v", job.Confinement)
+	}
+	codes := map[int]int{}
+	for i := range 200 {
+		code := call(t, d.url, "PUT", p+"/files/content", map[string]any{"path": fmt.Sprintf("/tmp/d/f%d", i), "content_base64": base64.StdEncoding.EncodeToString([]byte("x"))}, nil)
+		codes[code]++
+		if code != 200 && code != 403 {
+			t.Errorf("PUT /tmp/d/f%d: %d, want 200 or 403", i, code)
+		}
+	}
+	if code := call(t, d.url, "DELETE", p+"/jobs/"+job.ID, nil, nil); code != 200 {
+		t.Errorf("kill the flipping job: %d", code)
+	}
+	t.Logf("PUT answers: %v", codes)
+	r, err := d.c.Exec(ctx, s.ID, session.ExecRequest{Command: "ls -A /workspace"})
+	if err != nil || r.ExitCode != 0 || r.Stdout != "" {
+		t.Errorf("the read-only workspace holds %q (%+v, %v)", r.Stdout, r, err)
 	}
 }
 

@@ -122,11 +122,11 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 	if err != nil {
 		return nil, bad("content_base64 is not valid base64: %v", err)
 	}
-	c, err := m.writeTarget(ctx, tenant, id, req.Path)
+	c, deny, err := m.writeTarget(ctx, tenant, id, req.Path)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents})
+	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: deny})
 	if err != nil {
 		return nil, guestErr(err)
 	}
@@ -136,11 +136,11 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 
 // DeleteFile removes a file or (recursive) a directory.
 func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
-	c, err := m.writeTarget(ctx, tenant, id, path)
+	c, deny, err := m.writeTarget(ctx, tenant, id, path)
 	if err != nil {
 		return err
 	}
-	if err := c.DeleteFile(ctx, path, recursive); err != nil {
+	if err := c.DeleteFileDenying(ctx, path, recursive, deny); err != nil {
 		return guestErr(err)
 	}
 	m.ledgerAppend(ctx, id, "file.delete", map[string]any{"path": path, "recursive": recursive})

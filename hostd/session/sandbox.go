@@ -525,7 +525,7 @@ func (m *Manager) SandboxWriteFile(ctx context.Context, tenant, id string, req S
 		}
 		return &SandboxWritten{Path: fi.Path, Size: fi.Size, Mode: fi.Mode}, nil
 	}
-	_, c, err := m.sandboxGuest(ctx, tenant, id, true)
+	s, c, err := m.sandboxGuest(ctx, tenant, id, true)
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +539,7 @@ func (m *Manager) SandboxWriteFile(ctx context.Context, tenant, id string, req S
 				return nil, err
 			}
 		}
-		return c.CompleteUpload(ctx, up, api.UploadComplete{Path: req.Path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Mode: req.Mode})
+		return c.CompleteUpload(ctx, up, api.UploadComplete{Path: req.Path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Mode: req.Mode, Deny: denyFor(s)})
 	}()
 	if err != nil {
 		c.AbortUpload(context.WithoutCancel(ctx), up)

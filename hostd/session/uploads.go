@@ -83,7 +83,7 @@ func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadR
 	if !strings.HasPrefix(req.Path, "/") || strings.Contains(req.Path, "..") || strings.ContainsAny(req.Path, "\x00\n") || len(req.Path) > 4096 {
 		return nil, bad("path %q must be absolute, without .., NUL or newline", req.Path)
 	}
-	if _, err := m.writeTarget(ctx, tenant, id, req.Path); err != nil {
+	if _, _, err := m.writeTarget(ctx, tenant, id, req.Path); err != nil {
 		return nil, err
 	}
 	rows, err := m.st.ListUploads(ctx, id)
@@ -194,7 +194,7 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 	if u.Received != u.Size {
 		return nil, fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)
 	}
-	res, err := c.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents})
+	res, err := c.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: denyFor(s)})
 	if err != nil {
 		return nil, guestErr(err)
 	}

@@ -384,7 +384,9 @@ func resolveInGuest(ctx context.Context, c *client.Client, p string, followLast 
 // a write or delete of p would change it: p lies in the workspace or holds
 // it, as written or once the links in its directories are followed. It
 // is a check before the write, so a link swapped in between the two is
-// not caught; the agent's own commands are held by Landlock instead.
+// not caught here: the write itself carries the workspace as Deny
+// (denyFor), and the agent checks the directory it writes in by identity.
+// The agent's own commands are held by Landlock instead.
 func refuseReadOnly(ctx context.Context, c *client.Client, s *Session, p string) error {
 	if s.Workspace.Mode != ModeReadOnly || !strings.HasPrefix(p, "/") {
 		return nil // a relative path is the guest's to refuse
@@ -410,19 +412,33 @@ func refuseReadOnly(ctx context.Context, c *client.Client, s *Session, p string)
 	return nil
 }
 
+// denyFor is the Deny list (api.MaxDeny) of every write the files API and
+// uploads make in s: its workspace when that is read-only, so the agent
+// refuses a write that lands there by whatever links, checking the
+// directory it writes in and writing through that same handle.
+func denyFor(s *Session) []string {
+	if s.Workspace.Mode != ModeReadOnly {
+		return nil
+	}
+	return []string{path.Clean(s.Workspace.Path)}
+}
+
 // writeTarget is machineFor for a write or delete of p: it also refuses
-// paths that would change a read-only workspace.
-func (m *Manager) writeTarget(ctx context.Context, tenant, id, p string) (*client.Client, error) {
+// paths that would change a read-only workspace (refuseReadOnly, for a
+// clear message), and returns the Deny list the write must carry to the
+// agent (denyFor), which is the check that holds against links changed
+// in between.
+func (m *Manager) writeTarget(ctx context.Context, tenant, id, p string) (*client.Client, []string, error) {
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := m.busy(id); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := clientFor(mc)
 	if err := refuseReadOnly(ctx, c, s, p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, denyFor(s), nil
 }
