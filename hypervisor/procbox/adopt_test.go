@@ -362,3 +362,37 @@ func TestAdoptCancelledLeavesMachine(t *testing.T) {
 		t.Errorf("the machine after a cancelled adopt: %q", out)
 	}
 }
+
+// TestSweepSparesNewDirectories: a machine directory still being made
+// (".new-…", its lock file created but not yet locked) is left alone by
+// another process's sweep; one left by a maker that died long ago goes.
+func TestSweepSparesNewDirectories(t *testing.T) {
+	testutil.RequiresRoot(t)
+	state := t.TempDir()
+	b, err := New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t), Options: map[string]string{"store": StoreTmpfs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s, err := b.layerStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(state, Name, "machines", ".new-fresh")
+	old := filepath.Join(state, Name, "machines", ".new-old")
+	for _, d := range []string{fresh, old} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "owner.lock"), nil, 0o600)
+	}
+	long := time.Now().Add(-2 * time.Minute)
+	os.Chtimes(old, long, long)
+	b.sweep(s, false)
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a directory being made was swept: %v", err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("a dead maker's directory was kept: %v", err)
+	}
+}

@@ -151,7 +151,14 @@ func (b *Backend) sweep(store layerStore, adopted bool) {
 		_, ours := b.machines[id]
 		b.mu.Unlock()
 		if strings.HasPrefix(id, ".new-") {
-			// A directory its maker died before renaming.
+			// A directory its maker died before renaming. Its maker
+			// creates the lock file and then takes the lock: between
+			// the two the lock is free, so only a directory older than
+			// any live maker could leave it is taken for dead.
+			fi, err := os.Lstat(filepath.Join(b.dir, "machines", id))
+			if err != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue
+			}
 			if lock, err := tryLock(filepath.Join(b.dir, "machines", id, "owner.lock")); err == nil {
 				os.RemoveAll(filepath.Join(b.dir, "machines", id))
 				lock.Close()
