@@ -34,7 +34,12 @@ func main() {
 	runs := flag.Int("n", 20, "repetitions of each measurement (median reported)")
 	guest := flag.String("guest", os.Getenv("PADDOCK_GUEST"), "paddock-guest binary")
 	state := flag.String("state-dir", "", "state dir (default: a temporary one)")
+	egressOnly := flag.Bool("egress-only", false, "measure only the egress proxy (no root needed)")
 	flag.Parse()
+	if *egressOnly {
+		benchEgress()
+		return
+	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "paddock-bench: run as root (sandboxes need namespaces and cgroups)")
 		os.Exit(2)
@@ -154,6 +159,7 @@ func main() {
 	row("fork into 4, per child vs create", fork, ours, "create (goal ≤ 50ms per child)")
 	check(m.Stop(ctx))
 	benchAPI(ctx, b, dir, *runs, ours, execRT)
+	benchEgress()
 	// Deferred: Close unmounts the store, then the state dir goes.
 }
 
