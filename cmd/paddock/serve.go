@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/addr"
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/hostd/api"
@@ -108,6 +109,16 @@ them (a sandbox that died meanwhile is reported with state "lost").
 				return fmt.Errorf("egress CA: %w", err)
 			}
 			ecfg.CA = authority
+			// The proxy asks the session manager for a sandbox's
+			// credential grants; the manager is made after the egress
+			// host, so the closure reads it once it is set.
+			var mgr *session.Manager
+			ecfg.Grants = func(sandbox string) []egress.Grant {
+				if mgr == nil {
+					return nil
+				}
+				return mgr.GrantsFor(sandbox)
+			}
 			eg := hegress.New(ecfg)
 			defer eg.Shutdown()
 			trust, err := readCAs(sandboxCAs)
@@ -115,7 +126,7 @@ them (a sandbox that died meanwhile is reported with state "lost").
 				return usageError{err}
 			}
 			trust = append(eg.TrustPEM(), trust...)
-			mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log,
+			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log,
 				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust})
 			defer func() {
 				if stopSandboxes {

@@ -292,6 +292,7 @@ workspace is (default /workspace).`,
 	}}
 	cmd.AddCommand(run, ls, get, execCmd, ckpt, restore, fork, artifacts, timeline, rm)
 	cmd.AddCommand(ioCommands(g, cl)...)
+	cmd.AddCommand(grantCommands(g, cl)...)
 	return cmd
 }
 

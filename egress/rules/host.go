@@ -136,3 +136,15 @@ func (p hostPattern) matches(host string) bool {
 		return host == p.text
 	}
 }
+
+// CanonicalHostPattern checks a host pattern (an exact name, an IP
+// literal, or "*.suffix" with at least two labels after the star) the way
+// a policy's allow entry is checked, and returns its canonical form.
+// Credential grants name their hosts with it.
+func CanonicalHostPattern(raw string) (string, error) {
+	p, err := parseHostPattern(raw)
+	if err != nil {
+		return "", err
+	}
+	return p.text, nil
+}

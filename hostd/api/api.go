@@ -127,6 +127,7 @@ func (s *Server) routes() {
 	auth("GET /v1/agents/sessions/{id}/jobs/{job}", s.readJob)
 	auth("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
 	auth("DELETE /v1/agents/sessions/{id}/jobs/{job}", s.killJob)
+	s.grantRoutes(auth)
 	s.sandboxRoutes(auth)
 	open("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)

@@ -61,6 +61,9 @@ type (
 	jobList struct {
 		Jobs []session.Job `json:"jobs"` // listJobs
 	}
+	grantList struct {
+		Grants []session.Grant `json:"grants"` // listGrants
+	}
 	sandboxList struct {
 		Sandboxes []*session.Sandbox `json:"sandboxes"` // listSandboxes
 	}
@@ -150,6 +153,10 @@ var openAPISchemas = []struct {
 	{name: "Upload", goV: session.Upload{}, dir: out},
 	{name: "UploadList", goV: uploadList{}, dir: out},
 
+	{name: "GrantRequest", goV: session.GrantRequest{}, dir: in},
+	{name: "Grant", goV: session.Grant{}, dir: out},
+	{name: "GrantList", goV: grantList{}, dir: out},
+
 	{name: "FileInfo", goV: guestapi.FileInfo{}, dir: out},
 	{name: "Listing", goV: guestapi.Listing{}, dir: out},
 	{name: "FileRead", goV: session.FileRead{}, dir: out},
@@ -229,6 +236,13 @@ var openAPILimits = []struct {
 	{"components/parameters/JobWaitMillis/schema/maximum", guestapi.MaxWaitMillis},
 	{"components/parameters/JobOffset/schema/maximum", 1 << 40},
 	{"components/parameters/JobStderrOffset/schema/maximum", 1 << 40},
+
+	{"components/schemas/GrantRequest/properties/value/maxLength", session.MaxGrantValueBytes},
+	{"components/schemas/GrantRequest/properties/hosts/maxItems", session.MaxGrantHosts},
+	{"components/schemas/GrantRequest/properties/ttl_seconds/maximum", session.MaxGrantTTLSeconds},
+	{"components/schemas/GrantRequest/properties/ttl_seconds/default", session.DefaultGrantTTLSeconds},
+	{"components/schemas/GrantRequest/properties/header/default", session.DefaultGrantHeader},
+	{"components/schemas/GrantList/properties/grants/maxItems", session.MaxGrantsPerSession},
 
 	{"components/schemas/SandboxRequest/properties/ttl_seconds/maximum", session.MaxTTLSeconds},
 	{"components/schemas/SandboxRequest/properties/ttl_seconds/default", session.DefaultSandboxTTLSeconds},

@@ -17,7 +17,9 @@ const StateLost = "lost"
 // Reattach takes over the sandboxes of running sessions that an earlier
 // daemon on this state dir left behind, and records the sessions whose
 // sandbox is gone as lost (ledgered once, with the reason). Then it sweeps
-// what nobody claimed. Call it once at start, before serving.
+// what nobody claimed. Call it once at start, before serving. Credential
+// grants are not restored: they lived in the previous daemon's memory
+// only, and the adoption's ledger entry says so.
 func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 	rows, err := m.st.ListSessions(ctx, "")
 	if err != nil {
@@ -49,7 +51,10 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 				if s.Kind == KindSandbox {
 					m.removeAtExpiry(s.ID, s.ExpiresAt)
 				}
-				m.ledgerAppend(ctx, s.ID, "sandbox.adopt", map[string]any{"sandbox_id": s.SandboxID})
+				// Credential grants lived in the old daemon's memory
+				// only: the adopted sandbox has none until granted again.
+				m.ledgerAppend(ctx, s.ID, "sandbox.adopt", map[string]any{"sandbox_id": s.SandboxID, "grants": 0,
+					"grants_note": "credential grants are kept in memory only and did not survive the restart; grant again"})
 				adopted++
 				continue
 			}
@@ -103,6 +108,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 		}
 		mc.Stop(context.Background()) // what the dead sandbox held
 		m.closeEgress(id)
+		m.dropGrants(id, "sandbox lost")
 		const reason = "the sandbox ended on its own (its init exited or was killed)"
 		ctx := context.Background()
 		if _, err := m.update(ctx, id, -1, func(s *Session) error {

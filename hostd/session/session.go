@@ -161,6 +161,10 @@ type Manager struct {
 	egressRoot string
 	trustPEM   []byte
 
+	// grants are the sessions' credential grants, in memory only
+	// (grants.go).
+	grants grantTable
+
 	mu       sync.Mutex
 	machines map[string]hypervisor.Machine // session id → running sandbox
 	gate     map[string]string             // session id → lifecycle op in flight
@@ -567,6 +571,7 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 		}
 	}
 	m.closeEgress(id)
+	m.dropGrants(id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -634,6 +639,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 			m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
 		}
 		m.closeEgress(id)
+		m.grants.take(id, "")
 	}
 }
 
@@ -695,6 +701,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 			}
 		}
 		m.closeEgress(r.ID)
+		m.dropGrants(r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}

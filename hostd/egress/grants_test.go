@@ -1,0 +1,198 @@
+package egress_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/egress"
+	"paddock.dev/paddock/egress/ca"
+	"paddock.dev/paddock/egress/rules"
+	"paddock.dev/paddock/hostd/api"
+	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// TestGrantFromASandbox is a credential grant used for real: a debian
+// sandbox curls an HTTPS upstream that records the Authorization header it
+// gets. The proxy adds the grant's value only inside TLS it intercepts,
+// only on the grant's paths, never over plain HTTP, and not after the
+// grant is revoked; the sandbox never sees the value (not in its
+// environment, not in what curl sent or printed), and the ledger has the
+// grant without it.
+func TestGrantFromASandbox(t *testing.T) {
+	testutil.RequiresRoot(t)
+	images, _ := testutil.DebianImages(t)
+	ctx := context.Background()
+	const secret = "Bearer s3cret"
+	upCA, leaf := testCA(t, "api.test")
+	var mu sync.Mutex
+	var seen []string // "scheme path auth"
+	record := func(scheme string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, scheme+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+			mu.Unlock()
+			fmt.Fprintf(w, "upstream %s %s\n", scheme, r.URL.Path)
+		}
+	}
+	last := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			return ""
+		}
+		return seen[len(seen)-1]
+	}
+	tlsSrv := httptest.NewUnstartedServer(record("https"))
+	tlsSrv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	plainSrv := httptest.NewServer(record("http"))
+	defer plainSrv.Close()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(upCA)
+	authority, err := ca.LoadOrCreate(filepath.Join(t.TempDir(), "ca"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := startZone(t, map[string]string{"api.test.": "10.99.0.40"})
+	// The egress host is made before the manager, as in paddock serve:
+	// its grants come through a closure over the manager.
+	var mgr *session.Manager
+	eg := hegress.New(hegress.Config{
+		AllowCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
+		CA:            authority,
+		UpstreamRoots: roots,
+		Grants: func(sandbox string) []egress.Grant {
+			if mgr == nil {
+				return nil
+			}
+			return mgr.GrantsFor(sandbox)
+		},
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, z.addr)
+		}},
+		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			var d net.Dialer
+			switch a {
+			case netip.MustParseAddrPort("10.99.0.40:443"):
+				return d.DialContext(ctx, "tcp", tlsSrv.Listener.Addr().String())
+			case netip.MustParseAddrPort("10.99.0.40:80"):
+				return d.DialContext(ctx, "tcp", plainSrv.Listener.Addr().String())
+			}
+			return nil, fmt.Errorf("no route to %s in this test", a)
+		},
+	})
+	defer eg.Shutdown()
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// The sandbox trusts the daemon's CA (intercepted TLS) and the
+	// upstream's (TLS relayed untouched before the grant).
+	led := ledger.New(st)
+	mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: "debian",
+		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: append(eg.TrustPEM(), upCA...)})
+	defer mgr.Shutdown(ctx)
+	const token = "pdk_grant_test_token_0123"
+	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
+	defer srv.Close()
+	c := client.New(srv.URL, token)
+
+	s, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{Default: "deny",
+		Allow: []rules.AllowEntry{{Host: "api.test"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd string) string {
+		t.Helper()
+		res, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: cmd, TimeoutSeconds: 60})
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		out := res.Stdout + res.Stderr
+		if strings.Contains(out, "s3cret") {
+			t.Errorf("%s: the sandbox saw the secret:\n%s", cmd, out)
+		}
+		return out
+	}
+	curl := func(url, want string) {
+		t.Helper()
+		out := run("curl -sS -v " + url + " 2>&1")
+		if !strings.Contains(out, "upstream ") {
+			t.Fatalf("curl %s: no answer from the upstream:\n%s", url, out)
+		}
+		// -v shows the request curl sent: it had no credential.
+		if strings.Contains(strings.ToLower(out), "> authorization") {
+			t.Errorf("curl %s sent an Authorization header itself:\n%s", url, out)
+		}
+		if got := last(); got != want {
+			t.Errorf("curl %s: the upstream saw %q, want %q", url, got, want)
+		}
+	}
+
+	curl("https://api.test/x", "https /x ")
+	g, err := c.Grant(ctx, s.ID, session.GrantRequest{Value: secret, Hosts: []string{"api.test"}, Paths: []string{"/x*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	curl("https://api.test/x", "https /x "+secret)
+	curl("https://api.test/xyz?q=1", "https /xyz "+secret)
+	curl("--noproxy '*' https://api.test/x", "https /x "+secret)
+	curl("https://api.test/other", "https /other ")
+	curl("http://api.test/x", "http /x ")
+	curl("--noproxy '*' http://api.test/x", "http /x ")
+	if out := run("env; cat /proc/self/environ | tr '\\0' '\\n'"); strings.Contains(out, "s3cret") {
+		t.Error("the sandbox's environment holds the secret")
+	}
+	if err := c.Ungrant(ctx, s.ID, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	curl("https://api.test/x", "https /x ")
+
+	evs, err := c.Events(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, e := range evs {
+		var data bytes.Buffer
+		json.Compact(&data, e.Data)
+		fmt.Fprintf(&all, "%s %s\n", e.Kind, data.String())
+	}
+	for _, want := range []string{"grant.create " + `{"expires_at"`, `"id":"` + g.ID + `"`, "grant.revoke", `"grant":"` + g.ID + `"`} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("the ledger has no %s:\n%s", want, all.String())
+		}
+	}
+	if strings.Contains(all.String(), "s3cret") {
+		t.Errorf("the ledger holds the secret:\n%s", all.String())
+	}
+}

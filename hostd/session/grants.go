@@ -1,0 +1,317 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"paddock.dev/paddock/egress"
+	"paddock.dev/paddock/egress/rules"
+)
+
+// Limits on credential grants.
+const (
+	MaxGrantsPerSession    = 16
+	MaxGrantHosts          = 16
+	MaxGrantValueBytes     = 8 << 10
+	MaxGrantTTLSeconds     = 86400
+	DefaultGrantTTLSeconds = 3600
+	// SecretEnvPrefix names the daemon's environment variables a
+	// secret_ref points at: secret_ref GH_TOKEN is PADDOCK_SECRET_GH_TOKEN.
+	SecretEnvPrefix = "PADDOCK_SECRET_"
+	// DefaultGrantHeader is the header a grant sets when it names none.
+	DefaultGrantHeader = "Authorization"
+)
+
+var secretRefRE = regexp.MustCompile(`^[A-Z0-9_]{1,64}$`)
+
+// refusedGrantHeaders may never carry a grant: the proxy owns Host and the
+// hop-by-hop headers, and Cookie would mix the credential into state the
+// sandbox's own requests set.
+var refusedGrantHeaders = []string{"Host", "Cookie", "Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length"}
+
+// GrantRequest is the body of POST .../grants. Exactly one of Value and
+// SecretRef is given.
+type GrantRequest struct {
+	SecretRef  string   `json:"secret_ref,omitempty"`
+	Value      string   `json:"value,omitempty"`
+	Hosts      []string `json:"hosts"`
+	Methods    []string `json:"methods,omitempty"`
+	Paths      []string `json:"paths,omitempty"`
+	Header     string   `json:"header,omitempty"`
+	TTLSeconds int      `json:"ttl_seconds,omitempty"`
+}
+
+// Grant is a credential grant as the API shows it: never its value.
+type Grant struct {
+	ID        string    `json:"id"`
+	SecretRef string    `json:"secret_ref,omitempty"`
+	Hosts     []string  `json:"hosts"`
+	Methods   []string  `json:"methods,omitempty"`
+	Paths     []string  `json:"paths,omitempty"`
+	Header    string    `json:"header"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func grantView(g egress.Grant) Grant {
+	return Grant{ID: g.ID, SecretRef: g.SecretRef, Hosts: slices.Clone(g.Hosts), Methods: slices.Clone(g.Methods),
+		Paths: slices.Clone(g.Paths), Header: g.Header, ExpiresAt: g.ExpiresAt}
+}
+
+// grantTable holds every session's grants, in memory only: a secret never
+// reaches the database or the ledger, so a daemon restart forgets them.
+type grantTable struct {
+	mu sync.RWMutex
+	by map[string][]egress.Grant // session id → grants, oldest first
+}
+
+// live returns id's grants that are live at now.
+func (t *grantTable) live(id string, now time.Time) []egress.Grant {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []egress.Grant
+	for _, g := range t.by[id] {
+		if now.Before(g.ExpiresAt) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// take removes and returns id's grants (all of them when grant is "").
+func (t *grantTable) take(id, grant string) []egress.Grant {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if grant == "" {
+		out := t.by[id]
+		delete(t.by, id)
+		return out
+	}
+	gs := t.by[id]
+	i := slices.IndexFunc(gs, func(g egress.Grant) bool { return g.ID == grant })
+	if i < 0 {
+		return nil
+	}
+	out := []egress.Grant{gs[i]}
+	gs = slices.Delete(slices.Clone(gs), i, i+1)
+	if len(gs) == 0 {
+		delete(t.by, id)
+	} else {
+		t.by[id] = gs
+	}
+	return out
+}
+
+// GrantsFor returns the live credential grants of sandbox (a session id),
+// for the egress proxy; it is called on every intercepted request, so it
+// only reads memory.
+func (m *Manager) GrantsFor(sandbox string) []egress.Grant {
+	return m.grants.live(sandbox, m.now())
+}
+
+func newGrantID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "gr-" + hex.EncodeToString(b[:])
+}
+
+// checkGrant validates req and returns the grant it asks for, without an
+// id or expiry, and with its secret read.
+func checkGrant(req GrantRequest) (egress.Grant, error) {
+	g := egress.Grant{SecretRef: req.SecretRef}
+	switch {
+	case req.Value != "" && req.SecretRef != "":
+		return g, bad("give value or secret_ref, not both")
+	case req.Value == "" && req.SecretRef == "":
+		return g, bad("give the credential as value or name it with secret_ref")
+	}
+	if len(req.Hosts) < 1 || len(req.Hosts) > MaxGrantHosts {
+		return g, bad("hosts: give 1 to %d host patterns (api.example.com or *.example.com), not %d", MaxGrantHosts, len(req.Hosts))
+	}
+	for i, h := range req.Hosts {
+		c, err := rules.CanonicalHostPattern(h)
+		if err != nil {
+			return g, bad("hosts[%d]: %v", i, err)
+		}
+		if !slices.Contains(g.Hosts, c) {
+			g.Hosts = append(g.Hosts, c)
+		}
+	}
+	lim, err := rules.NewLimits(req.Methods, req.Paths)
+	if err != nil {
+		return g, bad("%v", err)
+	}
+	g.Methods, g.Paths = lim.MethodList(), lim.PathList()
+	g.Header = DefaultGrantHeader
+	if req.Header != "" {
+		if !httpguts.ValidHeaderFieldName(req.Header) {
+			return g, bad("header %q is not a valid header name", req.Header)
+		}
+		g.Header = http.CanonicalHeaderKey(req.Header)
+		if slices.Contains(refusedGrantHeaders, g.Header) {
+			return g, bad("header %s cannot carry a credential (Host, Cookie and hop-by-hop headers are refused)", g.Header)
+		}
+	}
+	if req.Value != "" {
+		if len(req.Value) > MaxGrantValueBytes {
+			return g, bad("value is %d bytes, more than %d", len(req.Value), MaxGrantValueBytes)
+		}
+		if !httpguts.ValidHeaderFieldValue(req.Value) {
+			return g, bad("value is not a valid header value (control characters such as a newline are refused)")
+		}
+		g.Value = req.Value
+		return g, nil
+	}
+	if !secretRefRE.MatchString(req.SecretRef) {
+		return g, bad("secret_ref %q: use upper-case letters, digits and '_', at most 64", req.SecretRef)
+	}
+	name := SecretEnvPrefix + req.SecretRef
+	v := os.Getenv(name)
+	switch {
+	case v == "":
+		return g, bad("secret_ref %s: the daemon has no environment variable %s (set it where paddock serve runs, and restart it)", req.SecretRef, name)
+	case len(v) > MaxGrantValueBytes:
+		return g, bad("secret_ref %s: %s is more than %d bytes", req.SecretRef, name, MaxGrantValueBytes)
+	case !httpguts.ValidHeaderFieldValue(v):
+		return g, bad("secret_ref %s: %s is not a valid header value (it has control characters such as a newline)", req.SecretRef, name)
+	}
+	g.Value = v
+	return g, nil
+}
+
+// Grant gives a running session a credential the egress proxy adds to its
+// requests to the named hosts (inside intercepted TLS only), so the
+// sandbox never holds it. The grant lives in this daemon's memory only.
+func (m *Manager) Grant(ctx context.Context, tenant, id string, req GrantRequest) (*Grant, error) {
+	if req.TTLSeconds == 0 {
+		req.TTLSeconds = DefaultGrantTTLSeconds
+	}
+	if req.TTLSeconds < 1 || req.TTLSeconds > MaxGrantTTLSeconds {
+		return nil, bad("ttl_seconds %d must be from 1 to %d", req.TTLSeconds, MaxGrantTTLSeconds)
+	}
+	g, err := checkGrant(req)
+	if err != nil {
+		return nil, err
+	}
+	s, _, _, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kind == KindSandbox {
+		return nil, notSessionErr(id)
+	}
+	now := m.now()
+	g.ID = newGrantID()
+	g.ExpiresAt = now.Add(time.Duration(req.TTLSeconds) * time.Second).UTC()
+	if g.ExpiresAt.After(s.ExpiresAt) {
+		g.ExpiresAt = s.ExpiresAt.UTC()
+	}
+	t := &m.grants
+	t.mu.Lock()
+	gs := slices.DeleteFunc(slices.Clone(t.by[id]), func(o egress.Grant) bool { return !now.Before(o.ExpiresAt) })
+	if len(gs) >= MaxGrantsPerSession {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: session %s already has %d live grants; revoke one first", ErrConflict, id, MaxGrantsPerSession)
+	}
+	m.mu.Lock()
+	_, live := m.machines[id]
+	m.mu.Unlock()
+	if !live {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: session %s has no running sandbox any more", ErrConflict, id)
+	}
+	if t.by == nil {
+		t.by = map[string][]egress.Grant{}
+	}
+	t.by[id] = append(gs, g)
+	t.mu.Unlock()
+	v := grantView(g)
+	data := grantLedger(g)
+	data["header"], data["expires_at"] = v.Header, v.ExpiresAt
+	if len(v.Methods) > 0 {
+		data["methods"] = v.Methods
+	}
+	if len(v.Paths) > 0 {
+		data["paths"] = v.Paths
+	}
+	m.ledgerAppend(ctx, id, "grant.create", data)
+	return &v, nil
+}
+
+// Grants lists a session's live grants, without their values.
+func (m *Manager) Grants(ctx context.Context, tenant, id string) ([]Grant, error) {
+	if err := m.grantSession(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	out := []Grant{}
+	for _, g := range m.GrantsFor(id) {
+		out = append(out, grantView(g))
+	}
+	return out, nil
+}
+
+// Ungrant revokes one grant of the session (404 when it has no such live
+// grant), or all of them when grant is "".
+func (m *Manager) Ungrant(ctx context.Context, tenant, id, grant string) error {
+	if err := m.grantSession(ctx, tenant, id); err != nil {
+		return err
+	}
+	gone := m.grants.take(id, grant)
+	now := m.now()
+	if grant != "" && (len(gone) == 0 || !now.Before(gone[0].ExpiresAt)) {
+		return fmt.Errorf("%w: session %s has no live grant %s", ErrNotFound, id, grant)
+	}
+	m.ledgerRevoke(ctx, id, gone, "revoked")
+	return nil
+}
+
+// grantSession checks id names a session (not a sandbox) the caller sees.
+func (m *Manager) grantSession(ctx context.Context, tenant, id string) error {
+	s, _, err := m.load(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	if s.Kind == KindSandbox {
+		return notSessionErr(id)
+	}
+	return nil
+}
+
+// dropGrants forgets a session's grants when it stops running (deleted,
+// expired, lost), ledgering each live one as revoked with why.
+func (m *Manager) dropGrants(id, why string) {
+	m.ledgerRevoke(context.Background(), id, m.grants.take(id, ""), why)
+}
+
+func (m *Manager) ledgerRevoke(ctx context.Context, id string, gs []egress.Grant, why string) {
+	now := m.now()
+	for _, g := range gs {
+		if !now.Before(g.ExpiresAt) {
+			continue // expired on its own: nothing was revoked
+		}
+		data := grantLedger(g)
+		data["reason"] = why
+		m.ledgerAppend(ctx, id, "grant.revoke", data)
+	}
+}
+
+// grantLedger is what the ledger keeps of a grant: its id, hosts and the
+// secret's reference, never the value. The ledger refuses keys that name
+// a secret (secret_ref among them), so the reference goes in as "ref".
+func grantLedger(g egress.Grant) map[string]any {
+	data := map[string]any{"id": g.ID, "hosts": g.Hosts}
+	if g.SecretRef != "" {
+		data["ref"] = g.SecretRef
+	}
+	return data
+}
