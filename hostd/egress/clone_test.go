@@ -13,11 +13,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,11 +26,7 @@ import (
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/rules"
 	hegress "paddock.dev/paddock/hostd/egress"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -68,7 +62,6 @@ func testCA(t *testing.T, host string) (caPEM []byte, leaf tls.Certificate) {
 func TestWorkspaceCloneThroughEgress(t *testing.T) {
 	testutil.RequiresRoot(t)
 	testutil.RequiresCommand(t, "git")
-	images, _ := testutil.DebianImages(t)
 	ctx := context.Background()
 	tmp := t.TempDir()
 	hostGit := func(args ...string) {
@@ -111,36 +104,10 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 
-	z := startZone(t, map[string]string{"git.test.": "10.99.0.20"})
-	eg := hegress.New(hegress.Config{
-		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
-		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, z.addr)
-		}},
-		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
-			if a != netip.MustParseAddrPort("10.99.0.20:443") {
-				return nil, fmt.Errorf("no route to %s in this test", a)
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
-		},
-	})
+	tn := newTestNet(t, map[string]string{"git.test.": "10.99.0.20"}, map[string]string{"10.99.0.20:443": srv.Listener.Addr().String()})
+	eg := hegress.New(tn.egressConfig())
 	defer eg.Shutdown()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "debian",
-		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: caPEM})
-	defer m.Shutdown(ctx)
+	m, st := daemonFor(t, eg, caPEM)
 	s, err := m.Create(ctx, "", session.CreateRequest{
 		Workspace: session.WorkspaceRequest{Git: "https://user:s3cret@git.test/r.git", RequireReady: true},
 		Policy:    &rules.PolicyInput{Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "git.test"}}}},
@@ -187,7 +154,6 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 // verifies the real server against its own roots.
 func TestInterceptionFromASandbox(t *testing.T) {
 	testutil.RequiresRoot(t)
-	images, _ := testutil.DebianImages(t)
 	ctx := context.Background()
 	upCA, leaf := testCA(t, "paths.test")
 	var seen []string
@@ -204,38 +170,12 @@ func TestInterceptionFromASandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := startZone(t, map[string]string{"paths.test.": "10.99.0.30"})
-	eg := hegress.New(hegress.Config{
-		AllowCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
-		CA:            authority,
-		UpstreamRoots: roots,
-		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, z.addr)
-		}},
-		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
-			if a != netip.MustParseAddrPort("10.99.0.30:443") {
-				return nil, fmt.Errorf("no route to %s in this test", a)
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
-		},
-	})
+	tn := newTestNet(t, map[string]string{"paths.test.": "10.99.0.30"}, map[string]string{"10.99.0.30:443": srv.Listener.Addr().String()})
+	cfg := tn.egressConfig()
+	cfg.CA, cfg.UpstreamRoots = authority, roots
+	eg := hegress.New(cfg)
 	defer eg.Shutdown()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "debian",
-		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: eg.TrustPEM()})
-	defer m.Shutdown(ctx)
+	m, _ := daemonFor(t, eg, eg.TrustPEM())
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{Default: "deny",
 		Allow: []rules.AllowEntry{{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}})
 	if err != nil {

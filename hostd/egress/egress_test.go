@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,12 +15,7 @@ import (
 
 	"paddock.dev/paddock/egress/rules"
 	hegress "paddock.dev/paddock/hostd/egress"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
-	"paddock.dev/paddock/internal/testutil"
 )
 
 // zone is a DNS server on loopback for the test's names; it counts the
@@ -74,10 +67,7 @@ func (z *zone) asked(name string) int {
 // upstream; names that resolve to loopback or metadata are refused; UDP
 // to an outside resolver fails; decisions are ledgered.
 func TestEgressFromASandbox(t *testing.T) {
-	testutil.RequiresRoot(t)
-	images, _ := testutil.DebianImages(t)
 	ctx := context.Background()
-
 	var otherHits atomic.Int64
 	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from allowed %s %s", r.Method, r.URL.Path)
@@ -92,53 +82,21 @@ func TestEgressFromASandbox(t *testing.T) {
 		fmt.Fprint(w, "you should not see this")
 	}))
 	defer other.Close()
-	z := startZone(t, map[string]string{
+	tn := newTestNet(t, map[string]string{
 		"allowed.test.": "10.99.0.10",
 		"other.test.":   "10.99.0.11",
 		"loop.test.":    "127.0.0.1",
 		"meta.test.":    "169.254.169.254",
 		"paths.test.":   "10.99.0.10",
+	}, map[string]string{
+		"10.99.0.10:80":  allowed.Listener.Addr().String(),
+		"10.99.0.10:443": allowedTLS.Listener.Addr().String(),
+		"10.99.0.11:80":  other.Listener.Addr().String(),
 	})
-	// The test's "internet": 10.99.0.0/24 is let through by the operator
-	// setting, and each address:port is a loopback server here.
-	routes := map[netip.AddrPort]string{
-		netip.MustParseAddrPort("10.99.0.10:80"):  allowed.Listener.Addr().String(),
-		netip.MustParseAddrPort("10.99.0.10:443"): allowedTLS.Listener.Addr().String(),
-		netip.MustParseAddrPort("10.99.0.11:80"):  other.Listener.Addr().String(),
-	}
-	var dialed sync.Map
-	eg := hegress.New(hegress.Config{
-		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
-		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, z.addr)
-		}},
-		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
-			dialed.Store(a, true)
-			to, ok := routes[a]
-			if !ok {
-				return nil, fmt.Errorf("no route to %s in this test", a)
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", to)
-		},
-	})
+	z := tn.zone
+	eg := hegress.New(tn.egressConfig())
 	defer eg.Shutdown()
-
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "debian",
-		Egress: eg, EgressRoot: filepath.Join(state, "egress")})
-	defer m.Shutdown(ctx)
+	m, _ := daemonFor(t, eg, nil)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{
 		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"},
 			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}})

@@ -8,26 +8,19 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/api"
 	hegress "paddock.dev/paddock/hostd/egress"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -40,7 +33,6 @@ import (
 // grant without it.
 func TestGrantFromASandbox(t *testing.T) {
 	testutil.RequiresRoot(t)
-	images, _ := testutil.DebianImages(t)
 	ctx := context.Background()
 	const secret = "Bearer s3cret"
 	upCA, leaf := testCA(t, "api.test")
@@ -74,53 +66,20 @@ func TestGrantFromASandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := startZone(t, map[string]string{"api.test.": "10.99.0.40"})
+	tn := newTestNet(t, map[string]string{"api.test.": "10.99.0.40"}, map[string]string{
+		"10.99.0.40:443": tlsSrv.Listener.Addr().String(),
+		"10.99.0.40:80":  plainSrv.Listener.Addr().String(),
+	})
 	// The egress host is made before the manager, as in paddock serve:
 	// its grants come through a closure over the manager.
 	var mgr *session.Manager
-	eg := hegress.New(hegress.Config{
-		AllowCIDRs:    []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
-		CA:            authority,
-		UpstreamRoots: roots,
-		Grants: func(sandbox string) []egress.Grant {
-			if mgr == nil {
-				return nil
-			}
-			return mgr.GrantsFor(sandbox)
-		},
-		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, z.addr)
-		}},
-		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
-			var d net.Dialer
-			switch a {
-			case netip.MustParseAddrPort("10.99.0.40:443"):
-				return d.DialContext(ctx, "tcp", tlsSrv.Listener.Addr().String())
-			case netip.MustParseAddrPort("10.99.0.40:80"):
-				return d.DialContext(ctx, "tcp", plainSrv.Listener.Addr().String())
-			}
-			return nil, fmt.Errorf("no route to %s in this test", a)
-		},
-	})
+	cfg := tn.egressConfig()
+	cfg.CA, cfg.UpstreamRoots, cfg.Grants = authority, roots, grantsOf(&mgr)
+	eg := hegress.New(cfg)
 	defer eg.Shutdown()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	// The sandbox trusts the daemon's CA (intercepted TLS) and the
 	// upstream's (TLS relayed untouched before the grant).
-	led := ledger.New(st)
-	mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: "debian",
-		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: append(eg.TrustPEM(), upCA...)})
-	defer mgr.Shutdown(ctx)
+	mgr, _ = daemonFor(t, eg, append(eg.TrustPEM(), upCA...))
 	const token = "pdk_grant_test_token_0123"
 	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
 	defer srv.Close()

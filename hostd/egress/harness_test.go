@@ -1,0 +1,91 @@
+package egress_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"testing"
+
+	"paddock.dev/paddock/egress"
+	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// testNet is the "internet" of a test: names in a DNS zone on loopback,
+// 10.99.0.0/24 let through as an operator's range, and each address:port
+// routed to one of the test's loopback servers.
+type testNet struct {
+	zone   *zone
+	routes map[netip.AddrPort]string
+}
+
+func newTestNet(t *testing.T, names map[string]string, routes map[string]string) *testNet {
+	t.Helper()
+	n := &testNet{zone: startZone(t, names), routes: map[netip.AddrPort]string{}}
+	for a, to := range routes {
+		n.routes[netip.MustParseAddrPort(a)] = to
+	}
+	return n
+}
+
+// egressConfig is the host egress config for the test's net; tune it
+// before hegress.New.
+func (n *testNet) egressConfig() hegress.Config {
+	return hegress.Config{
+		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, n.zone.addr)
+		}},
+		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			to, ok := n.routes[a]
+			if !ok {
+				return nil, fmt.Errorf("no route to %s in this test", a)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", to)
+		},
+	}
+}
+
+// daemonFor is a session manager on the debian image (curl, python3, git)
+// with the given egress and extra trusted certificates; the store is
+// returned for tests that look into it. Everything stops with the test.
+func daemonFor(t *testing.T, eg *hegress.Host, trust []byte) (*session.Manager, *store.Store) {
+	t.Helper()
+	testutil.RequiresRoot(t)
+	images, _ := testutil.DebianImages(t)
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.DebianImageName,
+		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: trust})
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	return m, st
+}
+
+// grantsOf hands the egress host a manager's grants once it exists (the
+// host is made first, as in paddock serve).
+func grantsOf(m **session.Manager) func(string) []egress.Grant {
+	return func(sandbox string) []egress.Grant {
+		if *m == nil {
+			return nil
+		}
+		return (*m).GrantsFor(sandbox)
+	}
+}
