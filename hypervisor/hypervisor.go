@@ -41,6 +41,12 @@ type Capabilities struct {
 	Fork                   bool   `json:"fork"`
 	PTY                    bool   `json:"pty"`
 	Confinement            bool   `json:"confinement"` // Landlock + seccomp in the guest
+	// Egress and HTTPPolicy are the daemon's, set on a session's record:
+	// a network policy is enforced by the host's egress proxy and
+	// resolver, and its method and path rules hold over HTTPS too (TLS
+	// interception). A backend leaves them false.
+	Egress     bool `json:"egress"`
+	HTTPPolicy bool `json:"http_policy"`
 	// Available is false when the backend is compiled in but cannot run on
 	// this host (no KVM, not root, not macOS); Reason says why.
 	Available bool   `json:"available"`

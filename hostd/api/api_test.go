@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
@@ -839,5 +840,30 @@ func TestExecRacesDelete(t *testing.T) {
 				t.Errorf("an exec racing a delete: %v", err)
 			}
 		}
+	}
+}
+
+// TestPolicyWithoutEgress: a daemon with no egress refuses a policy that
+// needs the network (409 naming the way out), unless it is best-effort,
+// which makes an offline session saying so.
+func TestPolicyWithoutEgress(t *testing.T) {
+	c, _ := daemon(t)
+	ctx := context.Background()
+	allow := &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "pypi.org"}}}
+	if _, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Network: allow}}); status(err) != 409 || !strings.Contains(err.Error(), "best-effort") {
+		t.Errorf("strict policy without egress: %v, want 409", err)
+	}
+	be := *allow
+	be.Enforcement = rules.EnforcementBestEffort
+	s, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Network: &be}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSession(ctx, s.ID)
+	if s.Capabilities.Egress || len(s.Policy.Unenforced) == 0 || !strings.Contains(s.Policy.Unenforced[0], "offline") {
+		t.Errorf("best-effort without egress: caps %+v policy %+v", s.Capabilities, s.Policy)
+	}
+	if _, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Preset: "nope"}}); status(err) != 400 {
+		t.Errorf("unknown preset: %v, want 400", err)
 	}
 }

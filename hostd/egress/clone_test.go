@@ -181,6 +181,9 @@ func TestInterceptionFromASandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !s.Capabilities.HTTPPolicy {
+		t.Error("capabilities.http_policy is false with a CA")
+	}
 	if len(s.Policy.Unenforced) != 0 {
 		t.Errorf("with interception nothing should be unenforced: %v", s.Policy.Unenforced)
 	}

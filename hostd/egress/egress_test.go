@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,16 +20,19 @@ import (
 )
 
 // zone is a DNS server on loopback for the test's names; it counts the
-// questions it gets per name.
+// questions it gets per name. A record "a|b" answers a, then b, then a…
+// (DNS rebinding).
 type zone struct {
 	addr string
 	mu   sync.Mutex
 	seen map[string]int
+	// seenA counts A questions only, for the rebinding answers.
+	seenA map[string]int
 }
 
 func startZone(t *testing.T, records map[string]string) *zone {
 	t.Helper()
-	z := &zone{seen: map[string]int{}}
+	z := &zone{seen: map[string]int{}, seenA: map[string]int{}}
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -40,8 +44,15 @@ func startZone(t *testing.T, records map[string]string) *zone {
 		name := strings.ToLower(q.Question[0].Name)
 		z.mu.Lock()
 		z.seen[name]++
+		z.seenA[name] += map[bool]int{true: 1}[q.Question[0].Qtype == mdns.TypeA]
+		n := z.seenA[name]
 		z.mu.Unlock()
-		if ip, ok := records[name]; ok && q.Question[0].Qtype == mdns.TypeA {
+		ip, ok := records[name]
+		if alts := strings.Split(ip, "|"); len(alts) > 1 {
+			// A rebinding name: each A question gets the next answer.
+			ip = alts[(max(n, 1)-1)%len(alts)]
+		}
+		if ok && q.Question[0].Qtype == mdns.TypeA {
 			rr, _ := mdns.NewRR(fmt.Sprintf("%s 60 IN A %s", name, ip))
 			m.Answer = append(m.Answer, rr)
 		} else if !ok {
@@ -88,6 +99,7 @@ func TestEgressFromASandbox(t *testing.T) {
 		"loop.test.":    "127.0.0.1",
 		"meta.test.":    "169.254.169.254",
 		"paths.test.":   "10.99.0.10",
+		"rebind.test.":  "10.99.0.10|127.0.0.1",
 	}, map[string]string{
 		"10.99.0.10:80":  allowed.Listener.Addr().String(),
 		"10.99.0.10:443": allowedTLS.Listener.Addr().String(),
@@ -98,10 +110,13 @@ func TestEgressFromASandbox(t *testing.T) {
 	defer eg.Shutdown()
 	m, _ := daemonFor(t, eg, nil)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{
-		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"},
+		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"}, {Host: "rebind.test"},
 			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !s.Capabilities.Egress || s.Capabilities.HTTPPolicy {
+		t.Errorf("capabilities without a CA: egress %v http_policy %v", s.Capabilities.Egress, s.Capabilities.HTTPPolicy)
 	}
 	if s.Policy.Mode != "allowlist" || !strings.HasPrefix(strings.Join(s.Policy.AllowHosts, ","), "allowed.test,") {
 		t.Errorf("policy in the record: %+v", s.Policy)
@@ -155,6 +170,24 @@ func TestEgressFromASandbox(t *testing.T) {
 	if n := z.asked("other.test."); n != 0 {
 		t.Errorf("a denied name was resolved upstream %d times", n)
 	}
+	// DNS rebinding: the name answers a reachable address, then loopback,
+	// alternately. Every request is resolved once by the proxy and the
+	// address it checked is the one it dials: the loopback answers are
+	// refused, never dialled.
+	var codes []string
+	for i := 0; i < 4; i++ {
+		res := run("curl -s -o /dev/null -w '%{http_code}' --noproxy '' http://rebind.test/r")
+		codes = append(codes, strings.TrimSpace(res.Stdout))
+	}
+	if c := strings.Join(codes, ","); strings.Count(c, "200") == 0 || strings.Count(c, "403") == 0 {
+		t.Errorf("rebinding: codes %s, want both 200 (the reachable answer) and 403 (the loopback one)", c)
+	}
+	tn.dialed.Range(func(k, _ any) bool {
+		if a := k.(netip.AddrPort); a.Addr().IsLoopback() {
+			t.Errorf("the proxy dialled %s", a)
+		}
+		return true
+	})
 	// Smuggling: two Host headers, or a Host that is not the URI's host.
 	smuggle := `python3 -c "
 import socket,sys

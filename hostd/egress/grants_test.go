@@ -128,6 +128,15 @@ func TestGrantFromASandbox(t *testing.T) {
 	curl("https://api.test/other", "https /other ")
 	curl("http://api.test/x", "http /x ")
 	curl("--noproxy '*' http://api.test/x", "http /x ")
+	// Inside the granted tunnel, a request naming another host (Host vs
+	// CONNECT/SNI) is refused before anything, secret included, is sent.
+	before := last()
+	if out := run("curl -s -o /dev/null -w '%{http_code}' -H 'Host: other.test' https://api.test/x"); !strings.Contains(out, "403") {
+		t.Errorf("Host/SNI mismatch on a granted route: %q", out)
+	}
+	if got := last(); got != before {
+		t.Errorf("a request with a mismatched Host reached the upstream: %q", got)
+	}
 	if out := run("env; cat /proc/self/environ | tr '\\0' '\\n'"); strings.Contains(out, "s3cret") {
 		t.Error("the sandbox's environment holds the secret")
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"paddock.dev/paddock/egress"
@@ -24,6 +25,7 @@ import (
 type testNet struct {
 	zone   *zone
 	routes map[netip.AddrPort]string
+	dialed sync.Map // netip.AddrPort → true: every address the proxy dialled
 }
 
 func newTestNet(t *testing.T, names map[string]string, routes map[string]string) *testNet {
@@ -45,6 +47,7 @@ func (n *testNet) egressConfig() hegress.Config {
 			return d.DialContext(ctx, network, n.zone.addr)
 		}},
 		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			n.dialed.Store(a, true)
 			to, ok := n.routes[a]
 			if !ok {
 				return nil, fmt.Errorf("no route to %s in this test", a)

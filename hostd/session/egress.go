@@ -70,7 +70,11 @@ func (m *Manager) networkFor(id string, pol *rules.Compiled) (network, dir strin
 		return hypervisor.NetworkOffline, "", nil
 	}
 	if m.egress == nil || m.egressRoot == "" {
-		return "", "", fmt.Errorf("%w: this daemon serves no egress, so only an offline policy can be used", ErrConflict)
+		if pol.Enforcement() == rules.EnforcementBestEffort {
+			pol.AddUnenforced("this daemon serves no egress: the sandbox is offline")
+			return hypervisor.NetworkOffline, "", nil
+		}
+		return "", "", fmt.Errorf("%w: this daemon serves no egress, so only an offline policy can be used (or network.enforcement \"best-effort\", which makes the sandbox offline)", ErrConflict)
 	}
 	// Transparent: programs that ignore the proxy settings are redirected
 	// to the same proxy, so the policy holds for every program.

@@ -233,6 +233,8 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, err
 	}
 	caps := m.backend.Capabilities()
+	caps.Egress = m.egress != nil && m.egressRoot != ""
+	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
 	if mode == ModeReadOnly && !caps.Confinement {
 		return nil, fmt.Errorf("%w: this backend cannot enforce a read-only workspace (it has no Landlock confinement here); use workspace.mode %q", ErrConflict, ModeWritable)
 	}
