@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -31,6 +32,8 @@ func (r staticResolver) LookupNetIP(context.Context, string, string) ([]netip.Ad
 // plain goproxy with no rules, all on loopback in this process: 4 KiB
 // responses, throughput with 4 keep-alive clients, and the latency of one
 // client's requests (p50, p99).
+var dials atomic.Int64
+
 func benchEgress() {
 	body := strings.Repeat("x", 4096)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }))
@@ -51,6 +54,7 @@ func benchEgress() {
 			return fmt.Errorf("%s is not the benchmark's upstream", a)
 		},
 		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
+			dials.Add(1)
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", upAddr.String())
 		},
@@ -122,6 +126,7 @@ func benchEgress() {
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 		p50[path.name], p99[path.name] = lat[seq/2], lat[seq*99/100]
 	}
+	fmt.Printf("(upstream connections the proxy made: %d)\n", dials.Load())
 	fmt.Printf("\n%d requests of 4 KiB by %d clients, then %d one at a time, on loopback:\n", n, workers, seq)
 	row("egress proxy: time for all vs direct", through["paddock"], through["direct"],
 		fmt.Sprintf("direct (goal: throughput ≥ 80%% of direct; %.0f%%)", 100*float64(through["direct"])/float64(through["paddock"])))
