@@ -223,7 +223,9 @@ func (p *Proxy) resolve(ctx context.Context, t *target) (netip.AddrPort, error) 
 		addrs = []netip.Addr{t.ip}
 	} else {
 		lctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
-		found, err := p.cfg.Resolver.LookupNetIP(lctx, "ip", t.host)
+		// Fully qualified, so the host's search domains are never tried
+		// (a name would otherwise be looked up under an internal one).
+		found, err := p.cfg.Resolver.LookupNetIP(lctx, "ip", t.host+".")
 		cancel()
 		if err != nil {
 			return netip.AddrPort{}, p.deny(t, ErrUnresolvable, "", fmt.Sprintf("looking %s up failed: %v", t.host, err))

@@ -260,9 +260,18 @@ func (p *Proxy) examine(sb *sandbox, req *http.Request, hosts []string, redirect
 	if req.URL.Opaque != "" || !absolute && !strings.HasPrefix(req.RequestURI, "/") {
 		return refuse(ErrBadRequest, "the request target %q is not a path", clip(req.RequestURI, 255))
 	}
+	// A '#' has no place in a request target (a fragment is never sent),
+	// and net/http would keep it in the path it forwards: what was judged
+	// and what goes upstream must be the same bytes.
+	if strings.ContainsRune(req.RequestURI, '#') {
+		return refuse(ErrBadRequest, "the request target holds a '#'")
+	}
 	path, err := p.cfg.CanonicalPath(rawPath(req.RequestURI, absolute))
 	if err != nil {
 		return refuse(ErrBadRequest, "%v", err)
+	}
+	if sent := req.URL.EscapedPath(); sent != path {
+		return refuse(ErrBadRequest, "the path %q would be sent as %q", clip(path, 200), clip(sent, 200))
 	}
 	t.path = path
 	return t, nil

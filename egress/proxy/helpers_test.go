@@ -119,6 +119,11 @@ func (r *fakeResolver) set(host string, answers ...[]netip.Addr) {
 func (r *fakeResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !strings.HasSuffix(host, ".") {
+		// The proxy asks for fully qualified names only.
+		return nil, fmt.Errorf("asked for %q, not a fully qualified name", host)
+	}
+	host = strings.TrimSuffix(host, ".")
 	n := r.calls[host]
 	r.calls[host]++
 	seq := r.answers[host]

@@ -198,6 +198,17 @@ for req in [b'GET http://allowed.test/ HTTP/1.1\\r\\nHost: allowed.test\\r\\nHos
 	if res := run(smuggle); strings.Count(res.Stdout, " 400")+strings.Count(res.Stdout, " 403") != 2 {
 		t.Errorf("request smuggling: %q %q", res.Stdout, res.Stderr)
 	}
+	// A '#' in the target: net/http would forward "/ok/x#/../secret"
+	// (which servers resolve to /secret) while a path cut at the '#'
+	// looks allowed. It is refused, and the upstream sees nothing.
+	frag := `python3 -c "
+import socket
+c=socket.create_connection(('127.0.0.1',3128)); c.sendall(b'GET http://paths.test/ok/x#/../secret HTTP/1.1\\r\\nHost: paths.test\\r\\n\\r\\n')
+print(c.recv(64).split(b'\\r\\n')[0].decode())
+"`
+	if res := run(frag); !strings.Contains(res.Stdout, " 400") {
+		t.Errorf("a '#' in the request target: %q %q", res.Stdout, res.Stderr)
+	}
 	// IP literals in other spellings reach the proxy as written (curl
 	// would rewrite them) and are checked as the addresses they are.
 	spellings := `python3 -c "
