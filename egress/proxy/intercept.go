@@ -194,8 +194,10 @@ func grantHeader(g egress.Grant) string {
 }
 
 // grantCovers reports whether g is live at now and names host.
-func grantCovers(g egress.Grant, host string, ip bool, now time.Time) bool {
-	if !now.Before(g.ExpiresAt) {
+func grantCovers(g egress.Grant, host string, port int, ip bool, now time.Time) bool {
+	// A grant is for the host's HTTPS service: another port of the same
+	// name is another service, which never gets the credential.
+	if port != 443 || !now.Before(g.ExpiresAt) {
 		return false
 	}
 	for _, h := range g.Hosts {
@@ -229,7 +231,7 @@ func (p *Proxy) anyGrant(t *target) bool {
 	}
 	now := time.Now()
 	for _, g := range p.cfg.Grants(t.sb.id) {
-		if grantCovers(g, t.host, t.ip.IsValid(), now) {
+		if grantCovers(g, t.host, t.port, t.ip.IsValid(), now) {
 			return true
 		}
 	}
@@ -248,7 +250,7 @@ func (p *Proxy) matchGrant(t *target, now time.Time) (egress.Grant, bool) {
 		return egress.Grant{}, false
 	}
 	for _, g := range p.cfg.Grants(t.sb.id) {
-		if !grantCovers(g, t.host, t.ip.IsValid(), now) {
+		if !grantCovers(g, t.host, t.port, t.ip.IsValid(), now) {
 			continue
 		}
 		lim, err := rules.NewLimits(g.Methods, g.Paths)

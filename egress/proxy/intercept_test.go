@@ -379,3 +379,22 @@ func TestHostMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantCoversOnlyHTTPS: a grant is for the host's HTTPS service on
+// 443; another port of the same name never gets the credential, nor does
+// an expired grant.
+func TestGrantCoversOnlyHTTPS(t *testing.T) {
+	now := time.Now()
+	g := egress.Grant{ID: "g", Hosts: []string{"api.test"}, ExpiresAt: now.Add(time.Hour)}
+	if !grantCovers(g, "api.test", 443, false, now) {
+		t.Error("443 not covered")
+	}
+	for _, port := range []int{80, 8443, 444} {
+		if grantCovers(g, "api.test", port, false, now) {
+			t.Errorf("port %d covered", port)
+		}
+	}
+	if grantCovers(g, "api.test", 443, false, now.Add(2*time.Hour)) {
+		t.Error("an expired grant covered")
+	}
+}
