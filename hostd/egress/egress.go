@@ -58,6 +58,10 @@ type Host struct {
 	checker *addr.Checker
 	cfg     Config
 
+	// opening serialises Open and Close, so two opens of one sandbox
+	// cannot leave a second set of listeners behind.
+	opening sync.Mutex
+
 	mu    sync.Mutex
 	boxes map[string]*box
 }
@@ -159,7 +163,9 @@ func (h *Host) record(ev egress.Event) {
 // Open implements session.Egress: it (re)makes the sandbox's sockets in
 // dir and serves them under pol.
 func (h *Host) Open(sandbox, dir string, pol egress.Policy, rec egress.Recorder) error {
-	h.Close(sandbox)
+	h.opening.Lock()
+	defer h.opening.Unlock()
+	h.close(sandbox)
 	b := &box{rec: func(ev egress.Event) {
 		ev.Sandbox = sandbox
 		if rec != nil {
@@ -216,6 +222,12 @@ func (h *Host) serve(what, sandbox string, fn func() error) {
 
 // Close implements session.Egress.
 func (h *Host) Close(sandbox string) {
+	h.opening.Lock()
+	defer h.opening.Unlock()
+	h.close(sandbox)
+}
+
+func (h *Host) close(sandbox string) {
 	h.mu.Lock()
 	b := h.boxes[sandbox]
 	delete(h.boxes, sandbox)
