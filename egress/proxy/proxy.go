@@ -166,9 +166,9 @@ type Proxy struct {
 	mu        sync.Mutex
 	closed    bool
 	listeners map[net.Listener]struct{}
-	conns     map[net.Conn]struct{} // client connections and tunnel upstreams
-	open      map[string]int        // sandbox → open client connections
-	tunnels   map[string]int        // sandbox → open tunnels
+	conns     map[net.Conn]string // client connections (→ their sandbox) and tunnel upstreams (→ "")
+	open      map[string]int      // sandbox → open client connections
+	tunnels   map[string]int      // sandbox → open tunnels
 	wg        sync.WaitGroup
 }
 
@@ -186,7 +186,7 @@ func New(cfg Config) *Proxy {
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: map[net.Listener]struct{}{},
-		conns:     map[net.Conn]struct{}{},
+		conns:     map[net.Conn]string{},
 		open:      map[string]int{},
 		tunnels:   map[string]int{},
 	}
@@ -326,9 +326,27 @@ func (p *Proxy) addConn(id string, c net.Conn) bool {
 		return false
 	}
 	p.open[id]++
-	p.conns[c] = struct{}{}
+	p.conns[c] = id
 	p.wg.Add(1)
 	return true
+}
+
+// CloseSandbox ends every client connection of sandbox id (its tunnels
+// and keep-alive connections end with them), so a policy replaced or a
+// sandbox let go stops applying at once, not when they go idle. Its
+// listeners are the caller's to close.
+func (p *Proxy) CloseSandbox(id string) {
+	p.mu.Lock()
+	var cs []net.Conn
+	for c, sb := range p.conns {
+		if sb == id {
+			cs = append(cs, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range cs {
+		c.Close()
+	}
 }
 
 func (p *Proxy) removeConn(id string, c net.Conn) {
@@ -349,7 +367,7 @@ func (p *Proxy) track(c net.Conn) bool {
 	if p.closed {
 		return false
 	}
-	p.conns[c] = struct{}{}
+	p.conns[c] = ""
 	return true
 }
 

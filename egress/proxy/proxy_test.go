@@ -665,3 +665,39 @@ func TestHTTP10Client(t *testing.T) {
 		t.Errorf("got %q", s)
 	}
 }
+
+// TestCloseSandboxEndsItsTunnels: CloseSandbox ends the open tunnels of one
+// sandbox (a policy replaced or a sandbox let go stops applying at once)
+// and leaves another sandbox's alone.
+func TestCloseSandboxEndsItsTunnels(t *testing.T) {
+	e := newEnv(t)
+	up := newCountingListener(t)
+	e.dialer.route(netip.AddrPortFrom(addrAllowed, 443), up.addr())
+	other := listen(t)
+	go e.p.Serve(other, "other-sandbox", e.pol)
+	open := func(addr string) (*bufio.Reader, net.Conn) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		io.WriteString(c, "CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+		br := bufio.NewReader(c)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v %v", resp, err)
+		}
+		return br, c
+	}
+	mine, _ := open(e.addr)
+	theirs, tc := open(other.Addr().String())
+	e.p.CloseSandbox(sandboxID)
+	if _, err := mine.ReadByte(); !closedByProxy(err) {
+		t.Errorf("the sandbox's tunnel is still open: %v", err)
+	}
+	tc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := theirs.ReadByte(); closedByProxy(err) {
+		t.Errorf("another sandbox's tunnel was closed: %v", err)
+	}
+}

@@ -238,6 +238,9 @@ func (h *Host) close(sandbox string) {
 	for _, l := range b.listeners {
 		l.Close()
 	}
+	// Connections already open end too: they were judged by the policy
+	// being closed or replaced.
+	h.proxy.CloseSandbox(sandbox)
 	if b.dns != nil {
 		b.dns.Close()
 	}
