@@ -200,6 +200,8 @@ func (p *Proxy) examine(sb *sandbox, req *http.Request, hosts []string, redirect
 	switch {
 	case folded:
 		return refuse(ErrBadRequest, "a folded (obs-fold) header line")
+	case len(hosts) > 1:
+		return refuse(ErrBadRequest, "%d Host headers: a request has one", len(hosts))
 	case req.ProtoMajor != 1:
 		return refuse(ErrUnsupported, "only HTTP/1.0 and HTTP/1.1 are spoken here")
 	case req.Method == "TRACE" || req.Method == "TRACK":

@@ -701,3 +701,25 @@ func TestCloseSandboxEndsItsTunnels(t *testing.T) {
 		t.Errorf("another sandbox's tunnel was closed: %v", err)
 	}
 }
+
+// TestTwoHostHeadersAnyForm: more than one Host header is refused in every
+// request form, CONNECT and absolute URIs included.
+func TestTwoHostHeadersAnyForm(t *testing.T) {
+	e := newEnv(t)
+	for _, req := range []string{
+		"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\nHost: other.test\r\n\r\n",
+		"GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nHost: allowed.test\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, req)
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if !strings.Contains(line, " 400 ") {
+			t.Errorf("%q: %q, want 400", strings.SplitN(req, "\r\n", 2)[0], line)
+		}
+	}
+}
