@@ -123,6 +123,12 @@ func (p *Proxy) judgeRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 	out.Host = t.hostHeader()
 	removeHopByHop(out.Header)
 	out.Header.Del("Expect") // the front end answers 100-continue itself
+	// The sandbox's own pool: an upstream connection is never shared
+	// with another sandbox.
+	tr := p.transportFor(t.sb.id)
+	ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+		return tr.RoundTrip(req)
+	})
 	return out, nil
 }
 

@@ -159,6 +159,9 @@ type Proxy struct {
 	log       *slog.Logger
 	gp        *goproxy.ProxyHttpServer
 	transport *http.Transport
+	// sbTransports: each sandbox's own connection pool (clones of
+	// transport), so no upstream connection is shared between sandboxes.
+	sbTransports map[string]*http.Transport
 
 	ctx    context.Context // cancelled by Close: ends lookups, dials and round trips
 	cancel context.CancelFunc
@@ -281,12 +284,34 @@ func (p *Proxy) Close() error {
 			c.Close()
 		}
 	}
+	trs := p.sbTransports
+	p.sbTransports = nil
 	p.mu.Unlock()
 	p.cancel()
 	p.transport.CloseIdleConnections()
 	p.wg.Wait()
 	p.transport.CloseIdleConnections()
+	for _, tr := range trs {
+		tr.CloseIdleConnections()
+	}
 	return nil
+}
+
+// transportFor is sandbox id's connection pool for plain HTTP upstreams.
+func (p *Proxy) transportFor(id string) *http.Transport {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if tr, ok := p.sbTransports[id]; ok {
+		return tr
+	}
+	tr := p.transport.Clone()
+	if p.sbTransports == nil {
+		p.sbTransports = map[string]*http.Transport{}
+	}
+	if !p.closed {
+		p.sbTransports[id] = tr
+	}
+	return tr
 }
 
 func (p *Proxy) isClosed() bool {
@@ -337,6 +362,8 @@ func (p *Proxy) addConn(id string, c net.Conn) bool {
 // listeners are the caller's to close.
 func (p *Proxy) CloseSandbox(id string) {
 	p.mu.Lock()
+	tr := p.sbTransports[id]
+	delete(p.sbTransports, id)
 	var cs []net.Conn
 	for c, sb := range p.conns {
 		if sb == id {
@@ -346,6 +373,9 @@ func (p *Proxy) CloseSandbox(id string) {
 	p.mu.Unlock()
 	for _, c := range cs {
 		c.Close()
+	}
+	if tr != nil {
+		tr.CloseIdleConnections()
 	}
 }
 

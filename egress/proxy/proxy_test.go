@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -721,5 +722,39 @@ func TestTwoHostHeadersAnyForm(t *testing.T) {
 		if !strings.Contains(line, " 400 ") {
 			t.Errorf("%q: %q, want 400", strings.SplitN(req, "\r\n", 2)[0], line)
 		}
+	}
+}
+
+// TestUpstreamPoolPerSandbox: two sandboxes asking for the same upstream
+// get connections of their own; one sandbox's requests reuse its own.
+func TestUpstreamPoolPerSandbox(t *testing.T) {
+	e := newEnv(t)
+	other := listen(t)
+	go e.p.Serve(other, "other-sandbox", e.pol)
+	via := func(addr string) *http.Client {
+		u, _ := url.Parse("http://" + addr)
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
+		t.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+	get := func(c *http.Client) {
+		t.Helper()
+		resp, err := c.Get("http://allowed.test/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	before := len(e.dialer.all())
+	mine, theirs := via(e.addr), via(other.Addr().String())
+	get(mine)
+	get(mine)
+	if n := len(e.dialer.all()) - before; n != 1 {
+		t.Errorf("one sandbox's two requests made %d upstream connections, want 1 (reused)", n)
+	}
+	get(theirs)
+	if n := len(e.dialer.all()) - before; n != 2 {
+		t.Errorf("another sandbox's request made %d connections in all, want 2 (its own)", n)
 	}
 }
