@@ -57,7 +57,16 @@ func egressSockets(t *testing.T) string {
 		c.Write(append(l[:], []byte(strings.ToUpper(string(q)))...))
 	})
 	accept(listen(egressfwd.RedirectSocket), func(c net.Conn) {
-		line, _ := bufio.NewReader(c).ReadString('\n')
+		br := bufio.NewReader(c)
+		line, _ := br.ReadString('\n')
+		// Read the client's request head before answering: closing
+		// while it still writes would hand it a SIGPIPE.
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil || l == "\r\n" {
+				break
+			}
+		}
 		io.WriteString(c, line)
 	})
 	return dir
