@@ -36,4 +36,11 @@ bin/paddock session restore "$id" before-change
 bin/paddock session exec "$id" -- 'cat /workspace/demo/a.txt'
 bin/paddock session timeline "$id"
 bin/paddock session rm "$id"
+
+echo
+echo "== a network policy: one host allowed, the rest refused by the host's egress proxy =="
+id=$(bin/paddock --json session run --allow pypi.org | sed -n 's/^  "id": "\(.*\)",$/\1/p')
+bin/paddock session exec "$id" -- "bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; printf \"GET http://example.com/ HTTP/1.0\\r\\n\\r\\n\" >&3; timeout 5 cat <&3 | tail -1'"
+bin/paddock session timeline "$id" | grep egress || true
+bin/paddock session rm "$id"
 echo "(the daemon stops when this script ends; run \`bin/paddock serve\` yourself to keep one)"
