@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,6 +55,13 @@ func TestReattach(t *testing.T) {
 	if _, err := m1.Exec(ctx, "", s.ID, session.ExecRequest{Command: "echo kept > /workspace/f"}); err != nil {
 		t.Fatal(err)
 	}
+	// A grant lives in the daemon's memory only: it does not survive.
+	if _, err := m1.Grant(ctx, "", s.ID, session.GrantRequest{Value: "Bearer s3cret", Hosts: []string{"api.example"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(m1.GrantsFor(s.ID)) != 1 {
+		t.Fatal("the grant is not live")
+	}
 	// A sandbox (kind sandbox) with a short TTL: the next daemon arms its
 	// removal timer again when it adopts it.
 	sbx, err := m1.CreateSandbox(ctx, "", session.SandboxRequest{TTLSeconds: 2})
@@ -72,6 +80,12 @@ func TestReattach(t *testing.T) {
 	res, err := m2.Exec(ctx, "", s.ID, session.ExecRequest{Command: "cat /workspace/f"})
 	if err != nil || res.Stdout != "kept\n" {
 		t.Fatalf("exec after reattach: %+v %v", res, err)
+	}
+	if g := m2.GrantsFor(s.ID); len(g) != 0 {
+		t.Errorf("a grant survived the restart: %+v", g)
+	}
+	if evs, _ := m2.Events(ctx, "", s.ID); !strings.Contains(fmt.Sprint(lastKind(evs, "sandbox.adopt")), `"grants":0`) {
+		t.Errorf("sandbox.adopt does not say the grants are gone: %v", lastKind(evs, "sandbox.adopt"))
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		// Looked at in the store: a read through the manager would remove
@@ -177,4 +191,15 @@ func TestSandboxDeathIsNoticed(t *testing.T) {
 	if left, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + s.SandboxID); len(left) > 0 {
 		t.Errorf("the dead sandbox's cgroups were not cleaned: %v", left)
 	}
+}
+
+// lastKind is the data of the last ledger entry of kind, as text.
+func lastKind(evs []ledger.Entry, kind string) string {
+	out := ""
+	for _, e := range evs {
+		if e.Kind == kind {
+			out = string(e.Data)
+		}
+	}
+	return out
 }
