@@ -128,6 +128,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 // Detach lets the running sandboxes outlive this daemon for the next one
 // to Reattach, when the backend can; otherwise it stops them (Shutdown).
 func (m *Manager) Detach(ctx context.Context) {
+	defer m.flushEgressLog()
 	ad, ok := m.backend.(hypervisor.Adopter)
 	if !ok {
 		m.Shutdown(ctx)

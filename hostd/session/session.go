@@ -165,10 +165,11 @@ type Manager struct {
 	// (grants.go).
 	grants grantTable
 
-	mu       sync.Mutex
-	machines map[string]hypervisor.Machine // session id → running sandbox
-	gate     map[string]string             // session id → lifecycle op in flight
-	done     bool                          // Shutdown or Detach ran: no more background work
+	mu        sync.Mutex
+	machines  map[string]hypervisor.Machine // session id → running sandbox
+	gate      map[string]string             // session id → lifecycle op in flight
+	done      bool                          // Shutdown or Detach ran: no more background work
+	egressLog egressLog
 }
 
 // Config configures a Manager.
@@ -612,6 +613,7 @@ func (m *Manager) Events(ctx context.Context, tenant, id string) ([]ledger.Entry
 	if _, _, err := m.load(ctx, tenant, id); err != nil {
 		return nil, err
 	}
+	m.settleEgressLog()
 	return m.ledger.List(ctx, id, 0, 10000)
 }
 
@@ -631,6 +633,7 @@ func mapBackendErr(err error) error {
 // gone afterwards; Detach is the shutdown that keeps them for the next
 // daemon.
 func (m *Manager) Shutdown(ctx context.Context) {
+	defer m.flushEgressLog()
 	m.mu.Lock()
 	m.done = true
 	machines := m.machines
@@ -766,6 +769,7 @@ func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajector
 	if err != nil {
 		return nil, err
 	}
+	m.settleEgressLog()
 	es, err := m.ledger.List(ctx, id, 0, 10000)
 	if err != nil {
 		return nil, err
