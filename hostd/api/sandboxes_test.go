@@ -235,7 +235,8 @@ func TestSandboxCreateRefusals(t *testing.T) {
 		says       string
 	}{
 		{"network", `{"offline": false}`, 400, "offline"},
-		{"allow-list", `{"allow_hosts": ["example.com"]}`, 400, "not supported yet"},
+		{"allow-list without egress", `{"allow_hosts": ["example.com"]}`, 409, "no egress"},
+		{"bad allow-list", `{"allow_hosts": ["*.com"]}`, 400, "*.com"},
 		{"volumes", `{"volumes": [{"name": "cache", "guest_path": "/mnt/cache"}]}`, 400, "volumes"},
 		{"ttl too long", fmt.Sprintf(`{"ttl_seconds": %d}`, session.MaxTTLSeconds+1), 400, "ttl_seconds"},
 		{"negative ttl", `{"ttl_seconds": -1}`, 400, "ttl_seconds"},

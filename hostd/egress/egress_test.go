@@ -244,6 +244,23 @@ except OSError as e: print('tcp22 failed', e)
 "`); strings.Contains(res.Stdout, "answered") || strings.Contains(res.Stdout, "connected") {
 		t.Errorf("a way out besides the proxy: %q %q", res.Stdout, res.Stderr)
 	}
+	// The lower sandbox API's allow_hosts is the same policy.
+	sb, err := m.CreateSandbox(ctx, "", session.SandboxRequest{AllowHosts: []string{"allowed.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.DeleteSandbox(ctx, "", sb.ID)
+	if !sb.Offline || strings.Join(sb.AllowHosts, ",") != "allowed.test" {
+		t.Errorf("sandbox with allow_hosts: %+v", sb)
+	}
+	for cmd, want := range map[string]string{
+		"curl -sS http://allowed.test/sbx":                          "hello from allowed GET /sbx",
+		"curl -s -o /dev/null -w '%{http_code}' http://other.test/": "403",
+	} {
+		if res, err := m.SandboxProcess(ctx, "", sb.ID, session.ProcessRequest{Command: cmd}); err != nil || !strings.Contains(res.Stdout, want) {
+			t.Errorf("sandbox %s: %+v %v, want %q", cmd, res, err, want)
+		}
+	}
 	evs, err := m.Events(ctx, "", s.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"paddock.dev/paddock/egress/rules"
 	"path"
 	"regexp"
 	"sort"
@@ -74,8 +75,10 @@ type Sandbox struct {
 	// backend's default.
 	CPUs     float64 `json:"cpus,omitempty"`
 	MemoryMB int64   `json:"memory_mb,omitempty"`
-	// Offline is always true today: the only interface is loopback.
+	// Offline is always true: the only interface is loopback.
 	Offline bool `json:"offline"`
+	// AllowHosts are the hosts it may reach through the host's egress.
+	AllowHosts []string `json:"allow_hosts,omitempty"`
 	// Workdir is where commands start unless they give cwd.
 	Workdir    string    `json:"workdir"`
 	TTLSeconds int       `json:"ttl_seconds"`
@@ -160,9 +163,12 @@ func newIDFor(kind string) string {
 	return SandboxIDPrefix + hex.EncodeToString(b[:])
 }
 
+// MaxSandboxAllowHosts bounds a sandbox's allow_hosts.
+const MaxSandboxAllowHosts = 64
+
 func sandboxView(s *Session) *Sandbox {
 	return &Sandbox{ID: s.ID, Backend: s.Backend, Status: s.State, Image: s.Runtime.Image,
-		CPUs: s.Runtime.CPUs, MemoryMB: s.Runtime.MemoryMB, Offline: true, Workdir: s.Workspace.Path,
+		CPUs: s.Runtime.CPUs, MemoryMB: s.Runtime.MemoryMB, Offline: true, AllowHosts: s.Policy.AllowHosts, Workdir: s.Workspace.Path,
 		TTLSeconds: int(s.ExpiresAt.Sub(s.CreatedAt).Round(time.Second) / time.Second),
 		CreatedAt:  s.CreatedAt, ExpiresAt: s.ExpiresAt}
 }
@@ -170,10 +176,18 @@ func sandboxView(s *Session) *Sandbox {
 // CreateSandbox starts a sandbox and returns once commands can run in it.
 func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxRequest) (*Sandbox, error) {
 	if req.Offline != nil && !*req.Offline {
-		return nil, bad("offline: false is not available yet: sandboxes have no network (only loopback) until egress lands; leave offline out or set it to true")
+		return nil, bad("offline: false: open networking is not offered; name the hosts the sandbox may reach in allow_hosts (it stays offline, with only loopback, and reaches them through the host's egress proxy)")
 	}
+	var pol *rules.PolicyInput
 	if len(req.AllowHosts) > 0 {
-		return nil, bad("allow_hosts: egress allow-lists are not supported yet; sandboxes are offline (loopback only), so leave allow_hosts out")
+		if len(req.AllowHosts) > MaxSandboxAllowHosts {
+			return nil, bad("allow_hosts: %d hosts, at most %d", len(req.AllowHosts), MaxSandboxAllowHosts)
+		}
+		n := &rules.Network{Default: "deny"}
+		for _, h := range req.AllowHosts {
+			n.Allow = append(n.Allow, rules.AllowEntry{Host: h})
+		}
+		pol = &rules.PolicyInput{Network: n}
 	}
 	if len(req.Volumes) > 0 {
 		return nil, bad("volumes are not supported yet; move files in and out with fs/write and fs/read")
@@ -182,7 +196,7 @@ func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxR
 		req.TTLSeconds = DefaultSandboxTTLSeconds
 	}
 	s, err := m.create(ctx, tenant, CreateRequest{Agent: KindSandbox, TTLSeconds: req.TTLSeconds,
-		Runtime: Runtime{Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB}}, KindSandbox)
+		Runtime: Runtime{Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB}, Policy: pol}, KindSandbox)
 	if err != nil {
 		return nil, err
 	}
