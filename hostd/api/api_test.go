@@ -43,24 +43,42 @@ func daemon(t *testing.T) (*client.Client, string) {
 // daemonStore is daemon, with its store for tests that look into it.
 func daemonStore(t *testing.T) (*client.Client, string, *store.Store) {
 	t.Helper()
+	d := newTestDaemon(t)
+	return d.c, d.url, d.st
+}
+
+// testDaemon is a daemon with its parts, for tests that look into them.
+type testDaemon struct {
+	c     *client.Client
+	url   string
+	mgr   *session.Manager
+	st    *store.Store
+	led   *ledger.Ledger
+	state string
+}
+
+func newTestDaemon(t *testing.T) *testDaemon {
+	t.Helper()
 	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	d := &testDaemon{state: t.TempDir()}
+	var err error
+	d.st, err = store.Open(filepath.Join(d.state, "paddock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	led := ledger.New(st)
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
+	t.Cleanup(func() { d.st.Close() })
+	d.led = ledger.New(d.st)
+	b, err := procbox.New(hypervisor.Config{StateDir: d.state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName})
-	t.Cleanup(func() { mgr.Shutdown(context.Background()) })
-	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
+	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: b, DefaultImage: testutil.MiniImageName})
+	t.Cleanup(func() { d.mgr.Shutdown(context.Background()) })
+	srv := httptest.NewServer(api.New(d.mgr, sha256.Sum256([]byte(token)), nil))
 	t.Cleanup(srv.Close)
-	return client.New(srv.URL, token), srv.URL, st
+	d.c, d.url = client.New(srv.URL, token), srv.URL
+	return d
 }
 
 func status(err error) int {

@@ -3,11 +3,9 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,37 +13,16 @@ import (
 	"time"
 
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
-	"paddock.dev/paddock/internal/testutil"
 )
 
 // grantDaemon is daemon with the manager (whose GrantsFor the proxy
 // calls) and the state directory (whose database file the test reads).
 func grantDaemon(t *testing.T) (*client.Client, string, *session.Manager, *ledger.Ledger, string) {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	led := ledger.New(st)
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName})
-	t.Cleanup(func() { mgr.Shutdown(context.Background()) })
-	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
-	t.Cleanup(srv.Close)
-	return client.New(srv.URL, token), srv.URL, mgr, led, state
+	d := newTestDaemon(t)
+	return d.c, d.url, d.mgr, d.led, d.state
 }
 
 // TestGrants drives credential grants through the API: what is refused,
