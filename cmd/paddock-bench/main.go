@@ -35,7 +35,13 @@ func main() {
 	guest := flag.String("guest", os.Getenv("PADDOCK_GUEST"), "paddock-guest binary")
 	state := flag.String("state-dir", "", "state dir (default: a temporary one)")
 	egressOnly := flag.Bool("egress-only", false, "measure only the egress proxy (no root needed)")
+	egressProxies := flag.String("egress-proxies", "", "internal: serve the benchmark's proxies for this upstream address")
+	egressCPU := flag.Int("egress-proxies-cpu", 1, "internal: the CPU the proxies run on")
 	flag.Parse()
+	if *egressProxies != "" {
+		proxyChild(*egressProxies, *egressCPU)
+		return
+	}
 	if *egressOnly {
 		benchEgress()
 		return

@@ -577,6 +577,12 @@ func (w *responseWriter) WriteHeader(code int) {
 	bw.WriteString("\r\n")
 	h.Write(bw)
 	bw.WriteString("\r\n")
+	// The head is out. goproxy wraps a writer whose header says chunked in
+	// a writer that flushes every write and has no ReadFrom, so io.Copy
+	// would take a fresh 32 KiB buffer per response (the garbage collector
+	// then ran every 50 requests, most of the proxy's p99); ReadFrom below
+	// flushes a chunked body itself.
+	h.Del("Transfer-Encoding")
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {
@@ -620,11 +626,30 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	}
 }
 
-// ReadFrom copies with a pooled buffer rather than io.Copy's fresh one.
+// ReadFrom copies with a pooled buffer rather than io.Copy's fresh one. A
+// chunked body (a stream: events, progress, long polls) is flushed after
+// every read, so the client sees each piece when the upstream sends it.
 func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 	bp := relayBuffers.Get().(*[]byte)
 	defer relayBuffers.Put(bp)
-	return io.CopyBuffer(struct{ io.Writer }{w}, r, *bp)
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.chunked {
+		return io.CopyBuffer(struct{ io.Writer }{w}, r, *bp)
+	}
+	return io.CopyBuffer(flushEach{w}, r, *bp)
+}
+
+// flushEach writes to a response and flushes it.
+type flushEach struct{ w *responseWriter }
+
+func (f flushEach) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		f.w.Flush()
+	}
+	return n, err
 }
 
 func (w *responseWriter) Flush() {

@@ -246,6 +246,8 @@ type upstream struct {
 	mu    sync.Mutex
 	hosts []string
 	hits  atomic.Int64
+	// release lets /trickle send its second part.
+	release chan struct{}
 }
 
 func (u *upstream) handler(name string) http.Handler {
@@ -258,6 +260,17 @@ func (u *upstream) handler(name string) http.Handler {
 		case "/echo":
 			b, _ := io.ReadAll(r.Body)
 			w.Write(b)
+		case "/trickle":
+			// A stream whose second part waits until the client has the
+			// first (or 5 s): a proxy that holds chunks back stalls here.
+			io.WriteString(w, "first\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-u.release:
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+			io.WriteString(w, "second\n")
 		case "/stream":
 			for i := range 5 {
 				fmt.Fprintf(w, "part %d\n", i)
@@ -315,8 +328,8 @@ func newEnv(t testing.TB, tweak ...func(*Config)) *env {
 		res:     &fakeResolver{answers: map[string][][]netip.Addr{}, calls: map[string]int{}},
 		dialer:  &testDialer{routes: map[netip.AddrPort]string{}},
 		events:  &eventLog{},
-		plainUp: &upstream{},
-		tlsUp:   &upstream{},
+		plainUp: &upstream{release: make(chan struct{}, 1)},
+		tlsUp:   &upstream{release: make(chan struct{}, 1)},
 	}
 	e.pol.inspect["limited.test"] = true
 

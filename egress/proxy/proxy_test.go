@@ -758,3 +758,36 @@ func TestUpstreamPoolPerSandbox(t *testing.T) {
 		t.Errorf("another sandbox's request made %d connections in all, want 2 (its own)", n)
 	}
 }
+
+// A chunked response is a stream: each piece the upstream flushes reaches
+// the client before the upstream sends the next (the upstream here waits
+// for the client to have the first piece).
+func TestStreamedChunksArriveAsSent(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	for i := range 2 { // twice: the connection stays usable
+		resp, err := c.Get("http://allowed.test/trickle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(io.LimitReader(resp.Body, 6)).ReadString('\n')
+			first <- line
+		}()
+		select {
+		case line := <-first:
+			if line != "first\n" {
+				t.Fatalf("request %d: first piece %q", i, line)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("request %d: the first piece was held back while the upstream waited", i)
+		}
+		e.plainUp.release <- struct{}{}
+		rest, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(rest) != "second\n" || resp.TransferEncoding == nil {
+			t.Fatalf("request %d: rest %q, transfer encoding %v", i, rest, resp.TransferEncoding)
+		}
+	}
+}
