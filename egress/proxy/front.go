@@ -627,8 +627,9 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 }
 
 // ReadFrom copies with a pooled buffer rather than io.Copy's fresh one. A
-// chunked body (a stream: events, progress, long polls) is flushed after
-// every read, so the client sees each piece when the upstream sends it.
+// chunked body (a stream: events, progress, long polls) is flushed at most
+// streamFlushDelay after each piece, so a whole response still leaves in
+// one write and a stream's pieces reach the client as they come.
 func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 	bp := relayBuffers.Get().(*[]byte)
 	defer relayBuffers.Put(bp)
@@ -638,18 +639,62 @@ func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
 	if !w.chunked {
 		return io.CopyBuffer(struct{ io.Writer }{w}, r, *bp)
 	}
-	return io.CopyBuffer(flushEach{w}, r, *bp)
+	f := &lazyFlusher{w: w}
+	defer f.stop()
+	return io.CopyBuffer(f, r, *bp)
 }
 
-// flushEach writes to a response and flushes it.
-type flushEach struct{ w *responseWriter }
+// streamFlushDelay is how long a piece of a streamed body may wait in the
+// buffer for more.
+const streamFlushDelay = 2 * time.Millisecond
 
-func (f flushEach) Write(p []byte) (int, error) {
+// lazyFlusher writes to a response and makes sure what it wrote is flushed
+// within streamFlushDelay.
+type lazyFlusher struct {
+	w       *responseWriter
+	mu      sync.Mutex
+	timer   *time.Timer
+	armed   bool
+	stopped bool
+}
+
+func (f *lazyFlusher) Write(p []byte) (int, error) {
 	n, err := f.w.Write(p)
-	if err == nil {
+	if err != nil {
+		return n, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.armed && !f.stopped {
+		f.armed = true
+		if f.timer == nil {
+			f.timer = time.AfterFunc(streamFlushDelay, f.fire)
+		} else {
+			f.timer.Reset(streamFlushDelay)
+		}
+	}
+	return n, nil
+}
+
+// fire flushes. One that races stop flushes a prefix of what the
+// connection sends anyway: harmless.
+func (f *lazyFlusher) fire() {
+	f.mu.Lock()
+	stopped := f.stopped
+	f.armed = false
+	f.mu.Unlock()
+	if !stopped {
 		f.w.Flush()
 	}
-	return n, err
+}
+
+func (f *lazyFlusher) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
 }
 
 func (w *responseWriter) Flush() {
