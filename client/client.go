@@ -37,6 +37,9 @@ func New(baseURL, token string) *Client {
 type Error struct {
 	Status  int
 	Message string
+	// Body is the answer as it came (at most 64 KiB): some errors carry
+	// more than the message (a command held for approval, 428).
+	Body []byte
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("paddock: %d %s", e.Status, e.Message) }
@@ -78,7 +81,7 @@ func (c *Client) do(ctx context.Context, method, path string, header map[string]
 		if e.Error == "" {
 			e.Error = strings.TrimSpace(string(data))
 		}
-		return &Error{Status: resp.StatusCode, Message: e.Error}
+		return &Error{Status: resp.StatusCode, Message: e.Error, Body: data[:min(len(data), 64<<10)]}
 	}
 	if out != nil && len(data) > 0 {
 		return json.Unmarshal(data, out)

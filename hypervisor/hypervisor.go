@@ -47,6 +47,9 @@ type Capabilities struct {
 	// interception). A backend leaves them false.
 	Egress     bool `json:"egress"`
 	HTTPPolicy bool `json:"http_policy"`
+	// ExecAllowlist is a session's: the guest kernel enforces its process
+	// policy's execute list (process.enforce "exec"), checked at create.
+	ExecAllowlist bool `json:"exec_allowlist"`
 	// Available is false when the backend is compiled in but cannot run on
 	// this host (no KVM, not root, not macOS); Reason says why.
 	Available bool   `json:"available"`

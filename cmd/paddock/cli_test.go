@@ -492,7 +492,7 @@ func TestCLIServeWalkthrough(t *testing.T) {
 	if _, err := os.Stat(bad); err == nil {
 		t.Error("a download that failed its checksum was renamed into place")
 	}
-	if _, code := pd("session", "ls", "--token", "wrong-token-xxxxxxxx"); code != exitError {
+	if _, code := pd("session", "ls", "--token", "wrong-token-xxxxxxxx"); code != exitUnauthorized {
 		t.Errorf("a wrong token: code %d", code)
 	}
 }

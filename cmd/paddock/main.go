@@ -19,11 +19,14 @@ import (
 
 // Exit codes that mean something to scripts.
 const (
-	exitOK       = 0
-	exitError    = 1 // anything else that went wrong
-	exitUsage    = 2 // bad flags or arguments
-	exitNotFound = 3 // the thing named does not exist
-	exitConflict = 4 // refused because of the current state (409)
+	exitOK           = 0
+	exitError        = 1 // anything else that went wrong
+	exitUsage        = 2 // bad flags or arguments
+	exitNotFound     = 3 // the thing named does not exist
+	exitConflict     = 4 // refused because of the current state (409)
+	exitForbidden    = 5 // the token may not do this (403): another session, an op not granted
+	exitHeld         = 6 // the command waits for an operator's approval (428)
+	exitUnauthorized = 7 // no valid token: unknown, revoked or expired (401)
 )
 
 type globals struct {
@@ -73,6 +76,13 @@ func exitCode(err error) int {
 	if errors.As(err, &cf) {
 		return exitConflict
 	}
+	var he heldError
+	if errors.As(err, &he) {
+		return exitHeld
+	}
+	if code, ok := authExitCode(err); ok {
+		return code
+	}
 	return exitError
 }
 
@@ -102,6 +112,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVar(&g.logJSON, "log-json", false, "write logs as JSON")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "debug logging")
 	root.AddCommand(newImageCmd(g), newSandboxCmd(g), newVersionCmd(), newBackendsCmd(g), newServeCmd(g), newSessionCmd(g), newSandboxesCmd(g), newLedgerCmd(g))
+	root.AddCommand(newTenantCmd(g))
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)
 	return root

@@ -30,25 +30,33 @@ import (
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/policy"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
-	var listen, backend, img string
+	var listen, backend, img, policyExt string
 	var gateway, stopSandboxes bool
 	var allowCIDRs []string
 	var resolverAddr string
 	var sandboxCAs []string
+	var tenantsFile string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Paddock daemon (the sessions API)",
-		Long: `Run the daemon. Every API route needs the admin token as a bearer token:
+		Long: `Run the daemon. Every API route needs a bearer token. The admin token is
 PADDOCK_ADMIN_TOKEN, or one generated on first start, printed once and
 kept only as its SHA-256 in the state dir.
 
 On SIGTERM or SIGINT the daemon finishes the requests in flight and exits,
 leaving the sandboxes running: the next start on the same state dir adopts
 them (a sandbox that died meanwhile is reported with state "lost").
---stop-sandboxes stops them instead.`,
+--stop-sandboxes stops them instead.
+
+--tenants FILE gives tenants their own tokens (see paddock tenant): a
+tenant token sees and creates only that tenant's sessions and sandboxes.
+The file is read again on SIGHUP; one that does not read or check is
+refused (logged) and the tenants in use stay. Session tokens, minted for
+one session and some operations, need no configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if gateway {
@@ -75,6 +83,12 @@ them (a sandbox that died meanwhile is reported with state "lost").
 			if fresh != "" {
 				fmt.Fprintf(c.ErrOrStderr(), "paddock: admin token (shown once; only its hash is kept): %s\n", fresh)
 			}
+			tenants, err := loadTenants(tenantsFile, hash)
+			if err != nil {
+				return err
+			}
+			reload := newTenantReloader(tenantsFile, log)
+			defer reload.stop()
 			st, err := store.Open(filepath.Join(g.stateDir, "paddock.db"))
 			if err != nil {
 				return err
@@ -92,7 +106,28 @@ them (a sandbox that died meanwhile is reported with state "lost").
 			if err != nil {
 				return usageError{fmt.Errorf("--egress-allow-cidr: %w", err)}
 			}
+			// Every decision about a command, an approval or a proxied
+			// request is made by OPA from the built-in Rego modules and
+			// the operator's (--policy-ext, reloaded when they change).
+			eng, err := policy.New(policy.Options{ExtDir: policyExt, Logger: log})
+			if err != nil {
+				return fmt.Errorf("policy: %w", err)
+			}
+			go func() {
+				if err := eng.Watch(c.Context()); err != nil {
+					log.Error("policy: watching the operator's modules failed; they are not reloaded", "dir", policyExt, "err", err)
+				}
+			}()
 			ecfg := hegress.Config{AllowCIDRs: cidrs, Logger: log}
+			ecfg.GrantApplies = func(sandbox string, gr egress.Grant, r egress.Request) bool {
+				ok, _, err := eng.GrantApplies(context.Background(), policy.GrantInput{Session: sandbox, Grant: gr.ID,
+					Hosts: gr.Hosts, Methods: gr.Methods, Paths: gr.Paths,
+					Scheme: r.Scheme, Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path})
+				if err != nil {
+					log.Warn("policy: a grant matches nothing", "sandbox", sandbox, "grant", gr.ID, "err", err)
+				}
+				return ok && err == nil
+			}
 			if resolverAddr != "" {
 				if _, err := netip.ParseAddrPort(resolverAddr); err != nil {
 					return usageError{fmt.Errorf("--egress-resolver %q: want IP:PORT", resolverAddr)}
@@ -127,7 +162,7 @@ them (a sandbox that died meanwhile is reported with state "lost").
 			}
 			trust = append(eg.TrustPEM(), trust...)
 			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log,
-				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust})
+				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust, Policy: eng})
 			defer func() {
 				if stopSandboxes {
 					mgr.Shutdown(context.Background())
@@ -135,6 +170,9 @@ them (a sandbox that died meanwhile is reported with state "lost").
 					mgr.Detach(context.Background())
 				}
 			}()
+			if err := applyTestHooks(mgr, log); err != nil {
+				return err
+			}
 			// The address first: a daemon that cannot serve must not
 			// touch the sandboxes.
 			ln, err := net.Listen("tcp", listen)
@@ -143,10 +181,14 @@ them (a sandbox that died meanwhile is reported with state "lost").
 			}
 			mgr.Reattach(c.Context())
 			go mgr.RunSweeper(c.Context())
-			srv := &http.Server{Handler: api.New(mgr, hash, log), ReadHeaderTimeout: 10 * time.Second}
+			handler := api.New(mgr, hash, log)
+			handler.SetPolicy(eng)
+			handler.Verifier().SetTenants(tenants) // checked by loadTenants
+			reload.start(c.Context(), handler.Verifier())
+			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
-			log.Info("paddock serving", "listen", ln.Addr().String(), "state_dir", g.stateDir, "backend", backend)
+			log.Info("paddock serving", "listen", ln.Addr().String(), "state_dir", g.stateDir, "backend", backend, "tenants", tenants.Len())
 			select {
 			case err := <-errc:
 				return err
@@ -166,6 +208,8 @@ them (a sandbox that died meanwhile is reported with state "lost").
 	c.Flags().StringArrayVar(&sandboxCAs, "sandbox-ca", nil, "a PEM file of CA certificates every sandbox trusts besides its image's (repeatable), e.g. a company CA")
 	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")
 	c.Flags().StringVar(&img, "image", "mini", "default image for new sessions")
+	c.Flags().StringVar(&policyExt, "policy-ext", "", "the operator's Rego modules (a directory of .rego files or an OPA bundle .tar.gz) that narrow the built-in policy; reloaded when they change")
+	c.Flags().StringVar(&tenantsFile, "tenants", os.Getenv("PADDOCK_TENANTS"), "tenants file (paddock tenant add), read again on SIGHUP; env PADDOCK_TENANTS")
 	return c
 }
 

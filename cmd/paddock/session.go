@@ -16,6 +16,7 @@ import (
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/policy"
 )
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -50,8 +51,10 @@ func newSessionCmd(g *globals) *cobra.Command {
 	var ttl int
 	var readOnly, requireReady bool
 	var overlayLower, wsPath string
-	var allowHosts []string
+	var allowHosts, cmdAllow, cmdDeny, cmdAsk []string
+	var cmdEnforce bool
 	var preset, policyFile string
+	var budgetArg string
 	run := &cobra.Command{
 		Use:   "run [AGENT]",
 		Short: "Create a session: a sandbox with a workspace",
@@ -74,10 +77,21 @@ proxy, which every program's traffic goes to; --preset developer-safe
 allows the usual code hosts and package registries; --policy FILE takes
 a whole policy, method and path rules included.
 
+Commands: --cmd-allow, --cmd-deny and --cmd-ask (repeatable; * is the only
+wildcard) make the policy engine (Rego) judge every exec and job: a command
+is split on ; && || | & and newlines, a piece matching a deny pattern
+refuses it, one matching an ask pattern holds it for an operator
+(paddock session approvals/approve/deny), and with allow patterns every
+piece must match one. These match the command string, so they stop
+accidents, not an adversary; --cmd-enforce adds the guest kernel's part:
+only the programs the allow and ask patterns name may start.
+
 --overlay-lower DIR shows DIR, a directory of the image, at the workspace
 copy-on-write: the agent writes freely there and DIR stays as it was; the
 artifacts list only the agent's changes. --workspace sets where the
-workspace is (default /workspace).`,
+workspace is (default /workspace).
+
+` + budgetHelp,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			k, err := cl()
@@ -107,7 +121,22 @@ workspace is (default /workspace).`,
 			if err != nil {
 				return err
 			}
+			if len(cmdAllow)+len(cmdDeny)+len(cmdAsk) > 0 || cmdEnforce {
+				if policyFile != "" {
+					return usageError{errors.New("--policy takes the whole policy: put the process rules in it (\"process\": {\"allow\": […]}) instead of --cmd-*")}
+				}
+				if pol == nil {
+					pol = &session.PolicyRequest{}
+				}
+				pol.Process = &policy.ProcessRules{Allow: cmdAllow, Deny: cmdDeny, Ask: cmdAsk}
+				if cmdEnforce {
+					pol.Process.Enforce = "exec"
+				}
+			}
 			req.Policy = pol
+			if req.Budget, err = budgetFromFlag(budgetArg, c.InOrStdin()); err != nil {
+				return err
+			}
 			s, err := k.CreateSession(c.Context(), req)
 			if err != nil {
 				return apiErr(err)
@@ -126,8 +155,13 @@ workspace is (default /workspace).`,
 	run.Flags().StringVar(&preset, "preset", "", "network preset: offline (the default), developer-safe or open")
 	run.Flags().StringVar(&policyFile, "policy", "", "the policy as JSON ({\"preset\":…, \"network\":{…}}) from a file, or - for stdin")
 	run.Flags().StringVar(&overlayLower, "overlay-lower", "", "show this image directory at the workspace, copy-on-write")
+	run.Flags().StringArrayVar(&cmdAllow, "cmd-allow", nil, "a command pattern the agent may run (* is the only wildcard; repeatable); with any, every piece of a command must match one")
+	run.Flags().StringArrayVar(&cmdDeny, "cmd-deny", nil, "a command pattern refused (repeatable); deny wins")
+	run.Flags().StringArrayVar(&cmdAsk, "cmd-ask", nil, "a command pattern held for an operator's approval (repeatable)")
+	run.Flags().BoolVar(&cmdEnforce, "cmd-enforce", false, "also let only the programs the --cmd-allow/--cmd-ask patterns name start in the sandbox (Landlock)")
 	run.Flags().StringVar(&wsPath, "workspace", "", "workspace directory in the sandbox (default /workspace)")
 	run.Flags().BoolVar(&requireReady, "require-ready", false, "fail the create (and remove the sandbox) if the workspace does not initialize, e.g. the clone fails")
+	run.Flags().StringVar(&budgetArg, "budget", "", "the session's limits as JSON, or @FILE (@- for stdin); see above")
 	var lsAll bool
 	ls := &cobra.Command{Use: "ls", Short: "List sessions (--all: deleted ones too)", Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
 		k, err := cl()
@@ -154,10 +188,11 @@ workspace is (default /workspace).`,
 		if err != nil {
 			return apiErr(err)
 		}
-		return out(c, s, func() { printSessions(c, []*session.Session{s}) })
+		return out(c, s, func() { printSessions(c, []*session.Session{s}); printUsage(c, s) })
 	}}
-	var timeout int
+	var timeout, approvalWait int
 	var stream bool
+	var approvalID string
 	execCmd := &cobra.Command{
 		Use:   "exec ID -- COMMAND...",
 		Short: "Run a command in the session (exits with its code)",
@@ -171,8 +206,12 @@ workspace is (default /workspace).`,
 			if len(args) > 2 {
 				line = shellJoin(args[1:])
 			}
+			req := session.ExecRequest{Command: line, TimeoutSeconds: timeout, ApprovalID: approvalID, ApprovalWaitSeconds: approvalWait}
 			if stream {
-				code, err := k.ExecStream(c.Context(), args[0], session.ExecRequest{Command: line, TimeoutSeconds: timeout}, c.OutOrStdout(), c.ErrOrStderr())
+				code, err := k.ExecStream(c.Context(), args[0], req, c.OutOrStdout(), c.ErrOrStderr())
+				if h := client.HoldOf(err); h != nil {
+					return heldError{args[0], h}
+				}
 				if err != nil {
 					return apiErr(err)
 				}
@@ -181,7 +220,10 @@ workspace is (default /workspace).`,
 				}
 				return nil
 			}
-			r, err := k.Exec(c.Context(), args[0], session.ExecRequest{Command: line, TimeoutSeconds: timeout})
+			r, err := k.Exec(c.Context(), args[0], req)
+			if h := client.HoldOf(err); h != nil {
+				return heldError{args[0], h}
+			}
 			if err != nil {
 				return apiErr(err)
 			}
@@ -202,6 +244,8 @@ workspace is (default /workspace).`,
 	}
 	execCmd.Flags().IntVar(&timeout, "timeout", 300, "seconds before the command is killed")
 	execCmd.Flags().BoolVar(&stream, "stream", false, "print output while the command runs (Server-Sent Events)")
+	execCmd.Flags().StringVar(&approvalID, "approval-id", "", "run a command an operator approved (the id a held command printed)")
+	execCmd.Flags().IntVar(&approvalWait, "approval-wait", 0, "seconds (at most 120) to wait for an operator when the command needs approval")
 	var tag string
 	ckpt := &cobra.Command{Use: "checkpoint ID", Short: "Checkpoint the session", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
@@ -293,14 +337,21 @@ workspace is (default /workspace).`,
 	cmd.AddCommand(run, ls, get, execCmd, ckpt, restore, fork, artifacts, timeline, rm)
 	cmd.AddCommand(ioCommands(g, cl)...)
 	cmd.AddCommand(grantCommands(g, cl)...)
+	cmd.AddCommand(tokenCommands(g, cl)...)
+	cmd.AddCommand(approvalCommands(g, cl)...)
 	return cmd
 }
 
 func printSessions(c *cobra.Command, ss []*session.Session) {
 	tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tIMAGE\tCHECKPOINTS\tCREATED\tEXPIRES")
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tIMAGE\tCHECKPOINTS\tEXECS\tJOBS\tCREATED\tEXPIRES")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Agent, s.State, s.Runtime.Image, len(s.Checkpoints), s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))
+		b := s.Budget
+		if b == nil {
+			b = &session.Budget{}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Agent, s.State, s.Runtime.Image, len(s.Checkpoints),
+			usedOf(s.Usage.Execs, b.MaxExecs), usedOf(s.Usage.Jobs, b.MaxJobs), s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))
 	}
 	tw.Flush()
 }
@@ -318,6 +369,10 @@ func apiErr(err error) error {
 		return notFoundError{e}
 	case 409, 412:
 		return conflictError{e}
+	case 401:
+		return unauthorizedError{e}
+	case 403:
+		return forbiddenError{e}
 	}
 	return err
 }
@@ -343,7 +398,7 @@ func shellJoin(args []string) string {
 
 // policyFromFlags builds the create body's policy from run's flags; nil
 // when none was given (offline).
-func policyFromFlags(preset string, allow []string, file string, stdin io.Reader) (*rules.PolicyInput, error) {
+func policyFromFlags(preset string, allow []string, file string, stdin io.Reader) (*session.PolicyRequest, error) {
 	if file != "" {
 		if preset != "" || len(allow) > 0 {
 			return nil, usageError{errors.New("--policy takes the whole policy: leave out --preset and --allow")}
@@ -358,7 +413,7 @@ func policyFromFlags(preset string, allow []string, file string, stdin io.Reader
 		if err != nil {
 			return nil, err
 		}
-		var p rules.PolicyInput
+		var p session.PolicyRequest
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return nil, usageError{fmt.Errorf("--policy %s: %w", file, err)}
 		}
@@ -367,7 +422,7 @@ func policyFromFlags(preset string, allow []string, file string, stdin io.Reader
 	if preset == "" && len(allow) == 0 {
 		return nil, nil
 	}
-	p := &rules.PolicyInput{Preset: preset}
+	p := &session.PolicyRequest{PolicyInput: rules.PolicyInput{Preset: preset}}
 	if len(allow) > 0 {
 		p.Network = &rules.Network{Default: "deny"}
 		for _, h := range allow {

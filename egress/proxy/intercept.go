@@ -253,13 +253,19 @@ func (p *Proxy) matchGrant(t *target, now time.Time) (egress.Grant, bool) {
 		if !grantCovers(g, t.host, t.port, t.ip.IsValid(), now) {
 			continue
 		}
-		lim, err := rules.NewLimits(g.Methods, g.Paths)
-		if err != nil {
-			p.log.Warn("egress proxy: a grant's limits are invalid; it matches nothing", "sandbox", t.sb.id, "grant", g.ID, "err", err)
-			continue
-		}
-		if !lim.Allows(t.method, t.path) {
-			continue
+		if p.cfg.GrantApplies != nil {
+			if !p.cfg.GrantApplies(t.sb.id, g, egress.Request{Sandbox: t.sb.id, Host: t.host, Port: t.port, Scheme: "https", Method: t.method, Path: t.path}) {
+				continue
+			}
+		} else {
+			lim, err := rules.NewLimits(g.Methods, g.Paths)
+			if err != nil {
+				p.log.Warn("egress proxy: a grant's limits are invalid; it matches nothing", "sandbox", t.sb.id, "grant", g.ID, "err", err)
+				continue
+			}
+			if !lim.Allows(t.method, t.path) {
+				continue
+			}
 		}
 		if g.Value == "" || !httpguts.ValidHeaderFieldName(grantHeader(g)) || !httpguts.ValidHeaderFieldValue(g.Value) {
 			p.log.Warn("egress proxy: a grant's header or value is unusable; it matches nothing", "sandbox", t.sb.id, "grant", g.ID)

@@ -86,6 +86,11 @@ type Config struct {
 	// called for every intercepted tunnel and request, so it must be
 	// cheap and safe for concurrent use.
 	Grants func(sandbox string) []egress.Grant
+	// GrantApplies, when set, decides whether a live grant covers a
+	// request inside intercepted TLS (Paddock's http Rego module); nil
+	// matches hosts, methods and paths here. Either way a grant is only
+	// ever used on port 443 inside intercepted TLS, before its expiry.
+	GrantApplies func(sandbox string, g egress.Grant, r egress.Request) bool
 
 	// DialTimeout bounds a name lookup and a dial. Default 10s.
 	DialTimeout time.Duration

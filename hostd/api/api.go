@@ -5,8 +5,6 @@
 package api
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -35,20 +35,26 @@ type Server struct {
 	streams      int
 	eventStreams int
 
-	sessions  *session.Manager
-	tokenHash [32]byte
-	log       *slog.Logger
-	mux       *http.ServeMux
+	sessions *session.Manager
+	policy   atomic.Pointer[policyStatuser]
+	verifier *auth.Verifier
+	log      *slog.Logger
+	mux      *http.ServeMux
 }
 
 // New returns the API handler. adminTokenHash is the SHA-256 of the admin
 // token: the token itself is never kept, and what callers send is hashed
-// and compared in constant time.
+// and compared in constant time. Session tokens are looked up through m;
+// tenants are set on Verifier().
 func New(m *session.Manager, adminTokenHash [32]byte, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{sessions: m, tokenHash: adminTokenHash, log: log, mux: http.NewServeMux()}
+	var tokens auth.SessionTokens
+	if m != nil {
+		tokens = m
+	}
+	s := &Server{sessions: m, verifier: auth.NewVerifier(adminTokenHash, tokens), log: log, mux: http.NewServeMux()}
 	s.routes()
 	return s
 }
@@ -78,12 +84,16 @@ func (s *Server) routes() {
 			h = sessionsOnly(h)
 		}
 		open(pattern, func(w http.ResponseWriter, r *http.Request) error {
-			if !s.authorized(r) {
-				return errUnauthorized
+			// The caller is verified and checked against the route's
+			// access (access.go) before the handler runs.
+			r, done, err := s.authorize(pattern, r)
+			defer done()
+			if err != nil {
+				return err
 			}
 			start := time.Now()
-			err := h(w, r)
-			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))
+			err = revokedDuring(r, h(w, r))
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))
 			return err
 		})
 	}
@@ -128,6 +138,9 @@ func (s *Server) routes() {
 	auth("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
 	auth("DELETE /v1/agents/sessions/{id}/jobs/{job}", s.killJob)
 	s.grantRoutes(auth)
+	s.tokenRoutes(auth)
+	s.approvalRoutes(auth)
+	s.adminRoutes(auth)
 	s.sandboxRoutes(auth)
 	open("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
@@ -135,7 +148,7 @@ func (s *Server) routes() {
 }
 
 var (
-	errUnauthorized = errors.New("a valid bearer token is required (Authorization: Bearer <token>)")
+	errUnauthorized = auth.ErrUnauthenticated
 	errNoRoute      = errors.New("not found")
 	errTooLarge     = errors.New("request body too large")
 )
@@ -147,17 +160,11 @@ func errString(err error) string {
 	return err.Error()
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || tok == "" {
-		return false
-	}
-	h := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(h[:], s.tokenHash[:]) == 1
-}
-
 // writeError is the one place errors become status codes.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if policyError(w, err) || budgetError(w, err) {
+		return
+	}
 	status := http.StatusInternalServerError
 	switch {
 	case errors.Is(err, errUnauthorized):
@@ -233,8 +240,20 @@ func revision(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-// tenant is "" (the admin sees every session) until scoped tokens exist.
-func tenant(*http.Request) string { return "" }
+// tenant is the tenant the caller sees sessions as: "" (all of them) for
+// the admin, its own for a tenant token, the session's for a session
+// token (auth.Identity.Scope).
+func tenant(r *http.Request) string {
+	id, ok := auth.FromContext(r.Context())
+	if !ok {
+		return noTenant
+	}
+	return id.Scope()
+}
+
+// noTenant is no tenant's name: a call that somehow carries no caller sees
+// no session rather than every one.
+const noTenant = "-"
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) error {
 	var req session.CreateRequest
@@ -272,7 +291,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sessions.Delete(r.Context(), tenant(r), r.PathValue("id")); err != nil {
+	rev, err := revision(r)
+	if err != nil {
+		return err
+	}
+	if err := s.sessions.DeleteIfMatch(r.Context(), tenant(r), r.PathValue("id"), rev); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

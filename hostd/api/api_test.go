@@ -28,6 +28,7 @@ import (
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
+	"paddock.dev/paddock/policy"
 )
 
 const token = "pdk_test_token_0123456789"
@@ -55,9 +56,12 @@ type testDaemon struct {
 	st    *store.Store
 	led   *ledger.Ledger
 	state string
+	api   *api.Server // its Verifier takes tenants (identity_test.go)
 }
 
-func newTestDaemon(t *testing.T) *testDaemon {
+// newTestDaemon starts the daemon; wrap, when given, wraps its backend
+// (a test that needs the backend to fail on purpose).
+func newTestDaemon(t *testing.T, wrap ...func(hypervisor.Backend) hypervisor.Backend) *testDaemon {
 	t.Helper()
 	testutil.RequiresRoot(t)
 	d := &testDaemon{state: t.TempDir()}
@@ -73,9 +77,19 @@ func newTestDaemon(t *testing.T) *testDaemon {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: b, DefaultImage: testutil.MiniImageName})
+	backend := hypervisor.Backend(b)
+	for _, w := range wrap {
+		backend = w(backend)
+	}
+	eng, err := policy.New(policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: backend, DefaultImage: testutil.MiniImageName, Policy: eng})
 	t.Cleanup(func() { d.mgr.Shutdown(context.Background()) })
-	srv := httptest.NewServer(api.New(d.mgr, sha256.Sum256([]byte(token)), nil))
+	d.api = api.New(d.mgr, sha256.Sum256([]byte(token)), nil)
+	d.api.SetPolicy(eng)
+	srv := httptest.NewServer(d.api)
 	t.Cleanup(srv.Close)
 	d.c, d.url = client.New(srv.URL, token), srv.URL
 	return d
@@ -868,12 +882,12 @@ func TestPolicyWithoutEgress(t *testing.T) {
 	c, _ := daemon(t)
 	ctx := context.Background()
 	allow := &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "pypi.org"}}}
-	if _, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Network: allow}}); status(err) != 409 || !strings.Contains(err.Error(), "best-effort") {
+	if _, err := c.CreateSession(ctx, session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: allow}}}); status(err) != 409 || !strings.Contains(err.Error(), "best-effort") {
 		t.Errorf("strict policy without egress: %v, want 409", err)
 	}
 	be := *allow
 	be.Enforcement = rules.EnforcementBestEffort
-	s, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Network: &be}})
+	s, err := c.CreateSession(ctx, session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &be}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -881,7 +895,7 @@ func TestPolicyWithoutEgress(t *testing.T) {
 	if s.Capabilities.Egress || len(s.Policy.Unenforced) == 0 || !strings.Contains(s.Policy.Unenforced[0], "offline") {
 		t.Errorf("best-effort without egress: caps %+v policy %+v", s.Capabilities, s.Policy)
 	}
-	if _, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Preset: "nope"}}); status(err) != 400 {
+	if _, err := c.CreateSession(ctx, session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Preset: "nope"}}}); status(err) != 400 {
 		t.Errorf("unknown preset: %v, want 400", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 )
@@ -60,7 +61,8 @@ func (s *Server) idempotent(h handler) handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sum := sha256.Sum256(append([]byte(r.Method+" "+r.URL.Path+"\n"), body...))
 		hash := hex.EncodeToString(sum[:])
-		scope := "admin " + r.Pattern + " " + r.PathValue("id")
+		// Keys are the caller's own: another caller's key never replays.
+		scope := auth.ActorOf(r.Context()) + " " + r.Pattern + " " + r.PathValue("id")
 		st := s.sessions.Store()
 		ctx := r.Context()
 		if err := st.PutIdempotency(ctx, store.Idempotency{Scope: scope, Key: key, RequestHash: hash}); errors.Is(err, store.ErrConflict) {

@@ -115,7 +115,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 	defer s.leaveStream()
 	id := r.PathValue("id")
 	start := time.Now()
-	job, err := s.sessions.StartJob(r.Context(), tenant(r), id, session.JobStart{Command: req.Command, TimeoutSeconds: req.TimeoutSeconds})
+	job, err := s.sessions.StartExecStream(r.Context(), tenant(r), id, req)
 	if err != nil {
 		return err
 	}

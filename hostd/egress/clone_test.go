@@ -110,7 +110,7 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 	m, st := daemonFor(t, eg, caPEM)
 	s, err := m.Create(ctx, "", session.CreateRequest{
 		Workspace: session.WorkspaceRequest{Git: "https://user:s3cret@git.test/r.git", RequireReady: true},
-		Policy:    &rules.PolicyInput{Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "git.test"}}}},
+		Policy:    &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "git.test"}}}}},
 	})
 	if err != nil {
 		t.Fatalf("create with a clone: %v (the server saw %d requests)", err, len(gotAuth))
@@ -176,8 +176,8 @@ func TestInterceptionFromASandbox(t *testing.T) {
 	eg := hegress.New(cfg)
 	defer eg.Shutdown()
 	m, _ := daemonFor(t, eg, eg.TrustPEM())
-	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{Default: "deny",
-		Allow: []rules.AllowEntry{{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}})
+	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny",
+		Allow: []rules.AllowEntry{{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,10 @@ type Config struct {
 	UpstreamRoots *x509.CertPool
 	// Grants lists a sandbox's live credential grants (nil: none).
 	Grants func(sandbox string) []egress.Grant
-	Logger *slog.Logger
+	// GrantApplies decides whether a grant covers a request (the http
+	// Rego module); nil matches natively.
+	GrantApplies func(sandbox string, g egress.Grant, r egress.Request) bool
+	Logger       *slog.Logger
 }
 
 // Host serves every sandbox's egress. It implements session.Egress.
@@ -92,6 +95,7 @@ func New(cfg Config) *Host {
 		Record:        h.record,
 		UpstreamRoots: cfg.UpstreamRoots,
 		Grants:        cfg.Grants,
+		GrantApplies:  cfg.GrantApplies,
 		Logger:        log.With("part", "egress-proxy"),
 	}
 	if cfg.CA != nil { // a nil *Authority in the interface would count as set

@@ -109,9 +109,9 @@ func TestEgressFromASandbox(t *testing.T) {
 	eg := hegress.New(tn.egressConfig())
 	defer eg.Shutdown()
 	m, _ := daemonFor(t, eg, nil)
-	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{
+	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{
 		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"}, {Host: "rebind.test"},
-			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}})
+			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,8 +85,8 @@ func TestGrantFromASandbox(t *testing.T) {
 	defer srv.Close()
 	c := client.New(srv.URL, token)
 
-	s, err := c.CreateSession(ctx, session.CreateRequest{Policy: &rules.PolicyInput{Network: &rules.Network{Default: "deny",
-		Allow: []rules.AllowEntry{{Host: "api.test"}}}}})
+	s, err := c.CreateSession(ctx, session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny",
+		Allow: []rules.AllowEntry{{Host: "api.test"}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

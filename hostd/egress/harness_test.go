@@ -17,6 +17,7 @@ import (
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
+	"paddock.dev/paddock/policy"
 )
 
 // testNet is the "internet" of a test: names in a DNS zone on loopback,
@@ -37,10 +38,33 @@ func newTestNet(t *testing.T, names map[string]string, routes map[string]string)
 	return n
 }
 
+// testEngine is the policy engine (built-in Rego modules) the tests'
+// daemons decide with, as paddock serve does: network requests through
+// the session manager, grants through the egress host.
+var testEngine = sync.OnceValues(func() (*policy.Engine, error) { return policy.New(policy.Options{}) })
+
+func engine(t *testing.T) *policy.Engine {
+	t.Helper()
+	e, err := testEngine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // egressConfig is the host egress config for the test's net; tune it
 // before hegress.New.
 func (n *testNet) egressConfig() hegress.Config {
 	return hegress.Config{
+		GrantApplies: func(sandbox string, g egress.Grant, r egress.Request) bool {
+			e, err := testEngine()
+			if err != nil {
+				return false
+			}
+			ok, _, err := e.GrantApplies(context.Background(), policy.GrantInput{Session: sandbox, Grant: g.ID, Hosts: g.Hosts,
+				Methods: g.Methods, Paths: g.Paths, Scheme: r.Scheme, Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path})
+			return ok && err == nil
+		},
 		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
 		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -63,6 +87,12 @@ func (n *testNet) egressConfig() hegress.Config {
 // returned for tests that look into it. Everything stops with the test.
 func daemonFor(t *testing.T, eg *hegress.Host, trust []byte) (*session.Manager, *store.Store) {
 	t.Helper()
+	return daemonWith(t, eg, trust, engine(t))
+}
+
+// daemonWith is daemonFor deciding with eng.
+func daemonWith(t *testing.T, eg *hegress.Host, trust []byte, eng *policy.Engine) (*session.Manager, *store.Store) {
+	t.Helper()
 	testutil.RequiresRoot(t)
 	images, _ := testutil.DebianImages(t)
 	state := t.TempDir()
@@ -77,7 +107,7 @@ func daemonFor(t *testing.T, eg *hegress.Host, trust []byte) (*session.Manager, 
 	}
 	t.Cleanup(func() { b.Close() })
 	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.DebianImageName,
-		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: trust})
+		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: trust, Policy: eng})
 	t.Cleanup(func() { m.Shutdown(context.Background()) })
 	return m, st
 }

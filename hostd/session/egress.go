@@ -30,9 +30,6 @@ type Egress interface {
 	Intercepts() bool
 }
 
-// Policy is the session record's view of its compiled policy.
-type Policy = rules.Summary
-
 // compilePolicy turns the create body's policy into the compiled policy.
 // No policy means no network at all: egress is denied by default (the
 // spec's "no policy is open" is not followed on purpose).
@@ -93,7 +90,17 @@ func (m *Manager) openEgress(id string, pol *rules.Compiled) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return m.egress.Open(id, dir, pol, m.recordEgress)
+	var judge egress.Policy = pol
+	if n, ok := m.policy.(networkJudge); ok {
+		judge = n.Network(id, pol) // decided by the http Rego module
+	}
+	return m.egress.Open(id, dir, judge, m.recordEgress)
+}
+
+// networkJudge is an engine that decides a sandbox's network requests
+// (policy.Engine: the http Rego module over the compiled policy's data).
+type networkJudge interface {
+	Network(session string, c *rules.Compiled) egress.Policy
 }
 
 // closeEgress stops a sandbox's egress and removes its directory.

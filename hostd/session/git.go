@@ -189,11 +189,11 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 	if strings.TrimSpace(req.Message) == "" || len(req.Message) > MaxCommitMsg || strings.ContainsRune(req.Message, 0) {
 		return nil, bad("message must be 1 to %d bytes without NUL", MaxCommitMsg)
 	}
-	if err := m.busy(id); err != nil {
-		return nil, err
-	}
 	t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.busy(id); err != nil {
 		return nil, err
 	}
 	if !req.StagedOnly {
@@ -235,11 +235,11 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 	if !branchRE.MatchString(req.Name) || strings.Contains(req.Name, "..") || strings.HasSuffix(req.Name, ".lock") || strings.HasSuffix(req.Name, "/") {
 		return nil, bad("branch name %q: letters, digits, '.', '_', '-' and '/', not starting with - and without ..", req.Name)
 	}
-	if err := m.busy(id); err != nil {
-		return nil, err
-	}
 	t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.busy(id); err != nil {
 		return nil, err
 	}
 	res, err := m.git(ctx, t, "switch", "-c", req.Name)

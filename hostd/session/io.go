@@ -12,6 +12,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/policy"
 )
 
 // More sentinel errors for what the guest refuses.
@@ -166,6 +167,9 @@ type JobStart struct {
 	Stdin          bool   `json:"stdin,omitempty"`
 	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	// ApprovalID and ApprovalWaitSeconds: as on ExecRequest.
+	ApprovalID          string `json:"approval_id,omitempty"`
+	ApprovalWaitSeconds int    `json:"approval_wait_seconds,omitempty"`
 }
 
 // Job is a job as the API shows it.
@@ -197,6 +201,18 @@ type JobStdin struct {
 
 // StartJob starts a supervised background job.
 func (m *Manager) StartJob(ctx context.Context, tenant, id string, req JobStart) (*Job, error) {
+	return m.startJob(ctx, tenant, id, req, false)
+}
+
+// StartExecStream starts the job under POST .../exec/stream: a job for
+// the budget (max_jobs, max_concurrent_jobs, compute), and a command,
+// whose timeout the compute budget caps.
+func (m *Manager) StartExecStream(ctx context.Context, tenant, id string, req ExecRequest) (*Job, error) {
+	return m.startJob(ctx, tenant, id, JobStart{Command: req.Command, TimeoutSeconds: req.TimeoutSeconds,
+		ApprovalID: req.ApprovalID, ApprovalWaitSeconds: req.ApprovalWaitSeconds}, true)
+}
+
+func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart, streamed bool) (*Job, error) {
 	if strings.TrimSpace(req.Command) == "" {
 		return nil, bad("command is empty")
 	}
@@ -206,20 +222,64 @@ func (m *Manager) StartJob(ctx context.Context, tenant, id string, req JobStart)
 	if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
 		return nil, bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
 	}
+	if err := checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds); err != nil {
+		return nil, err
+	}
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.busy(id); err != nil {
+	dec, err := m.judge(ctx, s, commandCheck{kind: policy.KindJob, command: req.Command,
+		params:     map[string]any{"timeout_seconds": req.TimeoutSeconds, "stdin": req.Stdin, "max_output_bytes": req.MaxOutputBytes},
+		approvalID: req.ApprovalID, wait: time.Duration(req.ApprovalWaitSeconds) * time.Second})
+	if err != nil {
 		return nil, err
 	}
-	j, err := clientFor(mc).StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path,
-		TimeoutSeconds: req.TimeoutSeconds, MaxOutputBytes: req.MaxOutputBytes, Confine: confinement(s)}, Stdin: req.Stdin})
+	if req.ApprovalWaitSeconds > 0 {
+		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
+			return nil, err
+		}
+	}
+	// In flight from here (a restore or fork refuses), and one job start
+	// at a time per session while the budget counts running jobs.
+	done, err := m.commandStarts(id)
 	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if s.Budget != nil && s.Budget.MaxConcurrentJobs != nil {
+		defer m.lockJobStarts(id)()
+	}
+	cl := clientFor(mc)
+	what := startJob
+	if streamed {
+		what = startStream
+	}
+	adm, err := m.admit(ctx, s, cl, what, req.TimeoutSeconds)
+	if err != nil {
+		return nil, err
+	}
+	maxOut := req.MaxOutputBytes
+	if adm.outputCap > 0 && (maxOut == 0 || maxOut > adm.outputCap) {
+		maxOut = adm.outputCap
+	}
+	started := m.now()
+	j, err := cl.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path,
+		TimeoutSeconds: adm.timeout, MaxOutputBytes: maxOut, Confine: confinement(s)}, Stdin: req.Stdin})
+	if err != nil {
+		adm.release()
 		return nil, guestErr(err)
 	}
-	m.ledgerAppend(ctx, id, "job.start", map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin})
-	m.addUsage(id, store.UsageRow{Jobs: 1})
+	m.recordJob(ctx, id, j, req.Command, started, maxOut, streamed)
+	m.addUsage(id, store.UsageRow{Jobs: adm.untaken()})
+	entry := map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin, "policy": dec.Rule}
+	if adm.outputCap > 0 {
+		entry["max_output_bytes"] = maxOut
+	}
+	if adm.capped {
+		entry["timeout_seconds"], entry["timeout_capped_by_budget"] = adm.timeout, true
+	}
+	m.ledgerAppend(ctx, id, "job.start", entry)
 	return &Job{Job: *j, Command: req.Command, Engine: "supervisor"}, nil
 }
 
@@ -235,6 +295,7 @@ func (m *Manager) Jobs(ctx context.Context, tenant, id string) ([]Job, error) {
 	}
 	out := make([]Job, 0, len(js))
 	for _, j := range js {
+		m.settleJob(ctx, id, j)
 		out = append(out, Job{Job: j, Command: j.Shell, Engine: "supervisor"})
 	}
 	return out, nil
@@ -250,6 +311,7 @@ func (m *Manager) ReadJob(ctx context.Context, tenant, id, job string, offset, s
 	if err != nil {
 		return nil, guestErr(err)
 	}
+	m.settleJob(ctx, id, r.Job)
 	return &JobRead{Job: Job{Job: r.Job, Command: r.Shell, Engine: "supervisor"},
 		Output: string(r.Output), OutputBase64: base64.StdEncoding.EncodeToString(r.Output), NextOffset: r.NextOffset,
 		Stderr: string(r.Stderr), StderrNextOffset: r.StderrNextOffset, More: r.More, EOF: r.EOF, Truncated: r.Truncated}, nil

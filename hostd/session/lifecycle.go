@@ -93,7 +93,7 @@ func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, 
 	if memory && !s.Capabilities.MemoryCheckpoint {
 		return nil, fmt.Errorf("%w: memory checkpoints are not available: %s (ask for memory: false)", ErrConflict, s.Capabilities.MemoryCheckpointReason)
 	}
-	leave, err := m.enter(id, "checkpoint")
+	leave, err := m.beginOp(ctx, id, "checkpoint", rev, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (m *Manager) Restore(ctx context.Context, tenant, id string, rev int64, req
 	if !ok {
 		return nil, fmt.Errorf("%w: session %s has no checkpoint tagged %q", ErrNotFound, id, req.Tag)
 	}
-	leave, err := m.enter(id, "restore")
+	leave, err := m.beginOp(ctx, id, "restore", rev, mc)
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +170,20 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	if rev >= 0 && rev != s.Revision {
 		return nil, fmt.Errorf("%w: session %s is at revision %d, not %d", ErrRevision, id, s.Revision, rev)
 	}
-	leave, err := m.enter(id, "fork")
+	leave, err := m.beginOp(ctx, id, "fork", rev, mc)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
+	// The children are taken from the budget now and given back if the
+	// fork makes fewer (or none); each child starts with what is left.
+	giveBack, err := m.takeChildren(ctx, s, req.Count)
+	if err != nil {
+		return nil, err
+	}
+	made := 0
+	defer func() { giveBack(req.Count - made) }()
+	kidBudget := childBudget(s.Budget, m.usage(ctx, id))
 	// Children get the parent's policy, each on its own sockets.
 	var polIn *rules.PolicyInput
 	var pol *rules.Compiled
@@ -213,6 +222,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 			CreatedAt: now, ExpiresAt: s.ExpiresAt,
 		}
 		child.Policy = s.Policy
+		child.Budget = kidBudget.clone()
 		if err := m.save(ctx, child, parentNow, polIn); err != nil {
 			k.Stop(context.Background())
 			continue
@@ -224,6 +234,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id})
 		out = append(out, child)
 	}
+	made = len(out)
 	ids := make([]string, len(out))
 	for i, c := range out {
 		ids[i] = c.ID

@@ -178,7 +178,7 @@ func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxR
 	if req.Offline != nil && !*req.Offline {
 		return nil, bad("offline: false: open networking is not offered; name the hosts the sandbox may reach in allow_hosts (it stays offline, with only loopback, and reaches them through the host's egress proxy)")
 	}
-	var pol *rules.PolicyInput
+	var pol *PolicyRequest
 	if len(req.AllowHosts) > 0 {
 		if len(req.AllowHosts) > MaxSandboxAllowHosts {
 			return nil, bad("allow_hosts: %d hosts, at most %d", len(req.AllowHosts), MaxSandboxAllowHosts)
@@ -187,7 +187,7 @@ func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxR
 		for _, h := range req.AllowHosts {
 			n.Allow = append(n.Allow, rules.AllowEntry{Host: h})
 		}
-		pol = &rules.PolicyInput{Network: n}
+		pol = &PolicyRequest{PolicyInput: rules.PolicyInput{Network: n}}
 	}
 	if len(req.Volumes) > 0 {
 		return nil, bad("volumes are not supported yet; move files in and out with fs/write and fs/read")
@@ -392,9 +392,7 @@ func (m *Manager) SandboxProcess(ctx context.Context, tenant, id string, req Pro
 	if err != nil {
 		return nil, guestErr(err)
 	}
-	out := &ProcessResult{Result: "exec", ExecResult: ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
-		Stdout: string(res.Stdout), Stderr: string(res.Stderr),
-		Truncated: res.StdoutTruncated || res.StderrTruncated, DurationMS: res.DurationMillis}}
+	out := &ProcessResult{Result: "exec", ExecResult: *execResult(res, 0)}
 	// Variable names are ledgered, never their values.
 	names := make([]string, 0, len(req.Env))
 	for k := range req.Env {

@@ -22,9 +22,11 @@ import (
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/policy"
 )
 
 // errNotRunning aborts a state change of a session that stopped running
@@ -95,6 +97,14 @@ type Usage struct {
 	Execs  int64 `json:"execs"`
 	ExecMS int64 `json:"exec_ms"`
 	Jobs   int64 `json:"jobs"`
+	// JobMS is the wall time of jobs: finished ones by their start and
+	// end, running ones up to now. ComputeMS is ExecMS plus JobMS.
+	JobMS     int64 `json:"job_ms"`
+	ComputeMS int64 `json:"compute_ms"`
+	Children  int64 `json:"children"`
+	// WorkspaceBytes is the last measure of the workspace (taken only
+	// under budget.max_workspace_bytes).
+	WorkspaceBytes int64 `json:"workspace_bytes"`
 }
 
 // Session is the record GET /v1/agents/sessions/{id} returns.
@@ -119,6 +129,11 @@ type Session struct {
 	CreatedAt    time.Time               `json:"created_at"`
 	ExpiresAt    time.Time               `json:"expires_at"`
 	DeletedAt    *time.Time              `json:"deleted_at,omitempty"`
+
+	// Budget is what the session may consume (budget.go).
+	Budget *Budget `json:"budget,omitempty"`
+	// InterruptedOp is a lifecycle operation a daemon died in (gate.go).
+	InterruptedOp *InterruptedOp `json:"interrupted_op,omitempty"`
 }
 
 // CreateRequest is the body of POST /v1/agents/sessions.
@@ -127,14 +142,22 @@ type CreateRequest struct {
 	Workspace  WorkspaceRequest `json:"workspace"`
 	Runtime    Runtime          `json:"runtime"`
 	TTLSeconds int              `json:"ttl_seconds"`
-	// Policy is the network policy; none means offline.
-	Policy *rules.PolicyInput `json:"policy,omitempty"`
+	// Policy is the network and process policy; no network policy means
+	// offline.
+	Policy *PolicyRequest `json:"policy,omitempty"`
+	// Budget limits what the session may consume (budget.go).
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // ExecRequest is the body of POST .../exec.
 type ExecRequest struct {
 	Command        string `json:"command"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
+	// ApprovalID spends an approved request for this exact command;
+	// ApprovalWaitSeconds (≤ 120) holds a command that needs approval
+	// open until an operator decides.
+	ApprovalID          string `json:"approval_id,omitempty"`
+	ApprovalWaitSeconds int    `json:"approval_wait_seconds,omitempty"`
 }
 
 // ExecResult answers POST .../exec.
@@ -146,6 +169,13 @@ type ExecResult struct {
 	Stderr     string `json:"stderr"`
 	Truncated  bool   `json:"truncated"`
 	DurationMS int64  `json:"duration_ms"`
+	// What a cap cut off each stream (set when truncated).
+	StdoutDropped int64 `json:"stdout_dropped_bytes,omitempty"`
+	StderrDropped int64 `json:"stderr_dropped_bytes,omitempty"`
+	// OutputTruncated says the cut was the session's
+	// budget.max_output_bytes, which MaxOutputBytes repeats.
+	OutputTruncated bool  `json:"output_truncated,omitempty"`
+	MaxOutputBytes  int64 `json:"max_output_bytes,omitempty"`
 }
 
 // Manager runs sessions on one backend.
@@ -165,11 +195,17 @@ type Manager struct {
 	// (grants.go).
 	grants grantTable
 
+	// policy decides commands and approvals (nil: sessions with process
+	// rules are refused); approvals wakes requests waiting for a decision.
+	policy    Decider
+	approvals approvalWaiters
+
 	mu        sync.Mutex
 	machines  map[string]hypervisor.Machine // session id → running sandbox
 	gate      map[string]string             // session id → lifecycle op in flight
 	done      bool                          // Shutdown or Detach ran: no more background work
 	egressLog egressLog
+	life      lifecycleState // execs in flight, markers, test hooks (gate.go)
 }
 
 // Config configures a Manager.
@@ -186,6 +222,8 @@ type Config struct {
 	// TrustPEM is extra CA certificates every sandbox trusts (the egress
 	// interception CA, an operator's own).
 	TrustPEM []byte
+	// Policy is the policy engine; nil refuses process rules.
+	Policy Decider
 }
 
 // New returns a Manager. It starts nothing.
@@ -195,7 +233,7 @@ func New(c Config) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, image: c.DefaultImage,
-		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM,
+		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy,
 		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
 
@@ -233,18 +271,26 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if err != nil {
 		return nil, err
 	}
+	budget, err := req.Budget.check()
+	if err != nil {
+		return nil, err
+	}
 	caps := m.backend.Capabilities()
 	caps.Egress = m.egress != nil && m.egressRoot != ""
 	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
 	if mode == ModeReadOnly && !caps.Confinement {
 		return nil, fmt.Errorf("%w: this backend cannot enforce a read-only workspace (it has no Landlock confinement here); use workspace.mode %q", ErrConflict, ModeWritable)
 	}
+	proc := req.Policy.process()
+	if err := m.checkProcess(proc, caps); err != nil {
+		return nil, err
+	}
 	rt := req.Runtime
 	if rt.Image == "" {
 		rt.Image = m.image
 	}
 	id := newIDFor(kind)
-	pol, err := m.compilePolicy(req.Policy)
+	pol, err := m.compilePolicy(req.Policy.network())
 	if err != nil {
 		return nil, err
 	}
@@ -282,15 +328,15 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	now := m.now().UTC()
 	s := &Session{
 		ID: id, Kind: kind, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: m.backend.Name(),
-		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt, Policy: pol.Summary(),
+		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt, Policy: Policy{Summary: pol.Summary(), Process: req.Policy.process()},
 		Workspace: Workspace{Path: ws, Mode: mode, Lower: req.Workspace.Lower}, Checkpoints: []Checkpoint{}, Children: []string{},
-		CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
+		Budget: budget, CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
 	}
 	cl := clientFor(mc)
 	// The workspace exists and belongs to the guest user (the files API
 	// creates parents as the guest user).
 	if _, err := cl.WriteFile(ctx, api.FileContent{Path: ws + "/.paddock-keep", Content: nil}); err != nil {
-		s.Workspace.Note = "workspace was not created: " + err.Error()
+		s.Workspace.Note = workspaceNotCreated + err.Error()
 	} else {
 		cl.DeleteFile(ctx, ws+"/.paddock-keep", false)
 	}
@@ -305,6 +351,10 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 			s.Workspace.Note = clone.note
 		}
 	}
+	if err := checkBudgetWorkspace(budget, s.Workspace); err != nil {
+		cleanup()
+		return nil, err
+	}
 	if req.Workspace.RequireReady && s.Workspace.Note != "" {
 		cleanup()
 		m.log.Warn("workspace not ready; sandbox removed", "sandbox", id, "note", s.Workspace.Note)
@@ -316,13 +366,30 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 			return nil, err
 		}
 	}
+	if proc != nil && proc.Enforce == "exec" {
+		// The clone ran before the list applies; from here on only the
+		// named programs start.
+		progs, err := resolvePrograms(ctx, cl, proc)
+		if err == nil {
+			s.Policy.ExecPrograms = progs
+			err = probeExecList(ctx, cl, s)
+		}
+		if err != nil {
+			cleanup()
+			if errors.Is(err, ErrBadRequest) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: process.enforce \"exec\": %v; the sandbox was removed", ErrConflict, err)
+		}
+		s.Capabilities.ExecAllowlist = true
+	}
 	base, err := cl.Manifest(ctx, api.ManifestRequest{Path: ws})
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("workspace baseline: %w", err)
 	}
 	s.Workspace.BaselineFiles = len(base.Entries)
-	if err := m.save(ctx, s, base, req.Policy); err != nil {
+	if err := m.save(ctx, s, base, req.Policy.network()); err != nil {
 		cleanup()
 		return nil, err
 	}
@@ -408,9 +475,8 @@ func (m *Manager) load(ctx context.Context, tenant, id string) (*Session, *api.M
 	m.mu.Lock()
 	_, live := m.machines[id]
 	m.mu.Unlock()
-	if u, err := m.st.GetUsage(ctx, id); err == nil {
-		s.Usage = Usage{Execs: u.Execs, ExecMS: u.ExecMS, Jobs: u.Jobs}
-	}
+	s.Usage = m.usage(ctx, id)
+	m.interrupted(ctx, s)
 	if s.State == StateRunning && !live {
 		s.State = StateGone
 	}
@@ -439,6 +505,9 @@ func (m *Manager) Get(ctx context.Context, tenant, id string) (*Session, error) 
 	s, _, err := m.load(ctx, tenant, id)
 	if err == nil && s.Kind == KindSandbox {
 		return nil, notSessionErr(id)
+	}
+	if err == nil {
+		m.freshUsage(ctx, s)
 	}
 	return s, err
 }
@@ -522,6 +591,21 @@ func (req *ExecRequest) Check() error {
 	if req.TimeoutSeconds < 1 || req.TimeoutSeconds > MaxExecTimeout {
 		return bad("timeout_seconds %d must be from 1 to %d", req.TimeoutSeconds, MaxExecTimeout)
 	}
+	return checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds)
+}
+
+var approvalIDRE = regexp.MustCompile(`^apr-[0-9a-f]{16}$`)
+
+func checkApprovalFields(id string, wait int) error {
+	if id != "" && !approvalIDRE.MatchString(id) {
+		return bad("approval_id %q is not an approval id (apr- and 16 hex digits)", clipText(id, 40))
+	}
+	if wait < 0 || wait > MaxApprovalWaitSeconds {
+		return bad("approval_wait_seconds %d must be from 0 to %d", wait, MaxApprovalWaitSeconds)
+	}
+	if id != "" && wait > 0 {
+		return bad("give approval_id or approval_wait_seconds, not both")
+	}
 	return nil
 }
 
@@ -533,18 +617,40 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.busy(id); err != nil {
+	dec, err := m.judge(ctx, s, commandCheck{kind: policy.KindExec, command: req.Command,
+		params:     map[string]any{"timeout_seconds": req.TimeoutSeconds},
+		approvalID: req.ApprovalID, wait: time.Duration(req.ApprovalWaitSeconds) * time.Second})
+	if err != nil {
 		return nil, err
 	}
-	res, err := clientFor(mc).Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path, TimeoutSeconds: req.TimeoutSeconds, Confine: confinement(s)}})
+	if req.ApprovalWaitSeconds > 0 {
+		// The request may have waited: take the session as it is now.
+		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
+			return nil, err
+		}
+	}
+	// In flight from here, so a restore or fork refuses; the budget
+	// takes this exec's unit and caps its timeout and output.
+	done, err := m.commandStarts(id)
 	if err != nil {
+		return nil, err
+	}
+	defer done()
+	cl := clientFor(mc)
+	adm, err := m.admit(ctx, s, cl, startExec, req.TimeoutSeconds)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path, TimeoutSeconds: adm.timeout, MaxOutputBytes: adm.outputCap, Confine: confinement(s)}})
+	if err != nil {
+		adm.release()
 		return nil, guestErr(err)
 	}
-	out := &ExecResult{ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut,
-		Stdout: string(res.Stdout), Stderr: string(res.Stderr),
-		Truncated: res.StdoutTruncated || res.StderrTruncated, DurationMS: res.DurationMillis}
-	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": req.Command, "exit_code": res.ExitCode, "duration_ms": res.DurationMillis, "timed_out": res.TimedOut})
-	m.count(id, res.DurationMillis)
+	out := execResult(res, adm.outputCap)
+	entry := execLedger(req.Command, out, adm)
+	entry["policy"] = dec.Rule
+	m.ledgerAppend(ctx, id, "exec", entry)
+	m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: res.DurationMillis})
 	return out, nil
 }
 
@@ -554,6 +660,13 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 // and every other route refuses with 409. A sandbox (kind sandbox) goes
 // entirely; its ledger stays. Idempotent.
 func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
+	return m.DeleteIfMatch(ctx, tenant, id, -1)
+}
+
+// DeleteIfMatch is Delete with If-Match: rev ≥ 0 must be the session's
+// revision (412 otherwise). The delete takes the lifecycle slot (409 while
+// a checkpoint, restore or fork runs) and leaves a marker while it runs.
+func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int64) error {
 	s, _, err := m.load(ctx, tenant, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -564,6 +677,11 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	if s.State == StateDeleted {
 		return nil
 	}
+	end, err := m.beginOp(ctx, id, "delete", rev, nil)
+	if err != nil {
+		return err
+	}
+	defer end()
 	m.mu.Lock()
 	mc := m.machines[id]
 	delete(m.machines, id)
@@ -575,6 +693,7 @@ func (m *Manager) Delete(ctx context.Context, tenant, id string) error {
 	}
 	m.closeEgress(id)
 	m.dropGrants(id, "session deleted")
+	m.revokeTokens(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -603,7 +722,9 @@ func (m *Manager) ledgerAppend(ctx context.Context, id, kind string, data any) {
 	if m.ledger == nil {
 		return
 	}
-	if _, err := m.ledger.Append(ctx, id, kind, "admin", data); err != nil {
+	// The actor is the caller the API put in ctx (auth.WithIdentity), or
+	// the daemon itself.
+	if _, err := m.ledger.Append(ctx, id, kind, auth.ActorOf(ctx), data); err != nil {
 		m.log.Error("ledger append", "session", id, "kind", kind, "err", err)
 	}
 }
@@ -666,6 +787,8 @@ func (m *Manager) Probe(ctx context.Context, tenant, id string) (*api.Probe, err
 // sandbox are removed instead (sweepSandbox). hostd runs it 30 s after
 // start and then every minute.
 func (m *Manager) Sweep(ctx context.Context) (expired int) {
+	// Expiry is the daemon's doing, whichever call noticed it.
+	ctx = auth.WithoutIdentity(ctx)
 	rows, err := m.st.ListSessions(ctx, "")
 	if err != nil {
 		m.log.Warn("sweep: list sessions", "err", err)
@@ -707,6 +830,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		}
 		m.closeEgress(r.ID)
 		m.dropGrants(r.ID, "session expired")
+		m.revokeTokens(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}
@@ -733,10 +857,10 @@ func (m *Manager) RunSweeper(ctx context.Context) {
 	}
 }
 
-// RecordExec ledgers a command that ran as a streamed job and counts it.
+// RecordExec ledgers a command that ran as a streamed job. It is counted
+// as the job it is (jobs, job time), not as an exec.
 func (m *Manager) RecordExec(ctx context.Context, id, command string, exitCode int, d time.Duration) {
 	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": command, "exit_code": exitCode, "duration_ms": d.Milliseconds(), "streamed": true})
-	m.count(id, d.Milliseconds())
 }
 
 // EventsAfter returns ledger entries after seq (for the events stream).

@@ -211,7 +211,7 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 
 // AbortUpload drops an upload and its parts in the guest.
 func (m *Manager) AbortUpload(ctx context.Context, tenant, id, up string) error {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id, true)
 	if err != nil {
 		return err
 	}

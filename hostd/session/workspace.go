@@ -278,15 +278,6 @@ func (m *Manager) cloneWorkspace(ctx context.Context, c *client.Client, ws strin
 	return out
 }
 
-// confinement is the policy every command the agent runs in s gets: nil
-// for a writable workspace.
-func confinement(s *Session) *api.Confinement {
-	if s.Workspace.Mode != ModeReadOnly {
-		return nil
-	}
-	return readOnlyConfinement(s.Workspace.Path)
-}
-
 // readOnlyConfinement gives the workspace read and execute rights only,
 // and keeps the places ordinary programs write to (/tmp, /var/tmp, the
 // guest user's home) writable; the standard devices are added by

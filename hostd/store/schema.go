@@ -93,6 +93,66 @@ CREATE TABLE usage (
 	jobs       INTEGER NOT NULL DEFAULT 0 CHECK (jobs >= 0)
 );
 `,
+	// 3: session tokens (issue 5, identity): bearer tokens for one
+	// session and some operations. Only the SHA-256 of a token is kept
+	// (hex); id is the token's public part. A revoked token keeps its row
+	// (revoked_at set) until its session row goes.
+	`
+CREATE TABLE tokens (
+	id         TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	hash       TEXT NOT NULL UNIQUE CHECK (length(hash) = 64),
+	ops        TEXT NOT NULL CHECK (json_valid(ops)),
+	label      TEXT NOT NULL DEFAULT '',
+	created_by TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL,
+	revoked_at TEXT
+);
+CREATE INDEX tokens_session ON tokens (session_id, expires_at);
+`,
+	// 4: budgets and interrupted operations. The usage row gains the
+	// counters budgets need (fork children, the time of finished jobs, the
+	// last workspace measure). lifecycle_ops holds one marker per session
+	// while a checkpoint, restore, fork or delete runs; a marker left by a
+	// daemon that died mid-way is how the next one reports the
+	// interruption (reported: ledgered already).
+	`
+ALTER TABLE usage ADD COLUMN children INTEGER NOT NULL DEFAULT 0 CHECK (children >= 0);
+ALTER TABLE usage ADD COLUMN job_ms INTEGER NOT NULL DEFAULT 0 CHECK (job_ms >= 0);
+ALTER TABLE usage ADD COLUMN workspace_bytes INTEGER NOT NULL DEFAULT 0 CHECK (workspace_bytes >= 0);
+CREATE TABLE lifecycle_ops (
+	session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+	op         TEXT NOT NULL CHECK (op IN ('checkpoint', 'restore', 'fork', 'delete')),
+	started_at TEXT NOT NULL,
+	daemon     TEXT NOT NULL,
+	reported   INTEGER NOT NULL DEFAULT 0 CHECK (reported IN (0, 1))
+);
+`,
+	// 5: approval requests: commands held for an operator, bound by
+	// digest; at most one live pending request per (session, digest) is
+	// kept by the code, which finds it before making another.
+	`
+CREATE TABLE approvals (
+	id          TEXT NOT NULL,
+	session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	kind        TEXT NOT NULL CHECK (kind IN ('exec', 'job')),
+	digest      TEXT NOT NULL,
+	command     TEXT NOT NULL,
+	summary     TEXT NOT NULL,
+	matched     TEXT NOT NULL,
+	state       TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'consumed')),
+	requester   TEXT NOT NULL,
+	decider     TEXT NOT NULL DEFAULT '',
+	note        TEXT NOT NULL DEFAULT '',
+	created_at  TEXT NOT NULL,
+	expires_at  TEXT NOT NULL,
+	decided_at  TEXT NOT NULL DEFAULT '',
+	consumed_at TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (session_id, id)
+);
+CREATE INDEX approvals_by_digest ON approvals (session_id, digest, state);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.

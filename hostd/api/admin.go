@@ -1,0 +1,31 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/policy"
+)
+
+// adminRoutes registers the daemon's own routes, for the admin only.
+func (s *Server) adminRoutes(auth func(string, handler)) {
+	auth("GET /v1/admin/policy", s.policyStatus)
+}
+
+// policyStatuser is the policy engine as the admin route sees it.
+type policyStatuser interface{ Status() policy.Status }
+
+// SetPolicy gives the server the policy engine whose state GET
+// /v1/admin/policy shows: the modules in force, and why the last load of
+// the operator's modules was refused, if it was.
+func (s *Server) SetPolicy(p policyStatuser) { s.policy.Store(&p) }
+
+func (s *Server) policyStatus(w http.ResponseWriter, r *http.Request) error {
+	p := s.policy.Load()
+	if p == nil || *p == nil {
+		return fmt.Errorf("%w: this daemon runs without a policy engine", session.ErrConflict)
+	}
+	writeJSON(w, http.StatusOK, (*p).Status())
+	return nil
+}

@@ -1,0 +1,76 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"paddock.dev/paddock/hostd/session"
+)
+
+// approvalRoutes registers a session's approval requests
+// (hostd/session/approvals.go): commands held by an ask rule until an
+// operator decides.
+func (s *Server) approvalRoutes(auth func(string, handler)) {
+	auth("GET /v1/agents/sessions/{id}/approvals", s.listApprovals)
+	auth("POST /v1/agents/sessions/{id}/approvals/{approval}/approve", s.decideApproval(true))
+	auth("POST /v1/agents/sessions/{id}/approvals/{approval}/deny", s.decideApproval(false))
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Approvals(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, approvalList{Approvals: out})
+	return nil
+}
+
+type approvalList struct {
+	Approvals []session.Approval `json:"approvals"`
+}
+
+func (s *Server) decideApproval(approve bool) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req session.Decision
+		if err := decodeLimit(r, &req, 16<<10); err != nil {
+			return err
+		}
+		out, err := s.sessions.Decide(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("approval"), approve, req)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+// heldBody is the 428 answer of a command held for approval.
+type heldBody struct {
+	Error string `json:"error"`
+	session.Hold
+}
+
+// refusedBody is the 403 answer of a command the process policy denies.
+type refusedBody struct {
+	Error   string `json:"error"`
+	Rule    string `json:"rule,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+	Piece   string `json:"piece,omitempty"`
+}
+
+// policyError writes the answers that carry more than a message: a held
+// command (428) and a refused one (403). It reports whether it wrote.
+func policyError(w http.ResponseWriter, err error) bool {
+	var hold *session.Hold
+	if errors.As(err, &hold) {
+		writeJSON(w, http.StatusPreconditionRequired, heldBody{Error: err.Error(), Hold: *hold})
+		return true
+	}
+	var refused *session.ProcessRefused
+	if errors.As(err, &refused) {
+		d := refused.Decision
+		writeJSON(w, http.StatusForbidden, refusedBody{Error: err.Error(), Rule: d.Rule, Pattern: d.Pattern, Piece: d.Piece})
+		return true
+	}
+	return false
+}

@@ -1,0 +1,60 @@
+package api
+
+import (
+	"net/http"
+
+	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/session"
+)
+
+// tokenRoutes registers session tokens (hostd/session/tokens.go) and
+// whoami. Minting, listing and revoking need the admin token or the
+// session's tenant's (access.go); a session token cannot mint another.
+func (s *Server) tokenRoutes(auth func(string, handler)) {
+	auth("POST /v1/agents/sessions/{id}/tokens", s.mintToken)
+	auth("GET /v1/agents/sessions/{id}/tokens", s.listTokens)
+	auth("DELETE /v1/agents/sessions/{id}/tokens/{token}", s.revokeToken)
+	auth("GET /v1/whoami", s.whoami)
+}
+
+func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) error {
+	var req session.TokenRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.MintToken(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// tokenList is the answer of GET .../tokens.
+type tokenList struct {
+	Tokens []session.SessionToken `json:"tokens"`
+}
+
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Tokens(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tokenList{Tokens: out})
+	return nil
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
+	if err := s.sessions.RevokeToken(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("token")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
+	id, _ := auth.FromContext(r.Context())
+	writeJSON(w, http.StatusOK, id.WhoAmI())
+	return nil
+}

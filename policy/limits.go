@@ -1,0 +1,39 @@
+package policy
+
+import "errors"
+
+// Bounds on what the engine takes in.
+const (
+	// Operator modules (a directory searched recursively, or a bundle).
+	MaxExtFiles      = 256      // .rego files (in a bundle: files of any kind)
+	MaxExtFileBytes  = 1 << 20  // per file
+	MaxExtTotalBytes = 16 << 20 // all files together; a bundle's compressed size too
+
+	// Process rules and commands.
+	MaxPatterns     = 64       // per list (allow, deny, ask)
+	MaxPatternBytes = 256      // per pattern
+	MaxCommandBytes = 64 << 10 // a longer command is refused (rule process.limit)
+	// MaxCommandSeparators bounds the pieces of a command: a command with
+	// more separator characters (; & | and line breaks) is refused.
+	MaxCommandSeparators = 1024
+
+	// Credential grants.
+	MaxGrantHosts = 32
+)
+
+// Sentinel errors, wrapped with %w; check them with errors.Is.
+var (
+	// ErrInvalidRules: a session's process rules cannot be used as
+	// written; the message says what to change (an API answers 400).
+	ErrInvalidRules = errors.New("invalid process rules")
+	// ErrInvalidInput: a decision's input is malformed (an unknown kind
+	// or action, a grant whose limits do not check out).
+	ErrInvalidInput = errors.New("invalid policy input")
+	// ErrLoad: the modules could not be loaded (read, parse, compile, a
+	// package outside paddock.ext, a limit, or a failing test). The
+	// previous set stays in force.
+	ErrLoad = errors.New("policy modules refused")
+	// ErrEval: a module failed while deciding (a built-in function error,
+	// a conflict, the time limit). The decision returned with it denies.
+	ErrEval = errors.New("policy evaluation failed")
+)

@@ -1,0 +1,302 @@
+package policy
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/bundle"
+
+	prego "paddock.dev/paddock/rego"
+)
+
+// moduleFile is one Rego source before parsing.
+type moduleFile struct {
+	name string // as shown in errors, coverage and Status
+	text string
+	test bool // a _test.rego file: compiled for test runs only
+}
+
+// builtinPrefix names the embedded modules as they sit in the repository.
+const builtinPrefix = "rego/"
+
+// extRoot is where operator modules must live.
+var extRoot = ast.MustParseRef("data.paddock.ext")
+
+// builtinFiles returns the embedded modules.
+func builtinFiles() []moduleFile {
+	var out []moduleFile
+	mods := prego.Modules()
+	for _, name := range prego.Names() {
+		out = append(out, moduleFile{name: builtinPrefix + name, text: mods[name], test: prego.IsTest(name)})
+	}
+	return out
+}
+
+// readExt reads an operator's modules: every .rego file below a directory
+// (hidden directories skipped, symbolic links to directories not
+// followed), or the modules of an OPA bundle (.tar.gz). "" is none.
+func readExt(src string) ([]moduleFile, error) {
+	if src == "" {
+		return nil, nil
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("operator policy %s: %w", src, err)
+	}
+	if st.IsDir() {
+		return readExtDir(src)
+	}
+	if strings.HasSuffix(src, ".tar.gz") || strings.HasSuffix(src, ".tgz") {
+		return readBundle(src)
+	}
+	return nil, fmt.Errorf("operator policy %s is neither a directory of .rego files nor an OPA bundle (.tar.gz)", src)
+}
+
+func readExtDir(dir string) ([]moduleFile, error) {
+	var out []moduleFile
+	total := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(d.Name(), ".rego") || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		st, err := os.Stat(p) // follows a link to a file
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return nil
+		}
+		if len(out) == MaxExtFiles {
+			return fmt.Errorf("%s holds more than %d .rego files; split the policy or drop some", dir, MaxExtFiles)
+		}
+		b, err := readLimited(p, MaxExtFileBytes)
+		if err != nil {
+			return err
+		}
+		total += len(b)
+		if total > MaxExtTotalBytes {
+			return fmt.Errorf("the .rego files below %s are more than %d MiB together", dir, MaxExtTotalBytes>>20)
+		}
+		out = append(out, moduleFile{name: p, text: string(b), test: strings.HasSuffix(p, "_test.rego")})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// readLimited reads a file of at most max bytes.
+func readLimited(p string, max int) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("%s is more than %d KiB; split it", p, max>>10)
+	}
+	return b, nil
+}
+
+// readBundle reads an OPA bundle. The archive is checked against the
+// limits first (its size, the number of files, each file's and the total
+// unpacked size), then read by OPA's bundle reader. A bundle may carry
+// Rego modules and a manifest; data files are refused, and signatures
+// are not checked.
+func readBundle(p string) ([]moduleFile, error) {
+	raw, err := readLimited(p, MaxExtTotalBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkArchive(raw); err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", p, err)
+	}
+	b, err := bundle.NewCustomReader(bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), "")).
+		WithRegoVersion(ast.RegoV1).
+		WithSizeLimitBytes(MaxExtFileBytes).
+		WithSkipBundleVerification(true).
+		Read()
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", p, err)
+	}
+	if len(b.Data) > 0 {
+		return nil, fmt.Errorf("bundle %s carries data (data.json or data.yaml); Paddock takes Rego modules only: write the data as rules in a paddock.ext package", p)
+	}
+	var out []moduleFile
+	for _, m := range b.Modules {
+		out = append(out, moduleFile{name: p + "#" + m.Path, text: string(m.Raw), test: strings.HasSuffix(m.Path, "_test.rego")})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// checkArchive walks a gzipped tar within the limits.
+func checkArchive(raw []byte) error {
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("not a gzip file: %w", err)
+	}
+	tr := tar.NewReader(gz)
+	files, total := 0, int64(0)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the archive: %w", err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		files++
+		if files > MaxExtFiles {
+			return fmt.Errorf("more than %d files", MaxExtFiles)
+		}
+		n, err := io.Copy(io.Discard, io.LimitReader(tr, MaxExtFileBytes+1))
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", h.Name, err)
+		}
+		if n > MaxExtFileBytes {
+			return fmt.Errorf("%s is more than %d KiB unpacked", h.Name, MaxExtFileBytes>>10)
+		}
+		total += n
+		if total > MaxExtTotalBytes {
+			return fmt.Errorf("more than %d MiB unpacked", MaxExtTotalBytes>>20)
+		}
+	}
+}
+
+// parseModules parses the files as Rego v1 and checks that operator
+// modules stay in paddock.ext.
+func parseModules(files []moduleFile, operator bool) (map[string]*ast.Module, error) {
+	out := make(map[string]*ast.Module, len(files))
+	for _, f := range files {
+		m, err := ast.ParseModuleWithOpts(f.name, f.text, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return nil, fmt.Errorf("%s: no package: an operator module starts with `package paddock.ext.<name>`", f.name)
+		}
+		if operator {
+			p := m.Package.Path
+			if len(p) <= len(extRoot) || !p.HasPrefix(extRoot) {
+				return nil, fmt.Errorf("%s: package %s is outside paddock.ext; operator modules can only add rules under paddock.ext.<name> (see docs/policy.md)", f.name, pkgName(p))
+			}
+		}
+		out[f.name] = m
+	}
+	return out, nil
+}
+
+// pkgName writes a package path as in source: paddock.ext.x.
+func pkgName(p ast.Ref) string {
+	return strings.TrimPrefix(p.String(), "data.")
+}
+
+// Categories of decision operator modules can narrow, and the rules each
+// reads from package paddock.ext.<name>.<category>.
+var extKinds = map[string][]string{
+	"process":  {"deny", "ask"},
+	"http":     {"deny", "inspect"},
+	"grant":    {"deny"},
+	"approval": {"deny"},
+}
+
+// extRule is one operator rule the engine consults.
+type extRule struct {
+	path     ast.Ref // data.paddock.ext.nocurl.process.deny
+	category string  // process, http, grant, approval
+	kind     string  // deny, ask, inspect
+	name     string  // the rule a decision names: ext.nocurl.process
+}
+
+// findExtRules finds the deny, ask and inspect rules of the operator's
+// (non-test) modules, and refuses those the engine would never consult
+// or could not read.
+func findExtRules(mods map[string]*ast.Module) ([]extRule, error) {
+	seen := map[string]bool{}
+	var out []extRule
+	names := make([]string, 0, len(mods))
+	for n := range mods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, file := range names {
+		for _, r := range mods[file].Rules {
+			path := r.Path()
+			last := lastSegment(path)
+			if last != "deny" && last != "ask" && last != "inspect" {
+				continue
+			}
+			cat := ""
+			if len(path) >= len(extRoot)+3 {
+				cat = lastSegment(path[:len(path)-1])
+			}
+			kinds, ok := extKinds[cat]
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: rule %s is never consulted: put %s rules in package paddock.ext.<name>.process, .http, .grant or .approval", file, r.Location.Row, pkgName(path), last)
+			}
+			if !slices.Contains(kinds, last) {
+				return nil, fmt.Errorf("%s:%d: %s decisions read %s, not %s", file, r.Location.Row, cat, strings.Join(kinds, " and "), last)
+			}
+			ground := r.Head.Ref().IsGround()
+			switch {
+			case last == "inspect" && (r.Head.RuleKind() != ast.SingleValue || !ground):
+				return nil, fmt.Errorf("%s:%d: inspect must be a boolean rule: write `inspect if { … }`", file, r.Location.Row)
+			case last != "inspect" && (r.Head.RuleKind() != ast.MultiValue || !ground):
+				return nil, fmt.Errorf("%s:%d: %s must be a set of reasons: write `%s contains reason if { … }`", file, r.Location.Row, last, last)
+			}
+			key := path.String()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, extRule{
+				path:     path,
+				category: cat,
+				kind:     last,
+				name:     "ext." + strings.TrimPrefix(pkgName(path[:len(path)-1]), "paddock.ext."),
+			})
+		}
+	}
+	return out, nil
+}
+
+func lastSegment(r ast.Ref) string {
+	if len(r) == 0 {
+		return ""
+	}
+	s, ok := r[len(r)-1].Value.(ast.String)
+	if !ok {
+		return ""
+	}
+	return string(s)
+}

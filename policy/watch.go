@@ -1,0 +1,107 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// WatchDebounce is how long the operator's modules must be quiet before a
+// change is loaded: an editor or a deploy writes several files, or one
+// file several times, and one load should see them all.
+const WatchDebounce = 200 * time.Millisecond
+
+// Watch reloads the operator's modules when they change (fsnotify on
+// Options.ExtDir: every directory below it, or the bundle file's
+// directory), WatchDebounce after the last change. A load that fails
+// leaves the previous modules in force (see Reload and Status). It returns
+// when ctx ends, at once when there is no ExtDir, or with an error when
+// the watch cannot be set up.
+func (e *Engine) Watch(ctx context.Context) error {
+	src := e.opts.ExtDir
+	if src == "" {
+		return nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	bundleFile := ""
+	if st.IsDir() {
+		if err := watchTree(w, src); err != nil {
+			return err
+		}
+	} else {
+		// Watch the directory: a bundle is usually replaced by a rename,
+		// which a watch on the file itself would lose.
+		bundleFile = filepath.Clean(src)
+		if err := w.Add(filepath.Dir(bundleFile)); err != nil {
+			return err
+		}
+	}
+	var timer *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("policy: the file watch closed")
+			}
+			if bundleFile != "" && filepath.Clean(ev.Name) != bundleFile {
+				continue
+			}
+			if bundleFile == "" && ev.Has(fsnotify.Create) {
+				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() && !strings.HasPrefix(filepath.Base(ev.Name), ".") {
+					_ = watchTree(w, ev.Name) // files already in it are seen by the load
+				}
+			}
+			if timer == nil {
+				timer = time.NewTimer(WatchDebounce)
+			} else {
+				timer.Reset(WatchDebounce)
+			}
+			fire = timer.C
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errors.New("policy: the file watch closed")
+			}
+			e.log.Warn("policy: watching the operator's modules", "source", src, "err", err)
+		case <-fire:
+			fire = nil
+			_ = e.Reload() // logged, and kept in Status, by Reload
+		}
+	}
+}
+
+// watchTree watches dir and every directory below it (hidden ones
+// skipped, as the loader skips them).
+func watchTree(w *fsnotify.Watcher, dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		return w.Add(p)
+	})
+}

@@ -1,0 +1,188 @@
+# Decides whether a session may run one command (an exec, or a job start)
+# under the process section of its policy.
+#
+# Input (policy.ProcessInput):
+#
+#   {"session": "ses-…", "kind": "exec" | "job", "command": "git push origin",
+#    "rules": {"allow": [pattern…], "deny": [pattern…], "ask": [pattern…],
+#              "enforce": "" | "exec"}}
+#
+# Output: decision, {result, rule, pattern, piece, reason}
+# (policy.ProcessDecision).
+#
+# The command is cut into pieces at ; & | (so && and || too) and line
+# breaks, each piece trimmed, empty ones dropped, and every piece is
+# checked. In a pattern `*` matches any run of characters (spaces
+# included) and is the only wildcard. In order:
+#
+#   1. no piece at all: deny (process.empty);
+#   2. a piece matches deny: deny (process.deny);
+#   3. allow is not empty and a piece matches no allow and no ask
+#      pattern: deny (process.not_allowed);
+#   4. a piece matches ask: ask (process.ask);
+#   5. allow is not empty (so every piece matched it): allow
+#      (process.allow);
+#   6. otherwise allow (process.default).
+#
+# Not-allowed is checked before ask so that approving a command can never
+# run a piece the allow list does not cover: "deploy x; curl evil" with
+# allow ["git *"] and ask ["deploy *"] is refused, not held.
+#
+# This judges the command string. A shell builds commands the string does
+# not show (sh -c, $(...), scripts), so this is a guardrail; the guest's
+# execute list (enforce "exec") and the network policy are the boundary.
+package paddock.process
+
+import data.paddock.lib
+
+allow_patterns := object.get(input, ["rules", "allow"], [])
+
+deny_patterns := object.get(input, ["rules", "deny"], [])
+
+ask_patterns := object.get(input, ["rules", "ask"], [])
+
+# listed are the allow patterns, then the ask patterns: with a non-empty
+# allow list, every piece must match one of them.
+listed := array.concat(allow_patterns, ask_patterns)
+
+# compiled is what a decision needs from the rules alone: one regular
+# expression per list (lib.list_regex), one for deny and ask together,
+# the allow-then-ask patterns, whether there is an allow list, and
+# whether a pattern holds a NUL byte (which the lists cannot take;
+# policy.ValidateProcess refuses that and far more long before). It
+# depends on input.rules only, so policy.Engine computes it once per set
+# of rules and hands it back as input.compiled; without that, it is
+# computed here.
+compiled := {
+	"deny": lib.list_regex(deny_patterns),
+	"ask": lib.list_regex(ask_patterns),
+	"flagged": lib.list_regex(array.concat(deny_patterns, ask_patterns)),
+	"listed": lib.list_regex(listed),
+	"listed_patterns": listed,
+	"has_allow": count(allow_patterns) > 0,
+	"nul": contains(concat("", array.concat(listed, deny_patterns)), "\u0000"),
+}
+
+regexes := input.compiled if input.compiled
+
+else := compiled
+
+# pieces are the command's simple commands, in order: the runs between
+# separators (; & | and line breaks), without the white space around
+# them (as strings.TrimSpace sees it: ASCII spaces, NEL, NBSP and
+# Unicode's Z category), never empty.
+pieces := regex.find_n(
+	`[^;&|\r\n\t\v\f \x{85}\x{A0}\p{Z}]+(?:[\t\v\f \x{85}\x{A0}\p{Z}]+[^;&|\r\n\t\v\f \x{85}\x{A0}\p{Z}]+)*`,
+	object.get(input, "command", ""),
+	-1,
+)
+
+# lines are the pieces one per line: one regular expression per list
+# checks them all at once.
+lines := concat("\n", pieces)
+
+# The two common answers come first, each in one body of a few steps:
+# allow (every piece matches an allow pattern, none a deny or ask
+# pattern) and default (no allow list, nothing flagged). Neither can
+# apply when a rule before it in the order above would.
+decision := {
+	"result": "allow",
+	"rule": "process.allow",
+	"pattern": c.listed_patterns[lib.group_index(hits[0])],
+	"piece": hits[0][0],
+	"reason": "every piece matches an allow pattern",
+} if {
+	c := regexes
+	c.has_allow
+	not c.nul
+	ps := pieces
+	count(ps) > 0
+	ls := concat("\n", ps)
+	not regex.match(c.flagged, ls)
+	hits := regex.find_all_string_submatch_n(c.listed, ls, -1)
+	count(hits) == count(ps)
+}
+
+else := {
+	"result": "allow",
+	"rule": "process.default",
+	"pattern": "",
+	"piece": "",
+	"reason": "no deny or ask pattern matches, and without process.allow every other command may run",
+} if {
+	c := regexes
+	not c.has_allow
+	not c.nul
+	count(pieces) > 0
+	not regex.match(c.flagged, lines)
+}
+
+else := {
+	"result": "deny",
+	"rule": "process.empty",
+	"pattern": "",
+	"piece": "",
+	"reason": "the command is empty: it has nothing to run between its separators",
+} if {
+	count(pieces) == 0
+}
+
+else := {
+	"result": "deny",
+	"rule": "process.invalid",
+	"pattern": "",
+	"piece": "",
+	"reason": "a process pattern holds a NUL byte; fix the session's policy",
+} if {
+	regexes.nul
+}
+
+else := {
+	"result": "deny",
+	"rule": "process.deny",
+	"pattern": pattern,
+	"piece": m[0],
+	"reason": sprintf(
+		"%q matches the deny pattern %q of this session's process policy; the command was not run (drop that part, or change the policy)",
+		[lib.shown(m[0]), pattern],
+	),
+} if {
+	m := regex.find_all_string_submatch_n(regexes.deny, lines, 1)[0]
+	pattern := deny_patterns[lib.group_index(m)]
+}
+
+else := {
+	"result": "deny",
+	"rule": "process.not_allowed",
+	"pattern": "",
+	"piece": piece,
+	"reason": sprintf(
+		"%q matches none of the session's process.allow patterns (%s); the command was not run (run something they allow, or add a pattern for it)",
+		[lib.shown(piece), shown_list(allow_patterns)],
+	),
+} if {
+	regexes.has_allow
+	piece := [p | some p in pieces; not regex.match(regexes.listed, p)][0]
+}
+
+else := {
+	"result": "ask",
+	"rule": "process.ask",
+	"pattern": pattern,
+	"piece": m[0],
+	"reason": sprintf(
+		"%q matches the ask pattern %q: an operator must approve this command before it runs (retry it with the approval id once approved)",
+		[lib.shown(m[0]), pattern],
+	),
+} if {
+	m := regex.find_all_string_submatch_n(regexes.ask, lines, 1)[0]
+	pattern := ask_patterns[lib.group_index(m)]
+}
+
+# shown_list writes at most five patterns for a reason.
+shown_list(ps) := concat(", ", [sprintf("%q", [p]) | some p in ps]) if count(ps) <= 5
+
+else := sprintf("%s and %d more", [
+	concat(", ", [sprintf("%q", [p]) | some p in array.slice(ps, 0, 5)]),
+	count(ps) - 5,
+])
