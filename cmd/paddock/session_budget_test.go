@@ -94,14 +94,18 @@ func TestCLIServeInterruptedFork(t *testing.T) {
 		_, _, code := runCLI(t, bin, env, nil, "session", "fork", s.ID, "--count", "2")
 		forked <- code
 	}()
-	// The fork holds the session once its marker is written.
+	// The fork holds the session once its marker is written. The probe
+	// is a file write, not a command: a command in flight would make the
+	// fork refuse to start.
+	probe := filepath.Join(t.TempDir(), "probe")
+	os.WriteFile(probe, []byte("x"), 0o644)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		_, se, code := pd("session", "exec", s.ID, "--", "true")
+		_, se, code := pd("session", "put", s.ID, probe, "/tmp/probe")
 		if code == exitConflict && strings.Contains(se, "fork is in progress") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the fork never held the session (last exec: %d %q)\n%s", code, se, serveLogs(srv))
+			t.Fatalf("the fork never held the session (last write: %d %q)\n%s", code, se, serveLogs(srv))
 		}
 	}
 	srv.Process.Kill()

@@ -184,7 +184,13 @@ func TestSandboxDeathIsNoticed(t *testing.T) {
 	if got == nil || got.State != session.StateLost || !strings.Contains(got.Note, "ended on its own") {
 		t.Fatalf("after the sandbox was killed: %+v", got)
 	}
-	evs, _ := m.Events(ctx, "", s.ID)
+	// The ledger entry follows the state change (moments later).
+	var evs []ledger.Entry
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if evs, _ = m.Events(ctx, "", s.ID); len(evs) > 0 && evs[len(evs)-1].Kind == "sandbox.lost" {
+			break
+		}
+	}
 	if len(evs) == 0 || evs[len(evs)-1].Kind != "sandbox.lost" {
 		t.Errorf("ledger: %+v", evs)
 	}
