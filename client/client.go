@@ -6,12 +6,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -28,9 +31,44 @@ type Client struct {
 }
 
 // New returns a client for the daemon at baseURL (e.g.
-// http://127.0.0.1:7788) authenticating with token.
-func New(baseURL, token string) *Client {
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{Timeout: 2 * time.Hour}}
+// https://127.0.0.1:7788) authenticating with token.
+func New(baseURL, token string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), token: token, hc: &http.Client{Timeout: 2 * time.Hour}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithRootCAs makes the client trust roots for HTTPS instead of the
+// system's: a daemon's gateway on this machine has a certificate from
+// Caddy's internal CA (see TrustPEM).
+func WithRootCAs(roots *x509.CertPool) Option {
+	return func(c *Client) {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		c.hc.Transport = tr
+	}
+}
+
+// TrustPEM returns the system's roots plus the CA certificates in pemFile
+// (a daemon's internal CA root, PADDOCK_CA), for WithRootCAs.
+func TrustPEM(pemFile string) (*x509.CertPool, error) {
+	raw, err := os.ReadFile(pemFile)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", pemFile)
+	}
+	return roots, nil
 }
 
 // Error is a non-2xx answer.
@@ -42,7 +80,7 @@ type Error struct {
 	Body []byte
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("paddock: %d %s", e.Status, e.Message) }
+func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
 
 func (c *Client) do(ctx context.Context, method, path string, header map[string]string, in, out any) error {
 	var body io.Reader

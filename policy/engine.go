@@ -60,14 +60,15 @@ type loaded struct {
 	builtin  []string
 	operator []string
 
-	process  *prepared
-	compiled *prepared // data.paddock.process.compiled, per set of rules
-	rules    *rulesCache
-	name     *prepared
-	tunnel   *prepared
-	request  *prepared
-	grant    *prepared
-	approval *prepared
+	process      *prepared
+	compiled     *prepared // data.paddock.process.compiled, per set of rules
+	rules        *rulesCache
+	httpCompiled *prepared // data.paddock.http.compiled, per session
+	name         *prepared
+	tunnel       *prepared
+	request      *prepared
+	grant        *prepared
+	approval     *prepared
 }
 
 // prepared is one decision's query: the built-in rule bound to d, and
@@ -144,13 +145,15 @@ func (e *Engine) Reload() error {
 	return nil
 }
 
-// capabilities are OPA's built-in functions minus those that reach the
-// network: a decision must not wait on, or leak to, another host.
+// withheldBuiltins are OPA built-in functions the modules may not call: a
+// decision must not wait on, or leak to, another host, nor read the
+// daemon's environment.
+var withheldBuiltins = map[string]bool{"http.send": true, "net.lookup_ip_addr": true, "opa.runtime": true}
+
+// capabilities are OPA's built-in functions minus withheldBuiltins.
 func capabilities() *ast.Capabilities {
 	c := ast.CapabilitiesForThisVersion()
-	c.Builtins = slicesDeleteFunc(c.Builtins, func(b *ast.Builtin) bool {
-		return b.Name == "http.send" || b.Name == "net.lookup_ip_addr"
-	})
+	c.Builtins = slicesDeleteFunc(c.Builtins, func(b *ast.Builtin) bool { return withheldBuiltins[b.Name] })
 	c.AllowNet = []string{}
 	return c
 }
@@ -239,6 +242,7 @@ func load(ctx context.Context, extDir string, rev int, c cache.InterQueryValueCa
 	}{
 		{&l.process, "data.paddock.process.decision", "process"},
 		{&l.compiled, "data.paddock.process.compiled", ""},
+		{&l.httpCompiled, "data.paddock.http.compiled", ""},
 		{&l.name, "data.paddock.http.allows_name", "http"},
 		{&l.tunnel, "data.paddock.http.tunnel", "http"},
 		{&l.request, "data.paddock.http.decision", "http"},

@@ -66,12 +66,19 @@ func readExt(src string) ([]moduleFile, error) {
 func readExtDir(dir string) ([]moduleFile, error) {
 	var out []moduleFile
 	total := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// The directory itself may be a link (a mounted configuration
+	// volume often is); what is below it is walked without following
+	// links to directories.
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if p != root && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -97,7 +104,8 @@ func readExtDir(dir string) ([]moduleFile, error) {
 		if total > MaxExtTotalBytes {
 			return fmt.Errorf("the .rego files below %s are more than %d MiB together", dir, MaxExtTotalBytes>>20)
 		}
-		out = append(out, moduleFile{name: p, text: string(b), test: strings.HasSuffix(p, "_test.rego")})
+		name := filepath.Join(dir, strings.TrimPrefix(p, root))
+		out = append(out, moduleFile{name: name, text: string(b), test: strings.HasSuffix(p, "_test.rego")})
 		return nil
 	})
 	if err != nil {

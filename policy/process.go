@@ -208,9 +208,9 @@ const EnforceExec = "exec"
 //
 //   - At most MaxPatterns patterns per list, each 1 to MaxPatternBytes
 //     bytes of UTF-8 text on one line (no control characters), without a
-//     separator (; & |: a piece never holds one, so such a pattern could
-//     never match) and without leading or trailing spaces (pieces are
-//     trimmed).
+//     separator (; & | ( ) `: a piece never holds one, so such a pattern
+//     could never match), without leading or trailing spaces (pieces are
+//     trimmed) or runs of white space (a piece's are one space).
 //   - Enforce is "" or "exec". With "exec", allow and ask together name at
 //     least one pattern, and each of their patterns starts with a program:
 //     a literal name without * or / (git), or an absolute path without *
@@ -267,8 +267,11 @@ func checkPattern(p string) error {
 		if c < 0x20 || c == 0x7f || c == 0x85 || c == 0x2028 || c == 0x2029 {
 			return fmt.Errorf("%q holds a control character or line break (%U at byte %d); a pattern is one line of text", p, c, i)
 		}
-		if c == ';' || c == '&' || c == '|' {
+		if c == ';' || c == '&' || c == '|' || c == '(' || c == ')' || c == '`' {
 			return fmt.Errorf("%q holds %q, which splits a command into pieces, so it can never match; write one pattern per piece", p, c)
+		}
+		if c == '\t' || i > 0 && c == ' ' && p[i-1] == ' ' {
+			return fmt.Errorf("%q holds a tab or two spaces in a row; a piece's white space is always one space, so write one", p)
 		}
 	}
 	return nil

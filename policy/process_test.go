@@ -52,7 +52,7 @@ func TestProcessDecisions(t *testing.T) {
 		{"? is literal", "ls a", ProcessRules{Deny: []string{"ls ?"}}, ProcessDecision{Result: Allow, Rule: "process.default"}},
 		{"? matches itself", "ls ?", ProcessRules{Deny: []string{"ls ?"}}, ProcessDecision{Result: Deny, Rule: "process.deny", Pattern: "ls ?", Piece: "ls ?"}},
 		{"[ is literal", "echo a", ProcessRules{Deny: []string{"echo [ab]"}}, ProcessDecision{Result: Allow, Rule: "process.default"}},
-		{"regex syntax is literal", "aaa", ProcessRules{Deny: []string{"a+", "(a)*", "^a"}}, ProcessDecision{Result: Allow, Rule: "process.default"}},
+		{"regex syntax is literal", "aaa", ProcessRules{Deny: []string{"a+", "[a]*", "a{2}", "^a"}}, ProcessDecision{Result: Allow, Rule: "process.default"}},
 		{"* matches nothing", "ls", ProcessRules{Deny: []string{"ls*"}}, ProcessDecision{Result: Deny, Rule: "process.deny", Pattern: "ls*", Piece: "ls"}},
 		{"patterns match whole pieces", "sudo rm -rf /", ProcessRules{Deny: []string{"rm -rf *"}}, ProcessDecision{Result: Allow, Rule: "process.default"}},
 	}

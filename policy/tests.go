@@ -93,8 +93,8 @@ func runTests(ctx context.Context, mods map[string]*ast.Module, coverage bool) (
 			tr.Error = res.Error.Error()
 		case res.Fail:
 			tr.Error = "the test's body is false or undefined"
-			if res.FailedAt != nil {
-				tr.Error = fmt.Sprintf("failed at %s:%d: %s", res.FailedAt.Location.File, res.FailedAt.Location.Row, strings.TrimSpace(string(res.FailedAt.Location.Text)))
+			if res.Location != nil {
+				tr.Error = fmt.Sprintf("%s:%d: %s", res.Location.File, res.Location.Row, tr.Error)
 			}
 		}
 		if tr.Pass {

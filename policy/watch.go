@@ -39,7 +39,11 @@ func (e *Engine) Watch(ctx context.Context) error {
 	}
 	bundleFile := ""
 	if st.IsDir() {
-		if err := watchTree(w, src); err != nil {
+		root, err := filepath.EvalSymlinks(src)
+		if err != nil {
+			return err
+		}
+		if err := watchTree(w, root); err != nil {
 			return err
 		}
 	} else {

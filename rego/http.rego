@@ -11,8 +11,11 @@
 #               "entries": [{"host", "kind": "exact" | "wildcard" | "ip",
 #                            "suffix", "cidr", "limited", "methods",
 #                            "paths", "rules"}, …],
+#               "exact": {name: [entry index…]}, "wildcards": [index…],
+#               "ips": [index…],
 #               "rule_offline", "rule_open", "rule_default_deny",
-#               "rule_ports", "max_shown_rules"},
+#               "rule_ports", "max_shown_rules",
+#               "compiled": see the rule of that name (optional)},
 #    "request": {"host", "port", "scheme", "method", "path"}}
 #
 # Outputs:
@@ -76,20 +79,38 @@ host_matches(e, h) if {
 	net.cidr_contains(e.cidr, h)
 }
 
-# matching are the entries whose host pattern covers the request's host,
-# in the policy's order. With the policy's index (rules.Data: exact names
-# to entries, and which entries are wildcards and IP literals) an exact
-# name is one lookup; without it every entry is tried.
-matching := [entries[i] | some i in sort(array.concat(
+# compiled is what decisions need from the policy alone: for each entry,
+# its path patterns as one regular expression (lib.list_regex) and the
+# template that names the pattern that matched (lib.groups_template). It
+# depends on the policy only, so policy.Engine computes it once per
+# session and hands it back as input.policy.compiled; without that, it is
+# computed here.
+compiled := [{"paths": lib.list_regex(e.paths), "groups": lib.groups_template(count(e.paths))} | some e in entries]
+
+paths_compiled := policy.compiled if policy.compiled
+
+else := compiled
+
+# matching_index lists the entries whose host pattern covers the
+# request's host, in the policy's order. With the policy's index
+# (rules.Data: exact names to entries, and which entries are wildcards
+# and IP literals) an exact name is one lookup; without it every entry is
+# tried.
+matching_index := sort(array.concat(
 	object.get(policy.exact, host, []),
 	array.concat(wildcard_hits, ip_hits),
-))] if {
+)) if {
 	policy.exact
 }
 
-else := [e | some e in entries; host_matches(e, host)]
+else := [i | some i, e in entries; host_matches(e, host)]
 
-wildcard_hits := [i | some i in policy.wildcards; host_matches(entries[i], host)]
+wildcard_hits := [i |
+	some i in policy.wildcards
+	suffix := entries[i].suffix
+	endswith(host, suffix)
+	host != suffix
+]
 
 ip_hits := [i |
 	count(policy.ips) > 0
@@ -98,16 +119,29 @@ ip_hits := [i |
 	net.cidr_contains(entries[i].cidr, host)
 ]
 
+matching := [entries[i] | some i in matching_index]
+
+# unlimited is the first matching entry without limits: it opens the host.
+unlimited := [e | some i in matching_index; e := entries[i]; not e.limited][0]
+
 default allows_name := false
 
 allows_name if mode == "open"
 
 allows_name if {
 	mode == "allowlist"
-	count(matching) > 0
+	count(matching_index) > 0
 }
 
-tunnel := {
+# The common answer comes first: an allow-list entry without limits opens
+# the host. It cannot apply when an earlier rule of the order below would.
+tunnel := {"allow": true, "rule": unlimited.rules[0], "reason": "", "inspect": false} if {
+	mode == "allowlist"
+	port in policy.ports
+	unlimited
+}
+
+else := {
 	"allow": false,
 	"rule": policy.rule_offline,
 	"reason": "the session is offline: no network is allowed",
@@ -157,10 +191,6 @@ else := {
 	count(matching) == 0
 }
 
-else := {"allow": true, "rule": e.rules[0], "reason": "", "inspect": false} if {
-	e := [x | some x in matching; not x.limited][0]
-}
-
 else := {"allow": true, "rule": rules_text, "reason": "", "inspect": true}
 
 valid_port if {
@@ -171,11 +201,20 @@ valid_port if {
 
 # decision judges one request: as the tunnel does, then, when only
 # limited entries cover the host, by method and path.
-decision := tunnel if not tunnel.allow
+decision := limited if inspected
 
-else := tunnel if not tunnel.inspect
+else := tunnel
 
-else := {"allow": true, "rule": rule, "reason": "", "inspect": true} if {
+# inspected: the tunnel is allowed because of limited entries only, so
+# each request is judged by method and path.
+inspected if {
+	mode == "allowlist"
+	port in policy.ports
+	count(matching_index) > 0
+	not unlimited
+}
+
+limited := {"allow": true, "rule": rule, "reason": "", "inspect": true} if {
 	rule := limited_hits[0]
 }
 
@@ -188,11 +227,11 @@ else := {
 
 # limited_hits are the rules that allow the request, in order: the first
 # is the first path pattern of the first entry that allows it.
-limited_hits := [e.rules[i] |
+limited_hits := [entries[i].rules[j] |
 	lib.canonical_path(path)
-	some e in matching
-	method_allowed(e.methods)
-	i := path_index(e.paths)
+	some i in matching_index
+	method_allowed(entries[i].methods)
+	j := path_index(i)
 ]
 
 method_allowed(ms) if {
@@ -207,9 +246,12 @@ method_allowed(ms) if {
 	method in policy.methods
 }
 
-path_index(ps) := 0 if count(ps) == 0
+path_index(i) := 0 if count(entries[i].paths) == 0
 
-else := lib.group_index(regex.find_all_string_submatch_n(lib.list_regex(ps), path, 1)[0])
+else := lib.pattern_index(c.paths, c.groups, path) if {
+	c := paths_compiled[i]
+	regex.match(c.paths, path)
+}
 
 # all_rules names the rules of the matching entries, at most
 # max_shown_rules of them.

@@ -363,3 +363,15 @@ test_index_without_ip_entries if {
 	not d.allow
 	d.rule == "default deny"
 }
+
+# policy.Engine also hands back the compiled paths (http.compiled) with
+# the policy: the answers must not change.
+test_compiled_paths_give_the_same_answers if {
+	comp := http.compiled with input as {"policy": indexed}
+	with_paths := object.union(indexed, {"compiled": comp})
+	every p in ["/org/x", "/b", "/a/q", "/1", "/5", "/org/../x", "/"] {
+		every h in ["github.com", "api.test", "many.test", "upload.test"] {
+			decide(indexed, h, 443, "GET", p) == decide(with_paths, h, 443, "GET", p)
+		}
+	}
+}

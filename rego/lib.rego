@@ -31,12 +31,20 @@ list_escapes := {
 	"$": `\$`, "*": ".*", "\u0000": ")|(",
 }
 
-# group_index(m) is the index of the pattern that matched, from one match
-# of a list_regex (regex.find_all_string_submatch_n: the line, then one
-# group per pattern). The group that matched holds the whole line and
-# every group before it is empty, so in the groups joined by line breaks
-# (which no line holds) the line starts at the group's index.
-group_index(m) := indexof(concat("\n", array.slice(m, 1, count(m))), m[0])
+# groups_template(n) is the replacement template "${1}\n${2}\n…${n}":
+# with it, regex.replace turns a line that a list_regex of n patterns
+# matches into the text of each pattern's group, one per line.
+groups_template(n) := concat("\n", [sprintf("${%d}", [i]) | some i in numbers.range(1, n)]) if n > 0
+
+else := ""
+
+# pattern_index(re, template, line) is the index of the first pattern of
+# the list that re (list_regex) and template (groups_template) were made
+# from that matches line, which it must match. Only the group of that
+# pattern took part, and it holds the whole line, while every group before
+# it is empty; so in the groups written one per line (a line never holds
+# a line break) the line starts after as many line breaks as its index.
+pattern_index(re, template, line) := indexof(regex.replace(line, re, template), line)
 
 # matches(p, s): pattern p matches the whole of s (which may hold line
 # breaks: `*` runs across them here). For operator modules, which may

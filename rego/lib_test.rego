@@ -59,11 +59,15 @@ test_empty_list_regex_matches_nothing if {
 	not regex.match(re, "*")
 }
 
-test_group_index_names_the_first_matching_pattern if {
-	re := lib.list_regex(["x*", "a*", "*c", "abc"])
-	lib.group_index(regex.find_all_string_submatch_n(re, "zz\nabc\nxc", 1)[0]) == 1
-	lib.group_index(regex.find_all_string_submatch_n(re, "zzc", 1)[0]) == 2
-	regex.find_all_string_submatch_n(lib.list_regex(["x*"]), "abc\ndef", 1) == []
+test_pattern_index_names_the_first_matching_pattern if {
+	ps := ["x*", "a*", "*c", "abc"]
+	re := lib.list_regex(ps)
+	t := lib.groups_template(count(ps))
+	t == "${1}\n${2}\n${3}\n${4}"
+	lib.pattern_index(re, t, "abc") == 1
+	lib.pattern_index(re, t, "zzc") == 2
+	lib.pattern_index(re, t, "x$1 and ${2}") == 0
+	lib.groups_template(0) == ""
 }
 
 test_ascii_lower_leaves_other_letters if {

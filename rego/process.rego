@@ -5,17 +5,21 @@
 #
 #   {"session": "ses-…", "kind": "exec" | "job", "command": "git push origin",
 #    "rules": {"allow": [pattern…], "deny": [pattern…], "ask": [pattern…],
-#              "enforce": "" | "exec"}}
+#              "enforce": "" | "exec"},
+#    "compiled": see the rule of that name (optional)}
 #
 # Output: decision, {result, rule, pattern, piece, reason}
 # (policy.ProcessDecision).
 #
-# The command is cut into pieces at ; & | (so && and || too) and line
-# breaks, each piece trimmed, empty ones dropped, and every piece is
-# checked. In a pattern `*` matches any run of characters (spaces
+# The command is cut into pieces at ; & | (so && and || too), ( ) `
+# and line breaks (a backslash before a line break joins the lines), each
+# piece trimmed, its inner white space runs made one space, leading shell
+# reserved words (if then do { ! …) taken off, empty ones dropped, and
+# every piece is checked. In a pattern `*` matches any run of characters (spaces
 # included) and is the only wildcard. In order:
 #
 #   1. no piece at all: deny (process.empty);
+#      (a pattern holding a NUL byte: deny, process.invalid)
 #   2. a piece matches deny: deny (process.deny);
 #   3. allow is not empty and a piece matches no allow and no ask
 #      pattern: deny (process.not_allowed);
@@ -55,9 +59,12 @@ listed := array.concat(allow_patterns, ask_patterns)
 # computed here.
 compiled := {
 	"deny": lib.list_regex(deny_patterns),
+	"deny_groups": lib.groups_template(count(deny_patterns)),
 	"ask": lib.list_regex(ask_patterns),
+	"ask_groups": lib.groups_template(count(ask_patterns)),
 	"flagged": lib.list_regex(array.concat(deny_patterns, ask_patterns)),
 	"listed": lib.list_regex(listed),
+	"listed_groups": lib.groups_template(count(listed)),
 	"listed_patterns": listed,
 	"has_allow": count(allow_patterns) > 0,
 	"nul": contains(concat("", array.concat(listed, deny_patterns)), "\u0000"),
@@ -67,15 +74,39 @@ regexes := input.compiled if input.compiled
 
 else := compiled
 
-# pieces are the command's simple commands, in order: the runs between
-# separators (; & | and line breaks), without the white space around
-# them (as strings.TrimSpace sees it: ASCII spaces, NEL, NBSP and
-# Unicode's Z category), never empty.
-pieces := regex.find_n(
+# normalized is the command as a shell reads it, for splitting: a
+# backslash before a line break joins the two lines (sh reads
+# "git \<newline>push" as "git push"), and ( ) and ` start or end a
+# command of their own (subshells, $(...), `...`), so they separate
+# pieces like ; does.
+normalized := regex.replace(
+	regex.replace(object.get(input, "command", ""), `\\\r?\n`, ""),
+	"[()`]", ";",
+)
+
+# raw_pieces are the runs between separators (; & | ( ) ` and line
+# breaks), without the white space around them (as strings.TrimSpace
+# sees it: ASCII spaces, NEL, NBSP and Unicode's Z category).
+raw_pieces := regex.find_n(
 	`[^;&|\r\n\t\v\f \x{85}\x{A0}\p{Z}]+(?:[\t\v\f \x{85}\x{A0}\p{Z}]+[^;&|\r\n\t\v\f \x{85}\x{A0}\p{Z}]+)*`,
-	object.get(input, "command", ""),
+	normalized,
 	-1,
 )
+
+# pieces are the command's simple commands, in order, as patterns see
+# them: every run of white space inside one is a single space (sh splits
+# words on any run of blanks, so "git  push" and "git<tab>push" are
+# "git push"), and the shell's reserved words that only introduce a
+# command (if then elif else do while until time ! { }) and those that
+# close one (fi done esac) are taken off its front. A piece with nothing
+# else is dropped: never empty.
+pieces := [p |
+	some r in raw_pieces
+	p := strip_reserved(regex.replace(r, `[\t\v\f \x{85}\x{A0}\p{Z}]+`, " "))
+	p != ""
+]
+
+strip_reserved(s) := regex.replace(s, `^(?:(?:if|then|elif|else|do|while|until|time|!|\{|\}|fi|done|esac)(?: |$))+`, "")
 
 # lines are the pieces one per line: one regular expression per list
 # checks them all at once.
@@ -88,8 +119,8 @@ lines := concat("\n", pieces)
 decision := {
 	"result": "allow",
 	"rule": "process.allow",
-	"pattern": c.listed_patterns[lib.group_index(hits[0])],
-	"piece": hits[0][0],
+	"pattern": c.listed_patterns[lib.pattern_index(c.listed, c.listed_groups, ps[0])],
+	"piece": ps[0],
 	"reason": "every piece matches an allow pattern",
 } if {
 	c := regexes
@@ -99,8 +130,7 @@ decision := {
 	count(ps) > 0
 	ls := concat("\n", ps)
 	not regex.match(c.flagged, ls)
-	hits := regex.find_all_string_submatch_n(c.listed, ls, -1)
-	count(hits) == count(ps)
+	count(regex.find_n(c.listed, ls, -1)) == count(ps)
 }
 
 else := {
@@ -141,14 +171,14 @@ else := {
 	"result": "deny",
 	"rule": "process.deny",
 	"pattern": pattern,
-	"piece": m[0],
+	"piece": piece,
 	"reason": sprintf(
 		"%q matches the deny pattern %q of this session's process policy; the command was not run (drop that part, or change the policy)",
-		[lib.shown(m[0]), pattern],
+		[lib.shown(piece), pattern],
 	),
 } if {
-	m := regex.find_all_string_submatch_n(regexes.deny, lines, 1)[0]
-	pattern := deny_patterns[lib.group_index(m)]
+	piece := regex.find_n(regexes.deny, lines, 1)[0]
+	pattern := deny_patterns[lib.pattern_index(regexes.deny, regexes.deny_groups, piece)]
 }
 
 else := {
@@ -169,14 +199,14 @@ else := {
 	"result": "ask",
 	"rule": "process.ask",
 	"pattern": pattern,
-	"piece": m[0],
+	"piece": piece,
 	"reason": sprintf(
 		"%q matches the ask pattern %q: an operator must approve this command before it runs (retry it with the approval id once approved)",
-		[lib.shown(m[0]), pattern],
+		[lib.shown(piece), pattern],
 	),
 } if {
-	m := regex.find_all_string_submatch_n(regexes.ask, lines, 1)[0]
-	pattern := ask_patterns[lib.group_index(m)]
+	piece := regex.find_n(regexes.ask, lines, 1)[0]
+	pattern := ask_patterns[lib.pattern_index(regexes.ask, regexes.ask_groups, piece)]
 }
 
 # shown_list writes at most five patterns for a reason.

@@ -250,8 +250,40 @@ test_unicode_white_space_is_trimmed_like_trim_space if {
 	process.pieces == ["ls -l", "rm x"] with input as {"command": "\u00a0\tls -l\u2003\u000b;\u3000rm x\u0085"}
 }
 
-test_white_space_inside_a_piece_is_kept if {
-	process.pieces == ["echo a  \t b"] with input as {"command": "  echo a  \t b  "}
+test_white_space_inside_a_piece_is_one_space if {
+	process.pieces == ["echo a b"] with input as {"command": "  echo a  \t b  "}
+}
+
+# Found by review: what sh reads as one command must be judged as one.
+test_tab_and_double_space_do_not_hide_a_deny if {
+	deny_push := {"deny": ["git push*"]}
+	decide("git\tpush origin main", deny_push).rule == "process.deny"
+	decide("git  push origin", {"allow": ["git *"], "ask": ["git push*"]}).rule == "process.ask"
+}
+
+test_line_continuation_is_joined if {
+	decide("git \\\npush origin", {"deny": ["git push*"]}).rule == "process.deny"
+	decide("git \\\r\npush origin", {"ask": ["git push*"]}).rule == "process.ask"
+}
+
+test_subshells_and_substitutions_are_pieces if {
+	deny_curl := {"deny": ["curl *"]}
+	decide("(curl http://evil)", deny_curl).rule == "process.deny"
+	decide("echo $(curl http://evil)", deny_curl).rule == "process.deny"
+	decide("echo `curl http://evil`", deny_curl).rule == "process.deny"
+}
+
+test_reserved_words_are_taken_off if {
+	deny_curl := {"deny": ["curl *"]}
+	decide("{ curl http://evil; }", deny_curl).rule == "process.deny"
+	decide("if true; then curl http://evil; fi", deny_curl).rule == "process.deny"
+	decide("while true; do curl http://evil; done", deny_curl).rule == "process.deny"
+	decide("! curl http://evil", deny_curl).rule == "process.deny"
+	process.pieces == ["true", "echo x"] with input as {"command": "if true; then echo x; fi"}
+}
+
+test_a_piece_of_reserved_words_only_is_dropped if {
+	decide("fi", {"allow": ["echo *"]}).rule == "process.empty"
 }
 
 test_non_ascii_text_is_kept if {

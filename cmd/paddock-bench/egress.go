@@ -25,6 +25,7 @@ import (
 
 	"paddock.dev/paddock/egress/proxy"
 	"paddock.dev/paddock/egress/rules"
+	"paddock.dev/paddock/policy"
 )
 
 // staticResolver answers every name with one address.
@@ -110,7 +111,11 @@ func startProxies(upAddr netip.AddrPort) (goproxyAddr, paddockAddr string, stop 
 	})
 	pl, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
-	go p.Serve(pl, "bench", pol)
+	// As in the daemon: the policy's decisions are made by the http Rego
+	// module (and kept per session for the same question).
+	eng, err := policy.New(policy.Options{})
+	check(err)
+	go p.Serve(pl, "bench", eng.Network("bench", pol))
 
 	gp := goproxy.NewProxyHttpServer()
 	gl, err := net.Listen("tcp", "127.0.0.1:0")

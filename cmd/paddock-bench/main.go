@@ -28,6 +28,7 @@ import (
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/policy"
 )
 
 func main() {
@@ -35,6 +36,8 @@ func main() {
 	guest := flag.String("guest", os.Getenv("PADDOCK_GUEST"), "paddock-guest binary")
 	state := flag.String("state-dir", "", "state dir (default: a temporary one)")
 	egressOnly := flag.Bool("egress-only", false, "measure only the egress proxy (no root needed)")
+	policyOnly := flag.Bool("policy-only", false, "measure only the policy engine's decisions (no root needed)")
+	gatewayOnly := flag.Bool("gateway-only", false, "measure only the HTTPS gateway against hostd's socket (no root needed)")
 	egressProxies := flag.String("egress-proxies", "", "internal: serve the benchmark's proxies for this upstream address")
 	egressCPU := flag.Int("egress-proxies-cpu", 1, "internal: the CPU the proxies run on")
 	flag.Parse()
@@ -44,6 +47,14 @@ func main() {
 	}
 	if *egressOnly {
 		benchEgress()
+		return
+	}
+	if *policyOnly {
+		benchPolicy(0)
+		return
+	}
+	if *gatewayOnly {
+		benchGateway()
 		return
 	}
 	if os.Geteuid() != 0 {
@@ -164,19 +175,23 @@ func main() {
 	})
 	row("fork into 4, per child vs create", fork, ours, "create (goal ≤ 50ms per child)")
 	check(m.Stop(ctx))
-	benchAPI(ctx, b, dir, *runs, ours, execRT)
+	apiExec := benchAPI(ctx, b, dir, *runs, ours, execRT)
 	benchEgress()
+	benchPolicy(apiExec)
+	benchGateway()
 	// Deferred: Close unmounts the store, then the state dir goes.
 }
 
 // benchAPI measures the same operations through the daemon's HTTP API
 // (SQLite store, ledger, JSON) beside the backend called directly, so the
 // API's own overhead shows as a ratio.
-func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, directCreate, directExec time.Duration) {
+func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, directCreate, directExec time.Duration) (apiExec time.Duration) {
 	st, err := store.Open(filepath.Join(dir, "bench.db"))
 	check(err)
 	defer st.Close()
-	mgr := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "mini"})
+	eng, err := policy.New(policy.Options{})
+	check(err)
+	mgr := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "mini", Policy: eng})
 	defer mgr.Shutdown(ctx)
 	const tok = "pdk_bench_token_0123456789"
 	srv := httptest.NewServer(hapi.New(mgr, sha256.Sum256([]byte(tok)), nil))
@@ -224,6 +239,7 @@ func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, d
 	check(m2.Stop(ctx))
 	row("API: checkpoint vs backend checkpoint", ck, direct, "backend directly")
 	check(cl.DeleteSession(ctx, s.ID))
+	return ex
 }
 
 func dialer(m hypervisor.Machine) func(context.Context) (net.Conn, error) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -222,7 +225,9 @@ func TestCLIConcurrentRuns(t *testing.T) {
 
 // daemonSetup builds the CLI, makes the mini image in a fresh state dir
 // and picks a free loopback address; env carries the admin token and the
-// client settings for it.
+// client settings for it: the daemon's gateway over HTTPS, trusted
+// through PADDOCK_CA (its internal CA's root, made on the first start).
+// A test that runs serve --gateway=false uses plainHTTP(env, addr).
 func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 	t.Helper()
 	testutil.RequiresRoot(t)
@@ -235,7 +240,8 @@ func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 	addr = l.Addr().String()
 	l.Close()
 	const token = "pdk_cli_test_token_0123456789"
-	env = append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token, "PADDOCK_URL=http://"+addr)
+	env = append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token,
+		"PADDOCK_URL=https://"+addr, "PADDOCK_CA="+gatewayRoot(state))
 	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -276,8 +282,13 @@ func startServe(t *testing.T, bin, state, addr string, env []string, extraArgs .
 			stopServe(t, srv)
 		}
 	})
+	health := "https://" + addr + "/healthz"
+	if slices.Contains(extraArgs, "--gateway=false") {
+		health = "http://" + addr + "/healthz"
+	}
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		// The gateway's CA root exists once serve has started Caddy.
+		if resp, err := daemonHTTPClient(state).Get(health); err == nil {
 			resp.Body.Close()
 			return srv
 		}
@@ -287,6 +298,43 @@ func startServe(t *testing.T, bin, state, addr string, env []string, extraArgs .
 			t.Fatalf("serve never answered /healthz:\n%s", serveLogs(srv))
 		}
 	}
+}
+
+// gatewayRoot is where serve keeps its gateway's internal CA root.
+func gatewayRoot(state string) string {
+	return filepath.Join(state, "gateway", "pki", "authorities", "local", "root.crt")
+}
+
+// daemonHTTPClient is an HTTP client that trusts the gateway of the
+// daemon on state (and nothing else) once its root exists.
+func daemonHTTPClient(state string) *http.Client {
+	roots := x509.NewCertPool()
+	if pem, err := os.ReadFile(gatewayRoot(state)); err == nil {
+		roots.AppendCertsFromPEM(pem)
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+}
+
+// daemonSDK is the Go SDK's client for the daemon on state at addr,
+// through its gateway.
+func daemonSDK(t *testing.T, state, addr, token string) *client.Client {
+	t.Helper()
+	roots, err := client.TrustPEM(gatewayRoot(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.New("https://"+addr, token, client.WithRootCAs(roots))
+}
+
+// plainHTTP is env for a daemon run with --gateway=false (plain HTTP).
+func plainHTTP(env []string, addr string) []string {
+	out := slices.Clone(env)
+	for i, kv := range out {
+		if strings.HasPrefix(kv, "PADDOCK_URL=") {
+			out[i] = "PADDOCK_URL=http://" + addr
+		}
+	}
+	return out
 }
 
 // stopServe sends a daemon from startServe SIGTERM and waits for it. An
@@ -559,7 +607,7 @@ func TestCLIServeRestart(t *testing.T) {
 		t.Fatalf("bg: %q", jobOut)
 	}
 	// An upload left half done, through the SDK.
-	sdk := client.New("http://"+addr, "pdk_cli_test_token_0123456789")
+	sdk := daemonSDK(t, state, addr, "pdk_cli_test_token_0123456789")
 	ctx := context.Background()
 	var up session.Upload
 	if err := sdk.Call(ctx, http.MethodPost, a, "/uploads", nil, session.UploadRequest{Path: "/workspace/big.bin", Size: 8}, &up); err != nil {

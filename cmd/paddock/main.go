@@ -45,6 +45,9 @@ func main() {
 	var ec exitCodeError
 	if err != nil && !errors.As(err, &ec) {
 		fmt.Fprintln(os.Stderr, "paddock:", err)
+		if hint := trustHint(err, rootStateDir(root)); hint != "" {
+			fmt.Fprintln(os.Stderr, "paddock:", hint)
+		}
 	}
 	os.Exit(exitCode(err))
 }
@@ -113,6 +116,8 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "debug logging")
 	root.AddCommand(newImageCmd(g), newSandboxCmd(g), newVersionCmd(), newBackendsCmd(g), newServeCmd(g), newSessionCmd(g), newSandboxesCmd(g), newLedgerCmd(g))
 	root.AddCommand(newTenantCmd(g))
+	root.AddCommand(newGatewayCmd(g))
+	root.AddCommand(newPolicyCmd(g))
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)
 	return root

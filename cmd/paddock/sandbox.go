@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -147,7 +148,10 @@ func newShellCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer m.Stop(context.Background())
-			code, err := runTerminal(ctx, client.New(func(ctx context.Context) (net.Conn, error) { return m.Dial(ctx) }), strings.Join(args, " "))
+			gc := client.New(func(ctx context.Context) (net.Conn, error) { return m.Dial(ctx) })
+			code, err := runTerminal(ctx, func(ctx context.Context, cols, rows int) (*websocket.Conn, error) {
+				return gc.PTY(ctx, uint16(cols), uint16(rows), strings.Join(args, " "))
+			})
 			if err != nil {
 				return err
 			}
@@ -164,8 +168,10 @@ func newShellCmd(g *globals) *cobra.Command {
 }
 
 // runTerminal bridges this process's terminal (raw mode when stdin is a
-// terminal) to a PTY in the guest and returns the remote exit code.
-func runTerminal(ctx context.Context, cl *client.Client, command string) (int, error) {
+// terminal) to a PTY that open makes at the given size, and returns the
+// remote exit code. The guest agent and the daemon (paddock session shell)
+// speak the same frames: bytes, a resize as JSON text, exit=<code>.
+func runTerminal(ctx context.Context, open func(ctx context.Context, cols, rows int) (*websocket.Conn, error)) (int, error) {
 	cols, rows := 80, 24
 	fd := int(os.Stdin.Fd())
 	isTTY := term.IsTerminal(fd)
@@ -174,7 +180,7 @@ func runTerminal(ctx context.Context, cl *client.Client, command string) (int, e
 			cols, rows = w, h
 		}
 	}
-	conn, err := cl.PTY(ctx, uint16(cols), uint16(rows), command)
+	conn, err := open(ctx, cols, rows)
 	if err != nil {
 		return 0, err
 	}
@@ -190,8 +196,9 @@ func runTerminal(ctx context.Context, cl *client.Client, command string) (int, e
 		defer signal.Stop(winch)
 		go func() {
 			for range winch {
-				if w, h, err := term.GetSize(fd); err == nil {
-					client.Resize(ctx, conn, uint16(w), uint16(h))
+				// Sizes past 1000 cells are the daemon's limit: clamped.
+				if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
+					client.Resize(ctx, conn, uint16(min(w, 1000)), uint16(min(h, 1000)))
 				}
 			}
 		}()
@@ -217,6 +224,9 @@ func runTerminal(ctx context.Context, cl *client.Client, command string) (int, e
 		if err != nil {
 			if code, ok := client.ExitCode(err); ok {
 				return code, nil
+			}
+			if ce := (websocket.CloseError{}); errors.As(err, &ce) && ce.Reason != "" {
+				return 0, fmt.Errorf("the terminal closed: %s", ce.Reason)
 			}
 			return 0, fmt.Errorf("terminal: %w", err)
 		}

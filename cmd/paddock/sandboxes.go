@@ -34,7 +34,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
   paddock sandboxes read $ID /workspace/in.txt
   paddock sandboxes rm $ID`,
 	}
-	cmd.PersistentFlags().StringVar(&addr, "url", envOr("PADDOCK_URL", "http://127.0.0.1:7788"), "daemon URL; env PADDOCK_URL")
+	cmd.PersistentFlags().StringVar(&addr, "url", envOr("PADDOCK_URL", "https://127.0.0.1:7788"), "daemon URL; env PADDOCK_URL (an https daemon is trusted through PADDOCK_CA, a PEM file, or on this machine the state dir's gateway root)")
 	cmd.PersistentFlags().StringVar(&token, "token", "", "bearer token (default: env PADDOCK_TOKEN; not shown in argv when taken from the environment)")
 	cl := func() (*client.Client, error) {
 		t := token
@@ -44,7 +44,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		if t == "" {
 			return nil, usageError{errors.New("no token: set PADDOCK_TOKEN (printed by `paddock serve` on first start)")}
 		}
-		return client.New(addr, t), nil
+		return daemonClient(g, addr, t)
 	}
 	printJSON := func(c *cobra.Command, v any) error {
 		enc := json.NewEncoder(c.OutOrStdout())

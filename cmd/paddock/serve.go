@@ -40,12 +40,23 @@ func newServeCmd(g *globals) *cobra.Command {
 	var resolverAddr string
 	var sandboxCAs []string
 	var tenantsFile string
+	var socket, socketGroup string
+	var gwf gatewayFlags
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Paddock daemon (the sessions API)",
 		Long: `Run the daemon. Every API route needs a bearer token. The admin token is
 PADDOCK_ADMIN_TOKEN, or one generated on first start, printed once and
 kept only as its SHA-256 in the state dir.
+
+The API is served on a unix socket (--socket, root's alone) and reached
+through the gateway, Caddy run in the same process: HTTPS on --listen with
+certificates from Caddy's internal CA (its root is printed on start; the
+CLI on this machine trusts it by itself, others through PADDOCK_CA), or
+from Let's Encrypt with a real --domain. --gateway=false serves the API
+in plain HTTP on --listen instead, with no TLS: for development only, or
+with --listen '' (the socket alone) behind a separate ` + "`paddock gateway`" + `.
+docs/gateway.md has the limits, the timeouts and what is logged.
 
 On SIGTERM or SIGINT the daemon finishes the requests in flight and exits,
 leaving the sandboxes running: the next start on the same state dir adopts
@@ -59,9 +70,6 @@ refused (logged) and the tenants in use stay. Session tokens, minted for
 one session and some operations, need no configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if gateway {
-				return usageError{errors.New("the Caddy gateway is not built yet: run with --gateway=false (plain HTTP on --listen)")}
-			}
 			log := g.logger()
 			if err := os.MkdirAll(g.stateDir, 0o700); err != nil {
 				return err
@@ -173,9 +181,12 @@ one session and some operations, need no configuration.`,
 			if err := applyTestHooks(mgr, log); err != nil {
 				return err
 			}
-			// The address first: a daemon that cannot serve must not
+			// The addresses first: a daemon that cannot serve must not
 			// touch the sandboxes.
-			ln, err := net.Listen("tcp", listen)
+			if socket == "" {
+				socket = hostdSocketPath(g.stateDir)
+			}
+			lns, gwcfg, err := serveListeners(g, gateway, listen, socket, socketGroup, gwf)
 			if err != nil {
 				return err
 			}
@@ -185,23 +196,40 @@ one session and some operations, need no configuration.`,
 			handler.SetPolicy(eng)
 			handler.Verifier().SetTenants(tenants) // checked by loadTenants
 			reload.start(c.Context(), handler.Verifier())
-			srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ln) }()
-			log.Info("paddock serving", "listen", ln.Addr().String(), "state_dir", g.stateDir, "backend", backend, "tenants", tenants.Len())
+			srv := &http.Server{Handler: handler.WithPreviews(gwf.domain), ReadHeaderTimeout: 10 * time.Second}
+			errc := make(chan error, len(lns))
+			for _, ln := range lns {
+				go func() { errc <- srv.Serve(ln) }()
+			}
+			stopGateway := func() {}
+			if gateway {
+				gw, err := startGateway(gwcfg)
+				if err != nil {
+					srv.Close()
+					return err
+				}
+				stopGateway = func() { gw.Stop() }
+				printTrust(c.ErrOrStderr(), gwf, gw, listen)
+			}
+			log.Info("paddock serving", "listen", listen, "gateway", gateway, "socket", socket, "state_dir", g.stateDir, "backend", backend, "tenants", tenants.Len())
 			select {
 			case err := <-errc:
+				stopGateway()
 				return err
 			case <-c.Context().Done():
 			}
 			log.Info("shutting down")
+			stopGateway()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			return srv.Shutdown(ctx)
 		},
 	}
-	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7788", "address to serve the API on")
-	c.Flags().BoolVar(&gateway, "gateway", false, "serve through the Caddy gateway (not built yet)")
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7788", "address to serve on: the gateway's HTTPS, or with --gateway=false plain HTTP ('' for the socket alone)")
+	c.Flags().BoolVar(&gateway, "gateway", true, "serve through the Caddy gateway (HTTPS); false serves plain HTTP on --listen, with no TLS (development, or a separate paddock gateway)")
+	c.Flags().StringVar(&socket, "socket", "", "unix socket of the API, which the gateway proxies to (default <state-dir>/hostd.sock)")
+	c.Flags().StringVar(&socketGroup, "socket-group", "", "make the socket 0660 for this group, for a paddock gateway running as another user (default: 0600, root only)")
+	gwf.add(c.Flags())
 	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
 	c.Flags().StringArrayVar(&allowCIDRs, "egress-allow-cidr", nil, "a private range sandboxes may reach, e.g. an on-premises service (repeatable; never loopback or metadata)")
 	c.Flags().StringVar(&resolverAddr, "egress-resolver", "", "DNS server (IP:PORT) that resolves the names sandboxes may reach (default: the host's resolver)")

@@ -26,7 +26,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		Aliases: []string{"agent"},
 		Short:   "Agent sessions on a Paddock daemon (PADDOCK_URL, PADDOCK_TOKEN)",
 	}
-	cmd.PersistentFlags().StringVar(&addr, "url", envOr("PADDOCK_URL", "http://127.0.0.1:7788"), "daemon URL; env PADDOCK_URL")
+	cmd.PersistentFlags().StringVar(&addr, "url", envOr("PADDOCK_URL", "https://127.0.0.1:7788"), "daemon URL; env PADDOCK_URL (an https daemon is trusted through PADDOCK_CA, a PEM file, or on this machine the state dir's gateway root)")
 	cmd.PersistentFlags().StringVar(&token, "token", "", "bearer token (default: env PADDOCK_TOKEN; not shown in argv when taken from the environment)")
 	cl := func() (*client.Client, error) {
 		t := token
@@ -36,7 +36,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		if t == "" {
 			return nil, usageError{errors.New("no token: set PADDOCK_TOKEN (printed by `paddock serve` on first start)")}
 		}
-		return client.New(addr, t), nil
+		return daemonClient(g, addr, t)
 	}
 	out := func(c *cobra.Command, v any, table func()) error {
 		if g.json {
@@ -339,6 +339,8 @@ workspace is (default /workspace).
 	cmd.AddCommand(grantCommands(g, cl)...)
 	cmd.AddCommand(tokenCommands(g, cl)...)
 	cmd.AddCommand(approvalCommands(g, cl)...)
+	cmd.AddCommand(previewCommands(g, cl)...)
+	cmd.AddCommand(shellCommand(cl))
 	return cmd
 }
 

@@ -1,6 +1,6 @@
 // Package agent is paddock-guest's server: the HTTP API that runs inside a
 // sandbox and gives the host commands, supervised background jobs, files,
-// resumable uploads, a terminal and readiness probes. It speaks the wire
+// resumable uploads, a terminal, readiness probes and port forwards. It speaks the wire
 // types of guest/api over any net.Listener (a unix socket for procbox,
 // vsock or virtio-serial for VMs).
 //
@@ -88,6 +88,9 @@ type Server struct {
 	jobs    *supervisor
 	uploads sync.Mutex // serialises upload part bookkeeping
 	mux     *http.ServeMux
+
+	// forwards are the open port forwards (forward.go).
+	forwards forwardTable
 }
 
 // New checks cfg and returns a server. It touches nothing on disk: spool
@@ -206,9 +209,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close kills every running job's process group. It is safe to call more
-// than once.
-func (s *Server) Close() { s.jobs.close() }
+// Close kills every running job's process group and ends the open port
+// forwards. It is safe to call more than once.
+func (s *Server) Close() { s.jobs.close(); s.forwards.close() }
 
 // privateDir makes sure dir is a real directory only root can write, under
 // a parent only root can write, so nobody else can swap it for a symlink.

@@ -66,6 +66,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("GET /v1/probe", noBody, s.handleProbe)
 	route("POST /v1/manifest", smallBody, s.handleManifest)
 	route("GET /v1/pty", noBody, s.handlePTY)
+	route("GET /v1/forward", noBody, s.handleForward)
 	route("/", noBody, func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: no route %s %s", ErrNotFound, r.Method, r.URL.Path)
 	})

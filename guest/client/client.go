@@ -32,7 +32,8 @@ const baseURL = "http://guest"
 
 // Client calls one guest agent. It is safe for concurrent use.
 type Client struct {
-	hc *http.Client
+	hc   *http.Client
+	dial DialFunc
 }
 
 // New returns a client that reaches the agent through dial.
@@ -43,7 +44,7 @@ func New(dial DialFunc) *Client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{hc: &http.Client{Transport: tr}}
+	return &Client{hc: &http.Client{Transport: tr}, dial: dial}
 }
 
 // NewUnix returns a client for an agent listening on a unix socket.

@@ -25,6 +25,10 @@ import (
 // needs files.write. An agent may see its own approval requests (read),
 // never decide one. Restore, fork, delete, grants and tokens are never
 // grantable: a session token cannot widen or outlive its own session.
+// Making and deleting a preview URL needs preview (it opens a port to
+// whoever holds the URL); listing them needs read, since the list shows
+// only what the ledger (read) shows already: ids, ports and expiries,
+// never a token.
 var routeAccess = map[string]auth.Access{
 	"POST /v1/agents/sessions":                                   auth.AccessTenant,
 	"GET /v1/agents/sessions":                                    auth.AccessTenant,
@@ -72,6 +76,11 @@ var routeAccess = map[string]auth.Access{
 	"POST /v1/agents/sessions/{id}/tokens":                       auth.AccessTenant,
 	"GET /v1/agents/sessions/{id}/tokens":                        auth.AccessTenant,
 	"DELETE /v1/agents/sessions/{id}/tokens/{token}":             auth.AccessTenant,
+	"POST /v1/agents/sessions/{id}/preview":                      auth.OpPreview,
+	"GET /v1/agents/sessions/{id}/previews":                      auth.OpRead,
+	"DELETE /v1/agents/sessions/{id}/preview/{preview}":          auth.OpPreview,
+	"GET /v1/agents/sessions/{id}/pty":                           auth.AccessTenant,
+	"POST /v1/agents/sessions/{id}/pty-ticket":                   auth.AccessTenant,
 	"POST /v1/sandboxes":                                         auth.AccessTenant,
 	"GET /v1/sandboxes":                                          auth.AccessTenant,
 	"GET /v1/sandboxes/{id}":                                     auth.AccessTenant,
@@ -83,6 +92,12 @@ var routeAccess = map[string]auth.Access{
 	"GET /v1/whoami":                                             auth.AccessAny,
 	"GET /healthz":                                               auth.AccessPublic,
 }
+
+// ticketRoutes take a terminal ticket (?ticket=, from POST .../pty-ticket)
+// in place of the bearer token, because a browser's WebSocket cannot send
+// Authorization. The ticket stands for the admin or tenant who asked for
+// it, so the route's access is checked as for them (pty.go).
+var ticketRoutes = map[string]bool{ptyRoute: true}
 
 // RouteAccess returns the route table: "METHOD /pattern" → access.
 func RouteAccess() map[string]auth.Access { return maps.Clone(routeAccess) }
@@ -118,7 +133,7 @@ func (e *authError) Unwrap() []error { return []error{e.status, e.err} }
 // returns the request with the caller in its context, and a stop function
 // to call when the handler returns.
 func (s *Server) authorize(pattern string, r *http.Request) (*http.Request, func(), error) {
-	id, err := s.verifier.VerifyRequest(r)
+	id, err := s.verifyCaller(pattern, r)
 	if errors.Is(err, auth.ErrUnauthenticated) {
 		return r, func() {}, &authError{errUnauthorized, err}
 	}

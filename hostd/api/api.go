@@ -93,7 +93,7 @@ func (s *Server) routes() {
 			}
 			start := time.Now()
 			err = revokedDuring(r, h(w, r))
-			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))
+			s.log.Info("request", append(gatewayIdentity(s.log, r), "method", r.Method, "path", r.URL.Path, "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))...)
 			return err
 		})
 	}
@@ -142,6 +142,8 @@ func (s *Server) routes() {
 	s.approvalRoutes(auth)
 	s.adminRoutes(auth)
 	s.sandboxRoutes(auth)
+	s.previewRoutes(auth)
+	s.ptyRoutes(auth)
 	open("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
 	})

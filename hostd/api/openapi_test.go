@@ -69,6 +69,9 @@ type (
 	tokenList struct {
 		Tokens []session.SessionToken `json:"tokens"` // listTokens
 	}
+	previewList struct {
+		Previews []session.Preview `json:"previews"` // listPreviews
+	}
 	approvalList struct {
 		Approvals []session.Approval `json:"approvals"` // listApprovals
 	}
@@ -200,6 +203,14 @@ var openAPISchemas = []struct {
 	{name: "TokenList", goV: tokenList{}, dir: out},
 	{name: "WhoAmI", goV: auth.WhoAmI{}, dir: out},
 
+	{name: "PreviewRequest", goV: session.PreviewRequest{}, dir: in},
+	{name: "Preview", goV: session.Preview{}, dir: out},
+	{name: "PreviewList", goV: previewList{}, dir: out},
+
+	{name: "TerminalTicket", goV: session.TerminalTicket{}, dir: out},
+	{name: "TerminalResize", goV: session.TerminalResize{}, dir: in},
+	{name: "TerminalSize", goV: session.TerminalSize{}, dir: in},
+
 	{name: "FileInfo", goV: guestapi.FileInfo{}, dir: out},
 	{name: "Listing", goV: guestapi.Listing{}, dir: out},
 	{name: "FileRead", goV: session.FileRead{}, dir: out},
@@ -318,6 +329,19 @@ var openAPILimits = []struct {
 	{"components/schemas/SandboxFile/properties/size/maximum", session.MaxSandboxFileBytes},
 
 	{"components/parameters/IdempotencyKey/schema/maxLength", 255},
+
+	{"components/schemas/PreviewRequest/properties/port/maximum", 65535},
+	{"components/schemas/PreviewRequest/properties/ttl_seconds/maximum", session.MaxPreviewTTLSeconds},
+	{"components/schemas/PreviewRequest/properties/ttl_seconds/default", session.DefaultPreviewTTLSeconds},
+	{"components/schemas/PreviewList/properties/previews/maxItems", session.MaxPreviewsPerSession},
+
+	{"components/parameters/TerminalCols/schema/maximum", session.MaxTerminalDim},
+	{"components/parameters/TerminalCols/schema/default", session.DefaultTerminalCols},
+	{"components/parameters/TerminalRows/schema/maximum", session.MaxTerminalDim},
+	{"components/parameters/TerminalRows/schema/default", session.DefaultTerminalRows},
+	{"components/parameters/TerminalCommand/schema/maxLength", session.MaxTerminalCommandBytes},
+	{"components/schemas/TerminalSize/properties/cols/maximum", session.MaxTerminalDim},
+	{"components/schemas/TerminalSize/properties/rows/maximum", session.MaxTerminalDim},
 
 	// The procbox backend's limits, the only backend today.
 	{"components/schemas/Runtime/properties/cpus/maximum", procbox.MaxCPUs},
@@ -908,10 +932,10 @@ func TestOpenAPIOperations(t *testing.T) {
 				}
 			}
 
-			// The success answer.
+			// The success answer (101 for a WebSocket).
 			var ok2xx []string
 			for code := range responses {
-				if strings.HasPrefix(code, "2") {
+				if isSuccess(code) {
 					ok2xx = append(ok2xx, code)
 				}
 			}
@@ -919,6 +943,10 @@ func TestOpenAPIOperations(t *testing.T) {
 				t.Errorf("openapi.yaml %s: %d success answers %v, want exactly one", where, len(ok2xx), ok2xx)
 			}
 			for _, code := range ok2xx {
+				if code == "101" {
+					checkWebSocket(t, doc, dirs, where, asMap(responses[code]), asMap(op["x-websocket"]))
+					continue
+				}
 				checkSuccess(t, doc, dirs, where+" "+code, code, asMap(responses[code]))
 			}
 
@@ -944,7 +972,7 @@ func TestOpenAPIOperations(t *testing.T) {
 
 			// The error answers.
 			for _, code := range sortedKeys(responses) {
-				if strings.HasPrefix(code, "2") {
+				if isSuccess(code) {
 					continue
 				}
 				if !slices.Contains(errorStatuses, code) {
@@ -965,6 +993,61 @@ func TestOpenAPIOperations(t *testing.T) {
 					t.Errorf("openapi.yaml %s %s: an error answer must be application/json with schema {$ref: \"#/components/schemas/Error\"} (or one whose required fields include error)", where, code)
 				}
 			}
+		}
+	}
+}
+
+// isSuccess: a 2xx, or 101 (a WebSocket upgrade).
+func isSuccess(code string) bool { return strings.HasPrefix(code, "2") || code == "101" }
+
+// checkWebSocket checks a WebSocket operation: a 101 without content, and
+// x-websocket describing the messages each way (a text message's schema a
+// request schema) and the close codes with their reasons.
+func checkWebSocket(t *testing.T, doc *openAPIDoc, dirs map[string]direction, where string, resp, ws map[string]any) {
+	t.Helper()
+	if len(asMap(resp["content"])) > 0 {
+		t.Errorf("openapi.yaml %s 101: a WebSocket upgrade has no content", where)
+	}
+	if ws == nil {
+		t.Errorf("openapi.yaml %s: a 101 needs x-websocket: the messages each way (client, server) and the close codes (close)", where)
+		return
+	}
+	for _, side := range []string{"client", "server"} {
+		msgs := asMap(ws[side])
+		if len(msgs) == 0 {
+			t.Errorf("openapi.yaml %s: x-websocket/%s lists no messages", where, side)
+		}
+		for _, kind := range sortedKeys(msgs) {
+			m := asMap(msgs[kind])
+			if kind != "binary" && kind != "text" {
+				t.Errorf("openapi.yaml %s: x-websocket/%s/%s: a message is binary or text", where, side, kind)
+			}
+			if d, _ := m["description"].(string); d == "" {
+				t.Errorf("openapi.yaml %s: x-websocket/%s/%s has no description", where, side, kind)
+			}
+			if sch := asMap(m["schema"]); sch != nil {
+				name := schemaName(fmt.Sprint(sch["$ref"]))
+				want := in
+				if side == "server" {
+					want = out
+				}
+				if dir, ok := dirs[name]; !ok || (dir != want && dir != both) {
+					t.Errorf("openapi.yaml %s: x-websocket/%s/%s must $ref a schema with a Go type travelling that way, not %v", where, side, kind, sch["$ref"])
+				}
+			}
+		}
+	}
+	closes := asSlice(ws["close"])
+	if len(closes) == 0 {
+		t.Errorf("openapi.yaml %s: x-websocket/close lists no close codes", where)
+	}
+	for i, c := range closes {
+		c := asMap(c)
+		code, _ := c["code"].(int)
+		r, _ := c["reason"].(string)
+		d, _ := c["description"].(string)
+		if code < 1000 || code > 4999 || r == "" || d == "" {
+			t.Errorf("openapi.yaml %s: x-websocket/close/%d needs a code (1000-4999), a reason and a description", where, i)
 		}
 	}
 }

@@ -109,11 +109,21 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 	if err := req.Check(); err != nil {
 		return err
 	}
+	id := r.PathValue("id")
+	if req.ApprovalWaitSeconds > 0 {
+		// Wait for an operator before taking one of the daemon's streams:
+		// a held command must not hold a stream slot.
+		approved, err := s.sessions.AwaitApproval(r.Context(), tenant(r), id, session.JobStart{Command: req.Command,
+			TimeoutSeconds: req.TimeoutSeconds, ApprovalWaitSeconds: req.ApprovalWaitSeconds})
+		if err != nil {
+			return err
+		}
+		req.ApprovalID, req.ApprovalWaitSeconds = approved, 0
+	}
 	if err := s.enterStream(); err != nil {
 		return err
 	}
 	defer s.leaveStream()
-	id := r.PathValue("id")
 	start := time.Now()
 	job, err := s.sessions.StartExecStream(r.Context(), tenant(r), id, req)
 	if err != nil {

@@ -26,7 +26,7 @@ const (
 	OpFilesWrite = "files.write" // write and remove files, resumable uploads
 	OpGit        = "git"         // git status, diff, log, commit, branch
 	OpCheckpoint = "checkpoint"  // take a checkpoint (restoring one is not grantable)
-	OpPreview    = "preview"     // reserved for preview URLs; no route needs it yet
+	OpPreview    = "preview"     // make and delete the session's preview URLs
 )
 
 var grantable = []string{OpRead, OpExec, OpJobs, OpFilesRead, OpFilesWrite, OpGit, OpCheckpoint, OpPreview}

@@ -109,6 +109,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 		mc.Stop(context.Background()) // what the dead sandbox held
 		m.closeEgress(id)
 		m.dropGrants(id, "sandbox lost")
+		m.dropPreviews(context.Background(), id, "sandbox lost")
 		const reason = "the sandbox ended on its own (its init exited or was killed)"
 		ctx := context.Background()
 		if _, err := m.update(ctx, id, -1, func(s *Session) error {
@@ -129,6 +130,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 // to Reattach, when the backend can; otherwise it stops them (Shutdown).
 func (m *Manager) Detach(ctx context.Context) {
 	defer m.flushEgressLog()
+	m.closeTerminals(reasonShutdown)
 	ad, ok := m.backend.(hypervisor.Adopter)
 	if !ok {
 		m.Shutdown(ctx)

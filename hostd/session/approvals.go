@@ -18,9 +18,11 @@ import (
 
 // Limits of the approval flow.
 const (
-	MaxApprovalWaitSeconds = 120 // approval_wait_seconds
-	MaxPendingApprovals    = 64  // live pending requests per session
-	MaxApprovalNoteBytes   = 512
+	MaxApprovalWaitSeconds  = 120  // approval_wait_seconds
+	MaxPendingApprovals     = 64   // live pending requests per session
+	MaxApprovalRows         = 1024 // requests kept per session; decided and expired ones older than a day are pruned first
+	MaxApprovalNoteBytes    = 512
+	MaxApprovalCommandBytes = 4096 // of a command, kept in the request and its ledger entries (the digest binds all of it)
 )
 
 // ErrApprovalRequired is wrapped by a Hold: the command waits for an
@@ -153,106 +155,173 @@ type commandCheck struct {
 	wait       time.Duration
 }
 
+// verdict is judge's answer for a command that may go ahead: the decision
+// (for the run's ledger entry) and, when the command needed approval, the
+// approved request it must spend once it holds the session (spendFor).
+type verdict struct {
+	decision policy.ProcessDecision
+	check    commandCheck
+	approval string
+}
+
+// digestFor binds a command to s as it is now: its policy and revision.
+func (c commandCheck) digestFor(s *Session) string {
+	return held{Session: s.ID, Kind: c.kind, Command: c.command, Params: c.params, Process: s.Policy.Process,
+		Network: s.Policy.Summary, Revision: s.Revision}.digest()
+}
+
 // judge asks the process policy about a command before it starts. Allowed:
-// the decision (for the ledger entry of the run). Denied: 403, ledgered as
-// <kind>.refused. Held: a *Hold (428), unless the call came with an
-// approval that the command's digest can spend, or waits for an operator's
-// decision (without taking the session's work slot: nothing has started).
-func (m *Manager) judge(ctx context.Context, s *Session, c commandCheck) (policy.ProcessDecision, error) {
+// a verdict without an approval. Denied: 403, ledgered as <kind>.refused.
+// Held: a *Hold (428), unless the call names an approval (the verdict
+// carries it, to be spent by spendFor once the command holds the session)
+// or waits for an operator's decision — without the session's work slot,
+// since nothing has started.
+func (m *Manager) judge(ctx context.Context, s *Session, c commandCheck) (*verdict, error) {
 	rules := policy.ProcessRules{}
 	if s.Policy.Process != nil {
 		rules = *s.Policy.Process
 	}
+	v := &verdict{check: c}
 	if m.policy == nil {
 		if s.Policy.Process != nil {
-			return policy.ProcessDecision{}, fmt.Errorf("%w: this daemon has no policy engine, and the session has process rules", ErrConflict)
+			return nil, fmt.Errorf("%w: this daemon has no policy engine, and the session has process rules", ErrConflict)
 		}
 		if c.approvalID != "" {
-			return policy.ProcessDecision{}, bad("approval_id given, but the session has no process rules to ask for approval")
+			return nil, bad("approval_id given, but the session has no process rules to ask for approval")
 		}
-		return policy.ProcessDecision{Result: policy.Allow, Rule: "process.default"}, nil
+		v.decision = policy.ProcessDecision{Result: policy.Allow, Rule: "process.default"}
+		return v, nil
 	}
 	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules})
 	if err != nil {
-		return d, fmt.Errorf("process policy: %w", err)
+		return nil, fmt.Errorf("process policy: %w", err)
 	}
-	refusedKind := c.kind + ".refused"
+	v.decision = d
 	switch d.Result {
 	case policy.Allow:
 		if c.approvalID != "" {
-			return d, bad("approval_id given, but the policy allows this command without approval (%s)", d.Rule)
+			return nil, bad("approval_id given, but the policy allows this command without approval (%s)", d.Rule)
 		}
-		return d, nil
+		return v, nil
 	case policy.Deny:
-		m.ledgerAppend(ctx, s.ID, refusedKind, map[string]any{"command": c.command, "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
-		return d, &ProcessRefused{Decision: d}
+		m.ledgerAppend(ctx, s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
+		return nil, &ProcessRefused{Decision: d}
 	case policy.Ask:
 	default:
-		return d, fmt.Errorf("process policy: unknown result %q", d.Result)
+		return nil, fmt.Errorf("process policy: unknown result %q", d.Result)
 	}
-
-	h := held{Session: s.ID, Kind: c.kind, Command: c.command, Params: c.params, Process: s.Policy.Process,
-		Network: s.Policy.Summary, Revision: s.Revision}
-	digest := h.digest()
+	if c.approvalID != "" {
+		v.approval = c.approvalID
+		return v, nil
+	}
 	matched := d.Rule
 	if d.Pattern != "" {
 		matched += ": " + d.Pattern
 	}
-	if c.approvalID != "" {
-		return d, m.spend(ctx, s.ID, c.approvalID, digest, c.command)
-	}
-
+	digest := c.digestFor(s)
 	now := m.now().UTC()
 	req, err := m.policy.Approval(ctx, policy.ApprovalInput{Action: "request", Actor: callerOf(ctx), SessionTenant: s.Tenant, Requester: callerOf(ctx)})
 	if err != nil {
-		return d, fmt.Errorf("approval policy: %w", err)
+		return nil, fmt.Errorf("approval policy: %w", err)
 	}
 	ttl := req.TTL
 	if ttl <= 0 || ttl > time.Hour {
 		ttl = 10 * time.Minute
 	}
 	row, created, err := m.st.PutApproval(ctx, store.ApprovalRow{
-		ID: newApprovalID(), SessionID: s.ID, Kind: c.kind, Digest: digest, Command: c.command,
+		ID: newApprovalID(), SessionID: s.ID, Kind: c.kind, Digest: digest, Command: clipText(c.command, MaxApprovalCommandBytes),
 		Summary: clipText(c.kind+": "+c.command, 200), Matched: matched, Requester: actorString(callerOf(ctx)),
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
-	}, now, MaxPendingApprovals)
-	if errors.Is(err, store.ErrApprovalLimit) {
-		return d, fmt.Errorf("%w: session %s has %d approval requests waiting; decide some first", ErrConflict, s.ID, MaxPendingApprovals)
-	}
-	if err != nil {
-		return d, err
+	}, now, MaxPendingApprovals, MaxApprovalRows)
+	switch {
+	case errors.Is(err, store.ErrApprovalLimit):
+		return nil, fmt.Errorf("%w: session %s has as many approval requests as it may keep (%d waiting at once, %d in all); decide the waiting ones first", ErrConflict, s.ID, MaxPendingApprovals, MaxApprovalRows)
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("%w: session %s", ErrNotFound, s.ID)
+	case err != nil:
+		return nil, err
 	}
 	if created {
-		m.ledgerAppend(ctx, s.ID, "approval.requested", map[string]any{"approval": row.ID, "kind": c.kind, "command": c.command, "matched": matched, "expires_at": row.ExpiresAt})
+		m.ledgerAppend(ctx, s.ID, "approval.requested", map[string]any{"approval": row.ID, "kind": c.kind, "command": row.Command, "matched": matched, "expires_at": row.ExpiresAt})
 	}
 	hold := &Hold{ApprovalID: row.ID, Summary: row.Summary, Matched: row.Matched, ExpiresAt: row.ExpiresAt}
 	if c.wait <= 0 {
-		return d, hold
+		return nil, hold
 	}
-	// Wait for the decision, held open without the session's work slot.
+	// Wait for the decision, holding nothing of the session.
 	ch, cancel := m.approvals.wait(row.ID)
 	defer cancel()
 	timer := time.NewTimer(min(c.wait, time.Until(row.ExpiresAt)))
 	defer timer.Stop()
+	// A decision wakes the wait; the tick notices what does not (the
+	// session deleted or expired meanwhile).
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
 	for {
 		cur, err := m.st.GetApproval(ctx, s.ID, row.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%w: session %s ended while the command waited for approval", ErrConflict, s.ID)
+		}
 		if err != nil {
-			return d, err
+			return nil, err
 		}
 		switch {
-		case cur.State == store.ApprovalApproved:
-			return d, m.spend(ctx, s.ID, row.ID, digest, c.command)
+		case cur.State == store.ApprovalApproved && !cur.Expired(m.now()):
+			v.approval = row.ID // spent once the command holds the session
+			return v, nil
 		case cur.State != store.ApprovalPending || cur.Expired(m.now()):
-			return d, m.spend(ctx, s.ID, row.ID, digest, c.command) // says why it cannot run
+			return nil, m.spend(ctx, s.ID, row.ID, digest, c.command) // says why it cannot run
+		}
+		if cur, _, err := m.load(ctx, "", s.ID); err != nil || cur.State != StateRunning {
+			return nil, fmt.Errorf("%w: session %s is no longer running; the command waited for approval and will not run", ErrConflict, s.ID)
 		}
 		select {
 		case <-ch:
+		case <-tick.C:
 		case <-timer.C:
-			return d, hold
+			return nil, hold
 		case <-ctx.Done():
-			return d, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
+}
+
+// spendFor spends v's approval, if it has one, for the command as bound
+// to s now: called once the command holds the session (so no checkpoint,
+// restore or fork can slip in between) and its budget is admitted, with s
+// read again after that, so an approval given at an earlier revision
+// (a restore or checkpoint meanwhile) is refused, not run.
+func (m *Manager) spendFor(ctx context.Context, s *Session, v *verdict) error {
+	if v == nil || v.approval == "" {
+		return nil
+	}
+	return m.spend(ctx, s.ID, v.approval, v.check.digestFor(s), v.check.command)
+}
+
+// AwaitApproval waits (up to wait) for an operator to decide a command
+// that needs approval, holding nothing of the session, and returns the
+// approved request's id for the caller to run the command with; "" when
+// the command needs none. exec/stream waits here before it takes a stream.
+func (m *Manager) AwaitApproval(ctx context.Context, tenant, id string, req JobStart) (string, error) {
+	if err := checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds); err != nil {
+		return "", err
+	}
+	s, _, _, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return "", err
+	}
+	v, err := m.judge(ctx, s, jobCheck(req))
+	if err != nil {
+		return "", err
+	}
+	return v.approval, nil
+}
+
+// jobCheck is a job start as judge sees it.
+func jobCheck(req JobStart) commandCheck {
+	return commandCheck{kind: policy.KindJob, command: req.Command,
+		params:     map[string]any{"timeout_seconds": req.TimeoutSeconds, "stdin": req.Stdin, "max_output_bytes": req.MaxOutputBytes},
+		approvalID: req.ApprovalID, wait: time.Duration(req.ApprovalWaitSeconds) * time.Second}
 }
 
 // spend consumes an approval for the command with digest, or says (403)

@@ -79,15 +79,12 @@ func resolvePrograms(ctx context.Context, c *client.Client, r *policy.ProcessRul
 		}
 		found := ""
 		for _, p := range cands {
-			fi, err := c.Stat(ctx, p)
+			real, err := regularFile(ctx, c, p)
 			if err != nil {
-				if ge := (*client.Error)(nil); errors.As(err, &ge) && (ge.Status == http.StatusNotFound || ge.Status == http.StatusBadRequest) {
-					continue
-				}
 				return nil, fmt.Errorf("looking for %s in the sandbox: %w", n, err)
 			}
-			if fi.Type == "file" || fi.Type == "symlink" {
-				found = p
+			if real != "" {
+				found = real
 				break
 			}
 		}
@@ -99,6 +96,35 @@ func resolvePrograms(ctx context.Context, c *client.Client, r *policy.ProcessRul
 		}
 	}
 	return out, nil
+}
+
+// regularFile follows p's symbolic links in the guest (at most 8) and
+// returns the regular file they end at, or "" when p does not exist or
+// ends at something else: a link to a directory (/bin on merged-usr
+// images) must never put a whole directory on the execute list.
+func regularFile(ctx context.Context, c *client.Client, p string) (string, error) {
+	for range 8 {
+		fi, err := c.Stat(ctx, p)
+		if err != nil {
+			if ge := (*client.Error)(nil); errors.As(err, &ge) && (ge.Status == http.StatusNotFound || ge.Status == http.StatusBadRequest) {
+				return "", nil
+			}
+			return "", err
+		}
+		switch fi.Type {
+		case "file":
+			return p, nil
+		case "symlink":
+			t := fi.Target
+			if !path.IsAbs(t) {
+				t = path.Join(path.Dir(p), t)
+			}
+			p = path.Clean(t)
+		default:
+			return "", nil
+		}
+	}
+	return "", nil
 }
 
 // confinement is what every command of s runs under: the read-only

@@ -150,8 +150,11 @@ func (m *Manager) beginOp(ctx context.Context, id, op string, rev int64, mc hype
 }
 
 // refuseWhileCommands is the 409 of a restore or fork while an exec is
-// in flight or a job runs on the session.
+// in flight, a job runs or a terminal is open on the session.
 func (m *Manager) refuseWhileCommands(ctx context.Context, id, op string, mc hypervisor.Machine) error {
+	if err := m.terminalsOpen(id, op); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	n := m.life.inflight[id]
 	m.mu.Unlock()

@@ -193,9 +193,13 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 	if err != nil {
 		return nil, err
 	}
-	if err := m.busy(id); err != nil {
+	// In flight like a command: a restore or fork must not replace the
+	// machine under it.
+	done, err := m.commandStarts(id)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if !req.StagedOnly {
 		res, err := m.git(ctx, t, "add", "-A")
 		if err != nil {
@@ -239,9 +243,13 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 	if err != nil {
 		return nil, err
 	}
-	if err := m.busy(id); err != nil {
+	// In flight like a command: a restore or fork must not replace the
+	// machine under it.
+	done, err := m.commandStarts(id)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	res, err := m.git(ctx, t, "switch", "-c", req.Name)
 	if err != nil {
 		return nil, err

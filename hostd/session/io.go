@@ -12,7 +12,6 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/policy"
 )
 
 // More sentinel errors for what the guest refuses.
@@ -199,6 +198,15 @@ type JobStdin struct {
 	Close      bool   `json:"close,omitempty"`
 }
 
+// refusedBeforeStart reports whether a guest error means the command was
+// never started: the agent answered with a refusal (a status), as opposed
+// to a call cut off on the way (the caller left, the agent went away),
+// after which the command may well have run.
+func refusedBeforeStart(err error) bool {
+	var ge *client.Error
+	return errors.As(err, &ge) && ge.Status >= 400 && ge.Status < 500
+}
+
 // StartJob starts a supervised background job.
 func (m *Manager) StartJob(ctx context.Context, tenant, id string, req JobStart) (*Job, error) {
 	return m.startJob(ctx, tenant, id, req, false)
@@ -229,16 +237,9 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 	if err != nil {
 		return nil, err
 	}
-	dec, err := m.judge(ctx, s, commandCheck{kind: policy.KindJob, command: req.Command,
-		params:     map[string]any{"timeout_seconds": req.TimeoutSeconds, "stdin": req.Stdin, "max_output_bytes": req.MaxOutputBytes},
-		approvalID: req.ApprovalID, wait: time.Duration(req.ApprovalWaitSeconds) * time.Second})
+	v, err := m.judge(ctx, s, jobCheck(req))
 	if err != nil {
 		return nil, err
-	}
-	if req.ApprovalWaitSeconds > 0 {
-		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
-			return nil, err
-		}
 	}
 	// In flight from here (a restore or fork refuses), and one job start
 	// at a time per session while the budget counts running jobs.
@@ -247,6 +248,12 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 		return nil, err
 	}
 	defer done()
+	if v.approval != "" || req.ApprovalWaitSeconds > 0 {
+		// The session as it is now that the command holds it.
+		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
+			return nil, err
+		}
+	}
 	if s.Budget != nil && s.Budget.MaxConcurrentJobs != nil {
 		defer m.lockJobStarts(id)()
 	}
@@ -259,6 +266,11 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 	if err != nil {
 		return nil, err
 	}
+	if err := m.spendFor(ctx, s, v); err != nil {
+		adm.release()
+		return nil, err
+	}
+	dec := v.decision
 	maxOut := req.MaxOutputBytes
 	if adm.outputCap > 0 && (maxOut == 0 || maxOut > adm.outputCap) {
 		maxOut = adm.outputCap
@@ -267,7 +279,13 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 	j, err := cl.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path,
 		TimeoutSeconds: adm.timeout, MaxOutputBytes: maxOut, Confine: confinement(s)}, Stdin: req.Stdin})
 	if err != nil {
-		adm.release()
+		if refusedBeforeStart(err) {
+			adm.release()
+			return nil, guestErr(err)
+		}
+		// The job may have started: it keeps its unit and the ledger says so.
+		m.ledgerAppend(context.WithoutCancel(ctx), id, "job.start", map[string]any{"command": req.Command, "interrupted": true, "error": clipText(err.Error(), 300), "policy": v.decision.Rule})
+		m.addUsage(id, store.UsageRow{Jobs: adm.untaken()})
 		return nil, guestErr(err)
 	}
 	m.recordJob(ctx, id, j, req.Command, started, maxOut, streamed)

@@ -194,6 +194,9 @@ type Manager struct {
 	// grants are the sessions' credential grants, in memory only
 	// (grants.go).
 	grants grantTable
+	// previewConns are the connections open through preview URLs
+	// (previews.go).
+	previewConns previewConnTable
 
 	// policy decides commands and approvals (nil: sessions with process
 	// rules are refused); approvals wakes requests waiting for a decision.
@@ -206,6 +209,9 @@ type Manager struct {
 	done      bool                          // Shutdown or Detach ran: no more background work
 	egressLog egressLog
 	life      lifecycleState // execs in flight, markers, test hooks (gate.go)
+
+	// terms are the open terminals and their tickets (terminal.go).
+	terms terminals
 }
 
 // Config configures a Manager.
@@ -617,17 +623,11 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 	if err != nil {
 		return nil, err
 	}
-	dec, err := m.judge(ctx, s, commandCheck{kind: policy.KindExec, command: req.Command,
+	v, err := m.judge(ctx, s, commandCheck{kind: policy.KindExec, command: req.Command,
 		params:     map[string]any{"timeout_seconds": req.TimeoutSeconds},
 		approvalID: req.ApprovalID, wait: time.Duration(req.ApprovalWaitSeconds) * time.Second})
 	if err != nil {
 		return nil, err
-	}
-	if req.ApprovalWaitSeconds > 0 {
-		// The request may have waited: take the session as it is now.
-		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
-			return nil, err
-		}
 	}
 	// In flight from here, so a restore or fork refuses; the budget
 	// takes this exec's unit and caps its timeout and output.
@@ -636,14 +636,37 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 		return nil, err
 	}
 	defer done()
+	if v.approval != "" || req.ApprovalWaitSeconds > 0 {
+		// The session as it is now that the command holds it: an approval
+		// is bound to this revision.
+		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
+			return nil, err
+		}
+	}
 	cl := clientFor(mc)
 	adm, err := m.admit(ctx, s, cl, startExec, req.TimeoutSeconds)
 	if err != nil {
 		return nil, err
 	}
+	if err := m.spendFor(ctx, s, v); err != nil {
+		adm.release()
+		return nil, err
+	}
+	dec := v.decision
+	started := m.now()
 	res, err := cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path, TimeoutSeconds: adm.timeout, MaxOutputBytes: adm.outputCap, Confine: confinement(s)}})
 	if err != nil {
-		adm.release()
+		if refusedBeforeStart(err) {
+			adm.release()
+			return nil, guestErr(err)
+		}
+		// The command may have run (the caller left, the agent went
+		// away): it keeps its unit, its time counts, and the ledger says
+		// so.
+		bg := context.WithoutCancel(ctx)
+		ms := m.now().Sub(started).Milliseconds()
+		m.ledgerAppend(bg, id, "exec", map[string]any{"command": req.Command, "interrupted": true, "error": clipText(err.Error(), 300), "duration_ms": ms, "policy": v.decision.Rule})
+		m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: ms})
 		return nil, guestErr(err)
 	}
 	out := execResult(res, adm.outputCap)
@@ -694,6 +717,7 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	m.closeEgress(id)
 	m.dropGrants(id, "session deleted")
 	m.revokeTokens(ctx, id, "session deleted")
+	m.dropPreviews(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -755,6 +779,7 @@ func mapBackendErr(err error) error {
 // daemon.
 func (m *Manager) Shutdown(ctx context.Context) {
 	defer m.flushEgressLog()
+	m.closeTerminals(reasonShutdown)
 	m.mu.Lock()
 	m.done = true
 	machines := m.machines
@@ -831,6 +856,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		m.closeEgress(r.ID)
 		m.dropGrants(r.ID, "session expired")
 		m.revokeTokens(ctx, r.ID, "session expired")
+		m.dropPreviews(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}

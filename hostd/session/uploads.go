@@ -175,9 +175,13 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 	if err != nil {
 		return nil, err
 	}
-	if err := m.busy(id); err != nil {
+	// In flight like a command: a restore or fork must not replace the
+	// machine under it.
+	done, err := m.commandStarts(id)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	u, err := m.getUpload(ctx, id, up)
 	if err != nil {
 		return nil, err

@@ -92,9 +92,11 @@ func optTime(t time.Time) string {
 
 // PutApproval opens a request, or returns the live one (pending, not
 // expired at now) with the same digest: asking again for the same command
-// finds the same request. max bounds a session's live pending requests
-// (ErrApprovalLimit beyond it). created reports whether a is new.
-func (s *Store) PutApproval(ctx context.Context, a ApprovalRow, now time.Time, max int) (out ApprovalRow, created bool, err error) {
+// finds the same request. maxPending bounds a session's live pending
+// requests and maxRows all it keeps: requests decided, used or expired
+// more than a day ago are pruned to make room, and past either bound it
+// is ErrApprovalLimit. created reports whether a is new.
+func (s *Store) PutApproval(ctx context.Context, a ApprovalRow, now time.Time, maxPending, maxRows int) (out ApprovalRow, created bool, err error) {
 	if err := errors.Join(checkKey("session id", a.SessionID), checkKey("approval id", a.ID)); err != nil {
 		return a, false, fmt.Errorf("store: put approval: %w", err)
 	}
@@ -115,8 +117,26 @@ func (s *Store) PutApproval(ctx context.Context, a ApprovalRow, now time.Time, m
 			a.SessionID, ApprovalPending, formatTime(now)).Scan(&n); err != nil {
 			return err
 		}
-		if n >= max {
+		if n >= maxPending {
 			return fmt.Errorf("store: session %s has %d pending approval requests: %w", a.SessionID, n, ErrApprovalLimit)
+		}
+		var total int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM approvals WHERE session_id = ?`, a.SessionID).Scan(&total); err != nil {
+			return err
+		}
+		if total >= maxRows {
+			dayAgo := formatTime(now.Add(-24 * time.Hour))
+			if _, err := tx.ExecContext(ctx, `DELETE FROM approvals WHERE session_id = ? AND (
+				(state != ? AND created_at < ?) OR (state = ? AND expires_at < ?))`,
+				a.SessionID, ApprovalPending, dayAgo, ApprovalPending, dayAgo); err != nil {
+				return err
+			}
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM approvals WHERE session_id = ?`, a.SessionID).Scan(&total); err != nil {
+				return err
+			}
+			if total >= maxRows {
+				return fmt.Errorf("store: session %s keeps %d approval requests: %w", a.SessionID, total, ErrApprovalLimit)
+			}
 		}
 		a.State = ApprovalPending
 		_, err = tx.ExecContext(ctx, `INSERT INTO approvals (`+approvalCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

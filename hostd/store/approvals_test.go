@@ -21,12 +21,12 @@ func TestApprovalLifecycle(t *testing.T) {
 	ctx := context.Background()
 	mustCreate(t, s, session("s1", "", t0))
 
-	a, created, err := s.PutApproval(ctx, newApproval("a1", "d1", t0), t0, 4)
+	a, created, err := s.PutApproval(ctx, newApproval("a1", "d1", t0), t0, 4, 100)
 	if err != nil || !created || a.State != ApprovalPending {
 		t.Fatalf("put: %+v created=%v err=%v", a, created, err)
 	}
 	// Asking again for the same digest finds the same request.
-	again, created, err := s.PutApproval(ctx, newApproval("a2", "d1", t0), t0.Add(time.Minute), 4)
+	again, created, err := s.PutApproval(ctx, newApproval("a2", "d1", t0), t0.Add(time.Minute), 4, 100)
 	if err != nil || created || again.ID != "a1" {
 		t.Fatalf("ask again: %+v created=%v err=%v", again, created, err)
 	}
@@ -54,7 +54,7 @@ func TestApprovalLifecycle(t *testing.T) {
 		t.Fatalf("second use: %+v %v", got, err)
 	}
 	// Once consumed, the same command asks anew.
-	next, created, err := s.PutApproval(ctx, newApproval("a3", "d1", t0), t0.Add(4*time.Minute), 4)
+	next, created, err := s.PutApproval(ctx, newApproval("a3", "d1", t0), t0.Add(4*time.Minute), 4, 100)
 	if err != nil || !created || next.ID != "a3" {
 		t.Fatalf("ask after use: %+v created=%v err=%v", next, created, err)
 	}
@@ -75,11 +75,11 @@ func TestApprovalExpiryAndLimit(t *testing.T) {
 	ctx := context.Background()
 	mustCreate(t, s, session("s1", "", t0))
 	for i := range 3 {
-		if _, _, err := s.PutApproval(ctx, newApproval(fmt.Sprint("a", i), fmt.Sprint("d", i), t0), t0, 3); err != nil {
+		if _, _, err := s.PutApproval(ctx, newApproval(fmt.Sprint("a", i), fmt.Sprint("d", i), t0), t0, 3, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := s.PutApproval(ctx, newApproval("a9", "d9", t0), t0, 3); !errors.Is(err, ErrApprovalLimit) {
+	if _, _, err := s.PutApproval(ctx, newApproval("a9", "d9", t0), t0, 3, 100); !errors.Is(err, ErrApprovalLimit) {
 		t.Fatalf("over the limit: %v", err)
 	}
 	// Past expiry: no decision, no use, and the slot is free again.
@@ -93,10 +93,10 @@ func TestApprovalExpiryAndLimit(t *testing.T) {
 	if _, err := s.ConsumeApproval(ctx, "s1", "a1", "d1", late); !errors.Is(err, ErrApprovalState) {
 		t.Fatalf("consume expired: %v", err)
 	}
-	if a, created, err := s.PutApproval(ctx, newApproval("a8", "d0", late), late, 3); err != nil || !created {
+	if a, created, err := s.PutApproval(ctx, newApproval("a8", "d0", late), late, 3, 100); err != nil || !created {
 		t.Fatalf("ask after expiry: %+v %v %v", a, created, err)
 	}
-	if _, _, err := s.PutApproval(ctx, ApprovalRow{ID: "z", SessionID: "nosuch", Kind: "exec", Digest: "d", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}, t0, 3); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.PutApproval(ctx, ApprovalRow{ID: "z", SessionID: "nosuch", Kind: "exec", Digest: "d", CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}, t0, 3, 100); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
 	// The session's cleanup takes them.
@@ -114,7 +114,7 @@ func TestApprovalConsumeRace(t *testing.T) {
 	ctx := context.Background()
 	mustCreate(t, s, session("s1", "", t0))
 	now := time.Now().UTC()
-	if _, _, err := s.PutApproval(ctx, newApproval("a1", "d1", now), now, 4); err != nil {
+	if _, _, err := s.PutApproval(ctx, newApproval("a1", "d1", now), now, 4, 100); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DecideApproval(ctx, "s1", "a1", ApprovalApproved, "admin", "", now); err != nil {
@@ -138,5 +138,32 @@ func TestApprovalConsumeRace(t *testing.T) {
 	wg.Wait()
 	if wins.Load() != 1 || refusals.Load() != 15 {
 		t.Fatalf("wins %d, refusals %d", wins.Load(), refusals.Load())
+	}
+}
+
+// A session keeps at most maxRows requests: past that, the ones decided,
+// used or expired more than a day ago make room; live ones never do.
+func TestApprovalRowsPruned(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	mustCreate(t, s, session("s1", "", t0))
+	for i := range 3 {
+		if _, _, err := s.PutApproval(ctx, newApproval(fmt.Sprint("a", i), fmt.Sprint("d", i), t0), t0, 10, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.DecideApproval(ctx, "s1", "a0", ApprovalDenied, "admin", "", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.PutApproval(ctx, newApproval("a3", "d3", t0), t0.Add(time.Hour), 10, 3); !errors.Is(err, ErrApprovalLimit) {
+		t.Fatalf("a fourth within the day: %v", err)
+	}
+	later := t0.Add(25 * time.Hour)
+	if _, created, err := s.PutApproval(ctx, newApproval("a4", "d4", later), later, 10, 3); err != nil || !created {
+		t.Fatalf("after a day: %v", err)
+	}
+	list, _ := s.ListApprovals(ctx, "s1")
+	if len(list) != 1 || list[0].ID != "a4" {
+		t.Fatalf("kept: %+v", list)
 	}
 }

@@ -153,6 +153,22 @@ CREATE TABLE approvals (
 );
 CREATE INDEX approvals_by_digest ON approvals (session_id, digest, state);
 `,
+	// 6: preview URLs (issue 6): an expiring URL that reaches one TCP
+	// port of a session's sandbox. Only the SHA-256 of the URL's token is
+	// kept (hex); a revoked preview's row is deleted, an expired one's
+	// when its session next mints one or ends.
+	`
+CREATE TABLE previews (
+	id         TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	hash       TEXT NOT NULL UNIQUE CHECK (length(hash) = 64),
+	port       INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),
+	created_by TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL
+);
+CREATE INDEX previews_session ON previews (session_id, expires_at);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.

@@ -50,10 +50,11 @@ func (s *Store) GetUsage(ctx context.Context, sessionID string) (UsageRow, error
 }
 
 // CleanupSession removes what an ended session leaves besides its record
-// and ledger: checkpoints, jobs, uploads and usage, in one transaction.
+// and ledger: checkpoints, jobs, uploads, usage, approvals and previews,
+// in one transaction.
 func (s *Store) CleanupSession(ctx context.Context, sessionID string) error {
 	return s.WithTx(ctx, func(tx *sql.Tx) error {
-		for _, table := range []string{"checkpoints", "jobs", "uploads", "usage", "approvals"} {
+		for _, table := range []string{"checkpoints", "jobs", "uploads", "usage", "approvals", "previews"} {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE session_id = ?`, sessionID); err != nil {
 				return fmt.Errorf("store: clean up %s of %s: %w", table, sessionID, err)
 			}

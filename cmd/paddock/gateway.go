@@ -1,0 +1,292 @@
+package main
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"paddock.dev/paddock/caddyfile"
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/gateway"
+)
+
+// gatewayFlags are the gateway's settings, shared by `paddock serve` and
+// `paddock gateway`.
+type gatewayFlags struct {
+	domain, email, caddyfilePath, accessLog, storage string
+}
+
+func (f *gatewayFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.domain, "domain", caddyfile.LocalDomain, "the gateway's domain: localhost (HTTPS with Caddy's internal CA) or a real domain (a certificate from Let's Encrypt by ACME; listen on :443); previews' host form is <token>.preview.<domain>")
+	fs.StringVar(&f.email, "acme-email", "", "contact address of the ACME account (with a real --domain)")
+	fs.StringVar(&f.caddyfilePath, "caddyfile", "", "run this Caddyfile instead of the shipped one (rendered with the same values: see docs/gateway.md)")
+	fs.StringVar(&f.accessLog, "access-log", "stderr", "where the gateway's access log goes: stderr, discard or a file (tokens are never written)")
+	fs.StringVar(&f.storage, "gateway-storage", "", "Caddy's storage: its internal CA, certificates, ACME account (default <state-dir>/gateway)")
+}
+
+// config is the gateway for listen, in front of hostd's socket.
+func (f gatewayFlags) config(g *globals, listen, socket string) (gateway.Config, error) {
+	storage := f.storage
+	if storage == "" {
+		storage = filepath.Join(g.stateDir, "gateway")
+	}
+	sock, err := filepath.Abs(socket)
+	if err != nil {
+		return gateway.Config{}, err
+	}
+	if storage, err = filepath.Abs(storage); err != nil {
+		return gateway.Config{}, err
+	}
+	return gateway.Config{CaddyfilePath: f.caddyfilePath, Options: caddyfile.Options{
+		Listen: listen, Domain: f.domain, Email: f.email, HostdSocket: sock, StorageDir: storage, AccessLog: f.accessLog,
+	}}, nil
+}
+
+// isLocalDomain: the gateway uses Caddy's internal CA.
+func (f gatewayFlags) isLocalDomain() bool {
+	return f.domain == "" || f.domain == caddyfile.LocalDomain
+}
+
+// newGatewayCmd is `paddock gateway`: the gateway alone, in front of a
+// hostd that serves its API on a unix socket (paddock serve --gateway=false).
+func newGatewayCmd(g *globals) *cobra.Command {
+	var socket, listen string
+	var f gatewayFlags
+	c := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run the HTTPS gateway (Caddy) alone, in front of a hostd socket",
+		Long: `Run Paddock's front door alone: Caddy with Paddock's modules, in front of
+the API socket of a daemon started with ` + "`paddock serve --gateway=false --listen ''`" + `.
+The part facing the network then needs no privileges: run it as its own
+user, with a --state-dir it owns (Caddy's CA and certificates go there),
+and let that user reach the socket:
+
+  sudo paddock serve --gateway=false --listen '' \
+      --socket /run/paddock/hostd.sock --socket-group paddock-gw
+  sudo -u paddock-gw paddock gateway --state-dir /var/lib/paddock-gw \
+      --hostd-socket /run/paddock/hostd.sock --listen 127.0.0.1:7788
+
+Reaching the socket gives nothing a client of the gateway lacks: hostd
+checks every bearer token itself and never trusts the gateway's
+Paddock-Identity header. docs/gateway.md has the whole picture.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if socket == "" {
+				return usageError{errors.New("--hostd-socket is required: the API socket of paddock serve (default <its state dir>/hostd.sock)")}
+			}
+			if _, err := os.Stat(socket); err != nil {
+				return fmt.Errorf("hostd socket: %w (start paddock serve --gateway=false first)", err)
+			}
+			cfg, err := f.config(g, listen, socket)
+			if err != nil {
+				return err
+			}
+			gw, err := gateway.Start(cfg)
+			if err != nil {
+				return err
+			}
+			defer gw.Stop()
+			printTrust(c.ErrOrStderr(), f, gw, listen)
+			<-c.Context().Done()
+			return nil
+		},
+	}
+	c.Flags().StringVar(&socket, "hostd-socket", "", "the daemon's API socket (paddock serve --socket)")
+	c.Flags().StringVar(&listen, "listen", caddyfile.DefaultLocalListen, "address to serve HTTPS on (:443 for a real --domain)")
+	f.add(c.Flags())
+	return c
+}
+
+// printTrust says where the gateway listens and, with the internal CA,
+// where its root is and how a client trusts it.
+func printTrust(w io.Writer, f gatewayFlags, gw *gateway.Gateway, listen string) {
+	if !f.isLocalDomain() || f.caddyfilePath != "" {
+		fmt.Fprintf(w, "paddock: gateway on %s (domain %s)\n", listen, f.domain)
+		return
+	}
+	_, port, _ := net.SplitHostPort(listen)
+	fmt.Fprintf(w, "paddock: gateway on https://127.0.0.1:%s; its certificates come from Caddy's internal CA, whose root is\n"+
+		"paddock:   %s\n"+
+		"paddock: the CLI on this machine trusts it by itself when it can read the state dir; elsewhere, copy it and\n"+
+		"paddock:   export PADDOCK_URL=https://127.0.0.1:%s PADDOCK_CA=<the copy>\n", port, gw.RootCertPath(), port)
+}
+
+// hostdSocketPath is the API socket's default place.
+func hostdSocketPath(stateDir string) string { return filepath.Join(stateDir, "hostd.sock") }
+
+// listenHostdSocket listens on path for hostd's API. The socket is
+// root's alone (0600), or with group also that group's (0660), for a
+// gateway running as another user; a missing directory is made 0750 with
+// that group. A socket left by an earlier daemon is replaced (the caller
+// holds the state dir's lock).
+func listenHostdSocket(path, group string) (net.Listener, error) {
+	gid := -1
+	if group != "" {
+		gr, err := user.LookupGroup(group)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--socket-group: %w", err)}
+		}
+		if gid, err = strconv.Atoi(gr.Gid); err != nil {
+			return nil, err
+		}
+	}
+	if len(path) > 107 {
+		return nil, usageError{fmt.Errorf("--socket %s: a unix socket path is at most 107 bytes", path)}
+	}
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, err
+		}
+		if gid >= 0 {
+			if err := os.Chown(dir, -1, gid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket: remove it or pick another --socket", path)
+		}
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	mode := os.FileMode(0o600)
+	if gid >= 0 {
+		mode = 0o660
+		if err := os.Chown(path, -1, gid); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// daemonClient is the SDK client for the CLI's daemon verbs. An https
+// daemon is trusted through PADDOCK_CA (a PEM file) when it is set; else,
+// for a daemon on this machine, through the gateway root in the state dir
+// when this user can read it; else through the system's roots.
+func daemonClient(g *globals, base, token string) (*client.Client, error) {
+	roots, err := daemonRoots(g, base)
+	if err != nil {
+		return nil, err
+	}
+	if roots == nil {
+		return client.New(base, token), nil
+	}
+	return client.New(base, token, client.WithRootCAs(roots)), nil
+}
+
+func daemonRoots(g *globals, base string) (*x509.CertPool, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError{fmt.Errorf("--url %q: want https://HOST:PORT (or http:// for a daemon run with --gateway=false)", base)}
+	}
+	if u.Scheme != "https" {
+		return nil, nil
+	}
+	if ca := os.Getenv("PADDOCK_CA"); ca != "" {
+		roots, err := client.TrustPEM(ca)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("PADDOCK_CA: %w", err)}
+		}
+		return roots, nil
+	}
+	if !isLoopbackHost(u.Hostname()) {
+		return nil, nil
+	}
+	roots, err := client.TrustPEM(gateway.RootCertPath(filepath.Join(g.stateDir, "gateway")))
+	if err != nil {
+		return nil, nil // not readable here: the system's roots, and the hint if they fail
+	}
+	return roots, nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// trustHint explains an HTTPS failure of the CLI that is the daemon's
+// certificate not being trusted.
+func trustHint(err error, stateDir string) string {
+	var ua x509.UnknownAuthorityError
+	if !errors.As(err, &ua) {
+		return ""
+	}
+	return fmt.Sprintf("the daemon's certificate is signed by a CA this machine does not trust. For a daemon run with its internal CA, "+
+		"set PADDOCK_CA to a copy of its root (as root: cat %s)", gateway.RootCertPath(filepath.Join(stateDir, "gateway")))
+}
+
+// serveListeners opens what `paddock serve` serves hostd on: its socket,
+// and with --gateway=false a plain-HTTP --listen (if not empty). With the
+// gateway it checks the gateway's configuration and that --listen is
+// free, so a daemon that could not serve fails before it adopts
+// sandboxes; the gateway itself starts once hostd serves.
+func serveListeners(g *globals, withGateway bool, listen, socket, group string, f gatewayFlags) ([]net.Listener, gateway.Config, error) {
+	var cfg gateway.Config
+	if withGateway {
+		if listen == "" {
+			return nil, cfg, usageError{errors.New("--listen '' (the socket alone) needs --gateway=false")}
+		}
+		var err error
+		if cfg, err = f.config(g, listen, socket); err != nil {
+			return nil, cfg, err
+		}
+		if _, err := cfg.JSON(); err != nil {
+			return nil, cfg, usageError{err}
+		}
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
+			return nil, cfg, err
+		}
+		l.Close()
+	}
+	sock, err := listenHostdSocket(socket, group)
+	if err != nil {
+		return nil, cfg, err
+	}
+	lns := []net.Listener{sock}
+	if !withGateway && listen != "" {
+		l, err := net.Listen("tcp", listen)
+		if err != nil {
+			sock.Close()
+			return nil, cfg, err
+		}
+		lns = append(lns, l)
+	}
+	return lns, cfg, nil
+}
+
+// startGateway starts the embedded gateway (a seam for tests).
+var startGateway = gateway.Start
+
+// rootStateDir is the --state-dir the command line gave (for hints).
+func rootStateDir(root *cobra.Command) string {
+	if f := root.PersistentFlags().Lookup("state-dir"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"net/http"
+
+	"paddock.dev/paddock/hostd/session"
+)
+
+// previewRoutes registers a session's preview URLs
+// (hostd/session/previews.go) and serves the URLs themselves under
+// /preview/ (preview_proxy.go): that path is the token's to authorize, so
+// it is not one of the bearer-token routes Routes lists.
+func (s *Server) previewRoutes(auth func(string, handler)) {
+	auth("POST /v1/agents/sessions/{id}/preview", s.createPreview)
+	auth("GET /v1/agents/sessions/{id}/previews", s.listPreviews)
+	auth("DELETE /v1/agents/sessions/{id}/preview/{preview}", s.deletePreview)
+	s.mux.Handle(session.PreviewPathPrefix, s.PreviewHandler(""))
+}
+
+func (s *Server) createPreview(w http.ResponseWriter, r *http.Request) error {
+	var req session.PreviewRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.CreatePreview(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// previewList is the answer of GET .../previews.
+type previewList struct {
+	Previews []session.Preview `json:"previews"`
+}
+
+func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.Previews(r.Context(), tenant(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, previewList{Previews: out})
+	return nil
+}
+
+func (s *Server) deletePreview(w http.ResponseWriter, r *http.Request) error {
+	if err := s.sessions.DeletePreview(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("preview")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

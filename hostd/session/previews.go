@@ -1,0 +1,347 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/guest/egressfwd"
+	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/store"
+)
+
+// Limits on preview URLs.
+const (
+	MaxPreviewsPerSession    = 16
+	MaxPreviewTTLSeconds     = 86400
+	DefaultPreviewTTLSeconds = 3600
+)
+
+// PreviewTokenPrefix starts every preview token; PreviewPathPrefix every
+// preview URL's path (PreviewPathPrefix + token + "/").
+const (
+	PreviewTokenPrefix = "pvw-"
+	PreviewPathPrefix  = "/preview/"
+)
+
+// A preview token is "pvw-" and 52 characters of lower-case base32: 256
+// random bits that survive a browser lower-casing a host name, and short
+// enough (56) to be one DNS label of <token>.preview.<domain>.
+var (
+	previewTokenRE = regexp.MustCompile(`^pvw-[a-z2-7]{52}$`)
+	previewIDRE    = regexp.MustCompile(`^pv-[0-9a-f]{16}$`)
+	lowerBase32    = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+)
+
+// previewReservedPorts are the sandbox's own egress listeners (its HTTP
+// proxy, resolver and redirect port, guest/egressfwd): a preview of one
+// would hand whoever holds the URL the session's way out, grants
+// included, so they are refused.
+var previewReservedPorts = func() map[int]string {
+	port := func(addr string) int {
+		_, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	return map[int]string{
+		port(egressfwd.ProxyAddr): "the sandbox's egress proxy",
+		port(egressfwd.DNSAddr):   "the sandbox's resolver",
+		egressfwd.RedirectPort:    "the sandbox's egress redirect listener",
+	}
+}()
+
+// PreviewRequest is the body of POST .../preview.
+type PreviewRequest struct {
+	Port       int `json:"port"`
+	TTLSeconds int `json:"ttl_seconds,omitempty"`
+}
+
+// Preview is a preview URL as the API shows it. Token and URL, which
+// carries it, are in the answer to the create only; nothing keeps them.
+type Preview struct {
+	ID        string    `json:"id"`
+	Token     string    `json:"token,omitempty"`
+	URL       string    `json:"url,omitempty"`
+	Port      int       `json:"port"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func previewView(p store.PreviewRow) Preview {
+	return Preview{ID: p.ID, Port: p.Port, CreatedAt: p.CreatedAt.UTC(), ExpiresAt: p.ExpiresAt.UTC()}
+}
+
+// IsPreviewToken reports whether s has the shape of a preview token.
+func IsPreviewToken(s string) bool { return previewTokenRE.MatchString(s) }
+
+// newPreviewToken returns a new token and its SHA-256.
+func newPreviewToken() (string, [32]byte) {
+	var b [32]byte
+	rand.Read(b[:])
+	tok := PreviewTokenPrefix + lowerBase32.EncodeToString(b[:])
+	return tok, sha256.Sum256([]byte(tok))
+}
+
+func newPreviewID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "pv-" + hex.EncodeToString(b[:])
+}
+
+// CreatePreview makes an expiring URL that reaches port on the running
+// session's sandbox loopback. The answer carries the token once; the
+// store keeps its SHA-256, and the ledger the preview's id, port and
+// expiry.
+func (m *Manager) CreatePreview(ctx context.Context, tenant, id string, req PreviewRequest) (*Preview, error) {
+	if req.Port < 1 || req.Port > 65535 {
+		return nil, bad("port %d must be from 1 to 65535", req.Port)
+	}
+	if what, ok := previewReservedPorts[req.Port]; ok {
+		return nil, bad("port %d is %s, which cannot be previewed", req.Port, what)
+	}
+	if req.TTLSeconds == 0 {
+		req.TTLSeconds = DefaultPreviewTTLSeconds
+	}
+	if req.TTLSeconds < 1 || req.TTLSeconds > MaxPreviewTTLSeconds {
+		return nil, bad("ttl_seconds %d must be from 1 to %d", req.TTLSeconds, MaxPreviewTTLSeconds)
+	}
+	s, _, _, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kind == KindSandbox {
+		return nil, notSessionErr(id)
+	}
+	now := m.now().UTC()
+	expires := now.Add(time.Duration(req.TTLSeconds) * time.Second)
+	if expires.After(s.ExpiresAt) {
+		expires = s.ExpiresAt.UTC() // never past the session
+	}
+	if !expires.After(now) {
+		return nil, fmt.Errorf("%w: session %s expires now", ErrConflict, id)
+	}
+	tok, hash := newPreviewToken()
+	row := store.PreviewRow{ID: newPreviewID(), SessionID: id, Hash: hash, Port: req.Port,
+		CreatedBy: auth.ActorOf(ctx), CreatedAt: now, ExpiresAt: expires}
+	err = m.st.PutPreview(ctx, row, MaxPreviewsPerSession)
+	switch {
+	case errors.Is(err, store.ErrTooManyPreviews):
+		return nil, fmt.Errorf("%w: session %s already has %d live previews; delete one first", ErrConflict, id, MaxPreviewsPerSession)
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("%w: session %s", ErrNotFound, id)
+	case err != nil:
+		return nil, err
+	}
+	m.ledgerAppend(ctx, id, "preview.create", previewLedger(row))
+	out := previewView(row)
+	out.Token, out.URL = tok, PreviewPathPrefix+tok+"/"
+	return &out, nil
+}
+
+// Previews lists a session's live previews: never a token or its URL.
+func (m *Manager) Previews(ctx context.Context, tenant, id string) ([]Preview, error) {
+	if err := m.grantSession(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	rows, err := m.st.ListPreviews(ctx, id, m.now())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Preview, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, previewView(r))
+	}
+	return out, nil
+}
+
+// DeletePreview revokes one of the session's previews at once: its URL
+// answers 404 from now on, and connections open through it are closed.
+// An id the session does not have (or no longer has) is ErrNotFound.
+func (m *Manager) DeletePreview(ctx context.Context, tenant, id, preview string) error {
+	if err := m.grantSession(ctx, tenant, id); err != nil {
+		return err
+	}
+	if !previewIDRE.MatchString(preview) {
+		return fmt.Errorf("%w: session %s has no preview %q", ErrNotFound, id, clipText(preview, 40))
+	}
+	p, err := m.st.DeletePreview(ctx, id, preview)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: session %s has no preview %s", ErrNotFound, id, preview)
+	}
+	if err != nil {
+		return err
+	}
+	m.previewConns.closeAll(p.ID)
+	if p.Live(m.now()) {
+		data := previewLedger(p)
+		data["reason"] = "revoked"
+		m.ledgerAppend(ctx, id, "preview.delete", data)
+	}
+	return nil
+}
+
+// dropPreviews removes a session's previews when it stops running
+// (deleted, expired, lost), closes what is open through them, and
+// ledgers each live one as deleted with why.
+func (m *Manager) dropPreviews(ctx context.Context, id, why string) {
+	gone, err := m.st.DeleteSessionPreviews(ctx, id)
+	if err != nil {
+		m.log.Error("drop session previews", "session", id, "err", err)
+		return
+	}
+	now := m.now()
+	for _, p := range gone {
+		m.previewConns.closeAll(p.ID)
+		if !p.Live(now) {
+			continue // expired on its own: nothing was revoked
+		}
+		data := previewLedger(p)
+		data["reason"] = why
+		m.ledgerAppend(ctx, id, "preview.delete", data)
+	}
+}
+
+// previewLedger is what the ledger keeps of a preview: never its token.
+func previewLedger(p store.PreviewRow) map[string]any {
+	return map[string]any{"id": p.ID, "port": p.Port, "expires_at": p.ExpiresAt.UTC()}
+}
+
+// ErrPreviewNotFound is every reason a preview URL does not lead
+// anywhere: a malformed, unknown, expired or revoked token, or a session
+// that is not running. They are one error on purpose, so the URL's
+// answer cannot tell them apart.
+var ErrPreviewNotFound = fmt.Errorf("%w: no such preview", ErrNotFound)
+
+// PreviewTarget is where a live preview leads, found by its token.
+type PreviewTarget struct {
+	ID        string
+	Session   string
+	Port      int
+	ExpiresAt time.Time
+
+	m  *Manager
+	cl *client.Client
+}
+
+// ResolvePreview finds the preview a token names, when it is live and its
+// session is running on this daemon; otherwise ErrPreviewNotFound. It
+// looks the token up by its SHA-256, so how long it takes does not depend
+// on how much of a guess matches a real token. Nothing is ledgered.
+func (m *Manager) ResolvePreview(ctx context.Context, token string) (*PreviewTarget, error) {
+	if !IsPreviewToken(token) {
+		return nil, ErrPreviewNotFound
+	}
+	p, err := m.st.PreviewByHash(ctx, sha256.Sum256([]byte(token)))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrPreviewNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	if !p.Live(now) || p.SessionState != StateRunning || !now.Before(p.SessionEnds) {
+		return nil, ErrPreviewNotFound
+	}
+	m.mu.Lock()
+	mc := m.machines[p.SessionID]
+	m.mu.Unlock()
+	if mc == nil {
+		return nil, ErrPreviewNotFound
+	}
+	return &PreviewTarget{ID: p.ID, Session: p.SessionID, Port: p.Port, ExpiresAt: p.ExpiresAt, m: m, cl: clientFor(mc)}, nil
+}
+
+// Dial opens a connection to the preview's port in its sandbox. The
+// connection is closed when the preview expires or is deleted, or its
+// session ends, whichever comes first. A refusal from the sandbox
+// (nothing listening, too many forwards) is ErrBadGateway.
+func (t *PreviewTarget) Dial(ctx context.Context) (net.Conn, error) {
+	c, err := t.cl.DialPort(ctx, t.Port)
+	if err != nil {
+		var ge *client.Error
+		if errors.As(err, &ge) {
+			return nil, fmt.Errorf("%w: %s", ErrBadGateway, ge.Message)
+		}
+		return nil, fmt.Errorf("%w: the sandbox's agent did not answer: %v", ErrBadGateway, err)
+	}
+	return t.m.previewConns.track(t.ID, c, time.Until(t.ExpiresAt)), nil
+}
+
+// previewConnTable holds the connections open through each preview, so
+// a delete closes them at once.
+type previewConnTable struct {
+	mu sync.Mutex
+	by map[string]map[*previewConn]struct{} // preview id → open connections
+}
+
+// previewConn is a connection through a preview: it closes itself when
+// the preview expires.
+type previewConn struct {
+	net.Conn
+	t     *previewConnTable
+	id    string
+	timer *time.Timer
+	once  sync.Once
+}
+
+func (c *previewConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.t.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		delete(c.t.by[c.id], c)
+		if len(c.t.by[c.id]) == 0 {
+			delete(c.t.by, c.id)
+		}
+		c.t.mu.Unlock()
+		err = c.Conn.Close()
+	})
+	return err
+}
+
+// CloseWrite half-closes when the connection underneath can.
+func (c *previewConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("preview connection cannot half-close")
+}
+
+func (t *previewConnTable) track(id string, c net.Conn, ttl time.Duration) net.Conn {
+	pc := &previewConn{Conn: c, t: t, id: id}
+	t.mu.Lock()
+	if t.by == nil {
+		t.by = map[string]map[*previewConn]struct{}{}
+	}
+	if t.by[id] == nil {
+		t.by[id] = map[*previewConn]struct{}{}
+	}
+	t.by[id][pc] = struct{}{}
+	pc.timer = time.AfterFunc(max(ttl, 0), func() { pc.Close() })
+	t.mu.Unlock()
+	return pc
+}
+
+func (t *previewConnTable) closeAll(id string) {
+	t.mu.Lock()
+	conns := make([]*previewConn, 0, len(t.by[id]))
+	for c := range t.by[id] {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
