@@ -74,39 +74,45 @@ regexes := input.compiled if input.compiled
 
 else := compiled
 
-# normalized is the command as a shell reads it, for splitting: a
-# backslash before a line break joins the two lines (sh reads
-# "git \<newline>push" as "git push"), and ( ) and ` start or end a
-# command of their own (subshells, $(...), `...`), so they separate
-# pieces like ; does.
+# normalized is the command as a shell reads it, made ready for cutting
+# into pieces with whole-string steps only (one pass each, no per-piece
+# work):
+#
+#   1. a backslash before a line break joins the two lines (sh reads
+#      "git \<newline>push" as "git push");
+#   2. ( ) and ` start or end a command of their own (subshells, $(...),
+#      `...`), so they separate pieces like ; does;
+#   3. every separator becomes " ; " (they all cut the same way), and
+#      every run of white space becomes one space (sh splits words on any run of blanks, so
+#      "git  push" and "git<tab>push" are "git push");
+#   4. the shell's reserved words that only introduce a command (if then
+#      elif else do while until time ! { }) or close one (fi done esac)
+#      are taken off the front of each piece.
 normalized := regex.replace(
-	regex.replace(object.get(input, "command", ""), `\\\r?\n`, ""),
-	"[()`]", ";",
-)
+	regex.replace(
+		regex.replace(
+			regex.replace(command, `\\\r?\n`, ""),
+			"[;&|\r\n()`]", " ; ",
+		),
+		`[\t\v\f \x{85}\x{A0}\p{Z}]+`, " ",
+	),
+	`(^|;) ?(?:(?:if|then|elif|else|do|while|until|time|!|\{|\}|fi|done|esac)(?: |$))+`, "$1",
+) if {
+	# Most commands need none of it: one match says so.
+	regex.match("[\\\\()\u0060\t\u000b\f\u0085\u00a0\\p{Z}]|[ \u0085\u00a0\\p{Z}]{2}|(?:^|[;&|\r\n]) *(?:if|then|elif|else|do|while|until|time|!|\\{|\\}|fi|done|esac)(?: |$|[;&|\r\n])", command)
+} else := command
 
-# raw_pieces are the runs between separators (; & | ( ) ` and line
-# breaks), without the white space around them (as strings.TrimSpace
-# sees it: ASCII spaces, NEL, NBSP and Unicode's Z category).
-raw_pieces := regex.find_n(
+command := object.get(input, "command", "")
+
+# pieces are the command's simple commands, in order: the runs between
+# separators (; & | ( ) ` and line breaks) of the normalized command,
+# without the white space around them (as strings.TrimSpace sees it:
+# ASCII spaces, NEL, NBSP and Unicode's Z category), never empty.
+pieces := regex.find_n(
 	`[^;&|\r\n\t\v\f \x{85}\x{A0}\p{Z}]+(?:[\t\v\f \x{85}\x{A0}\p{Z}]+[^;&|\r\n\t\v\f \x{85}\x{A0}\p{Z}]+)*`,
 	normalized,
 	-1,
 )
-
-# pieces are the command's simple commands, in order, as patterns see
-# them: every run of white space inside one is a single space (sh splits
-# words on any run of blanks, so "git  push" and "git<tab>push" are
-# "git push"), and the shell's reserved words that only introduce a
-# command (if then elif else do while until time ! { }) and those that
-# close one (fi done esac) are taken off its front. A piece with nothing
-# else is dropped: never empty.
-pieces := [p |
-	some r in raw_pieces
-	p := strip_reserved(regex.replace(r, `[\t\v\f \x{85}\x{A0}\p{Z}]+`, " "))
-	p != ""
-]
-
-strip_reserved(s) := regex.replace(s, `^(?:(?:if|then|elif|else|do|while|until|time|!|\{|\}|fi|done|esac)(?: |$))+`, "")
 
 # lines are the pieces one per line: one regular expression per list
 # checks them all at once.
