@@ -147,7 +147,18 @@ func startGatewayFile(t *testing.T, h *fakeHostd, path string) *gw {
 
 func startGatewayWith(t *testing.T, h *fakeHostd, tweak func(*caddyfile.Options), path string) *gw {
 	t.Helper()
-	dir := t.TempDir()
+	// Not t.TempDir: Caddy may still be storing a certificate it was
+	// issuing when the gateway stops, so the removal is retried for a while
+	// rather than failing the test.
+	dir, err := os.MkdirTemp("", "pdkgw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 40 && os.RemoveAll(dir) != nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	o := caddyfile.Options{
 		Listen: freeAddr(t), HostdSocket: h.socket, StorageDir: filepath.Join(dir, "caddy"),
 		AccessLog: filepath.Join(dir, "access.log"),

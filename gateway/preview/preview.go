@@ -66,10 +66,19 @@ type guardedWriter struct {
 	wroteHeader bool
 }
 
+// WriteHeader hardens the final answer (101 Switching Protocols is one:
+// nothing follows it on the connection) and strips Set-Cookie from every
+// informational answer before it (103 Early Hints and the like), which a
+// reverse proxy relays with the upstream's headers.
 func (g *guardedWriter) WriteHeader(status int) {
-	if !g.wroteHeader && status >= 200 {
-		g.wroteHeader = true
-		Harden(g.Header())
+	if !g.wroteHeader {
+		switch {
+		case status >= 200 || status == http.StatusSwitchingProtocols:
+			g.wroteHeader = true
+			Harden(g.Header())
+		case status >= 100:
+			stripResponseHeaders(g.Header())
+		}
 	}
 	g.ResponseWriterWrapper.WriteHeader(status)
 }
@@ -91,7 +100,7 @@ func (g *guardedWriter) ReadFrom(r io.Reader) (int64, error) {
 // Harden removes Set-Cookie from a preview's answer and adds the safety
 // headers it lacks.
 func Harden(h http.Header) {
-	h.Del("Set-Cookie")
+	stripResponseHeaders(h)
 	for k, v := range map[string]string{
 		"Content-Security-Policy": DefaultCSP,
 		"Referrer-Policy":         DefaultReferrerPolicy,
@@ -101,6 +110,12 @@ func Harden(h http.Header) {
 			h.Set(k, v)
 		}
 	}
+}
+
+// stripResponseHeaders removes what a preview's answer may never carry,
+// informational or final.
+func stripResponseHeaders(h http.Header) {
+	h.Del("Set-Cookie")
 }
 
 // Interface guards.

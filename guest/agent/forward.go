@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,17 @@ import (
 
 // forwardDialTimeout bounds the agent's connect to the sandbox's port.
 const forwardDialTimeout = 5 * time.Second
+
+// forwardDrainTimeout bounds how long a forward stays open after one
+// direction has ended: the other side gets this long to finish (a
+// half-close is passed on, so an app that answers and closes promptly
+// still works), then both connections are closed and the slot is freed.
+// Without it an idle app on the sandbox side, after hostd has gone,
+// would hold the forward for good. A variable (atomic, as forwards may
+// be running) so tests can shorten it.
+var forwardDrainTimeout atomic.Int64 // a time.Duration
+
+func init() { forwardDrainTimeout.Store(int64(30 * time.Second)) }
 
 // forwardTable counts and holds the open port forwards, so the cap holds
 // and Close can end them (a hijacked connection is not the http.Server's
@@ -175,8 +187,9 @@ func dialLoopback(ctx context.Context, port int) (net.Conn, error) {
 }
 
 // pipe copies a→b and b→a. When one direction ends cleanly its
-// destination is half-closed, so the other can still finish; an error
-// either way closes both at once. It returns when both are done.
+// destination is half-closed, so the other can still finish, but only
+// for forwardDrainTimeout: after that both are closed. An error either
+// way closes both at once. It returns when both are done.
 func pipe(a, b net.Conn) {
 	var once sync.Once
 	closeBoth := func() { once.Do(func() { a.Close(); b.Close() }) }
@@ -196,6 +209,11 @@ func pipe(a, b net.Conn) {
 	go cp(b, a)
 	go cp(a, b)
 	<-done
+	// One direction has ended: the other gets forwardDrainTimeout to
+	// finish, so a peer that never writes nor closes cannot keep the
+	// forward (and its slot) open.
+	t := time.AfterFunc(time.Duration(forwardDrainTimeout.Load()), closeBoth)
+	defer t.Stop()
 	<-done
 }
 

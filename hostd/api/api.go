@@ -93,7 +93,7 @@ func (s *Server) routes() {
 			}
 			start := time.Now()
 			err = revokedDuring(r, h(w, r))
-			s.log.Info("request", append(gatewayIdentity(s.log, r), "method", r.Method, "path", r.URL.Path, "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))...)
+			s.log.Info("request", append(gatewayIdentity(s.log, r), "method", r.Method, "path", logPath(r), "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))...)
 			return err
 		})
 	}
@@ -155,11 +155,20 @@ var (
 	errTooLarge     = errors.New("request body too large")
 )
 
+// errString is err's text for a log line, without preview tokens or
+// terminal tickets.
 func errString(err error) string {
 	if err == nil {
 		return ""
 	}
-	return err.Error()
+	return session.RedactSecrets(err.Error())
+}
+
+// logPath is r's path for a log line, without preview tokens or terminal
+// tickets: DELETE .../preview/{preview} may be given a live token. (The
+// query, where GET .../pty takes its ticket, is not logged.)
+func logPath(r *http.Request) string {
+	return session.RedactSecrets(r.URL.Path)
 }
 
 // writeError is the one place errors become status codes.
@@ -191,7 +200,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		status = http.StatusBadGateway
 	}
 	if status == http.StatusInternalServerError {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("request failed", "method", r.Method, "path", logPath(r), "err", errString(err))
 	}
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 }

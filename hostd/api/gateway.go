@@ -24,7 +24,7 @@ func gatewayIdentity(log *slog.Logger, r *http.Request) []any {
 		return nil
 	}
 	if actor := auth.ActorOf(r.Context()); said != actor {
-		log.Warn("the gateway's identity of a caller is not the token's", "gateway_identity", said, "actor", actor, "path", r.URL.Path)
+		log.Warn("the gateway's identity of a caller is not the token's", "gateway_identity", said, "actor", actor, "path", logPath(r))
 	}
 	return []any{"gateway_identity", said}
 }

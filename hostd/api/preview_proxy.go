@@ -237,8 +237,33 @@ func (h *previewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxPreviewBodyBytes)
 	}
 	call.devtools = (r.Method == http.MethodGet || r.Method == http.MethodPut) && devToolsPaths[call.path]
-	h.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), previewCallKey{}, call)))
+	h.proxy.ServeHTTP(informationalWriter{w}, r.WithContext(context.WithValue(r.Context(), previewCallKey{}, call)))
 }
+
+// informationalWriter keeps a guest's headers off the 1xx responses the
+// proxy relays: httputil.ReverseProxy passes them on through its
+// Got1xxResponse hook, which ModifyResponse never sees, so a 103 could
+// otherwise bring Set-Cookie or Clear-Site-Data to the viewer. Only Link
+// (what Early Hints are for) goes out on a 1xx; 101 is a final answer and
+// goes through modifyResponse. Unwrap lets http.ResponseController flush
+// and hijack (for 101) through it.
+type informationalWriter struct {
+	http.ResponseWriter
+}
+
+func (w informationalWriter) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		h := w.Header()
+		for name := range h {
+			if name != "Link" {
+				delete(h, name)
+			}
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w informationalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // dial opens the stream to the guest's port for the call in ctx.
 func (h *previewHandler) dial(ctx context.Context, _, _ string) (net.Conn, error) {

@@ -38,7 +38,7 @@ func (s *Server) verifyCaller(pattern string, r *http.Request) (auth.Identity, e
 		err = session.ErrTicket // the tenant was removed since (SIGHUP)
 	}
 	if err != nil {
-		s.log.Info("terminal ticket refused", "path", r.URL.Path)
+		s.log.Info("terminal ticket refused", "path", logPath(r))
 		return auth.Identity{}, &authError{errUnauthorized, err}
 	}
 	return id, nil

@@ -11,6 +11,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,22 @@ func previewView(p store.PreviewRow) Preview {
 
 // IsPreviewToken reports whether s has the shape of a preview token.
 func IsPreviewToken(s string) bool { return previewTokenRE.MatchString(s) }
+
+// secretsRE matches what must never reach a log: a preview token ("pvw-"
+// and its characters, whole or cut short, in any case) and a terminal
+// ticket ("pdk_pty_" and its hex digits).
+var secretsRE = regexp.MustCompile(`(?i)pvw-[a-z0-9]+|pdk_pty_[0-9a-f]+`)
+
+// RedactSecrets replaces every preview token and terminal ticket in s
+// (a path, a query, an error's text) with its prefix and "[redacted]".
+func RedactSecrets(s string) string {
+	return secretsRE.ReplaceAllStringFunc(s, func(m string) string {
+		if len(m) >= len(PreviewTokenPrefix) && strings.EqualFold(m[:len(PreviewTokenPrefix)], PreviewTokenPrefix) {
+			return PreviewTokenPrefix + "[redacted]"
+		}
+		return "pdk_pty_[redacted]"
+	})
+}
 
 // newPreviewToken returns a new token and its SHA-256.
 func newPreviewToken() (string, [32]byte) {
@@ -166,17 +183,34 @@ func (m *Manager) Previews(ctx context.Context, tenant, id string) ([]Preview, e
 
 // DeletePreview revokes one of the session's previews at once: its URL
 // answers 404 from now on, and connections open through it are closed.
-// An id the session does not have (or no longer has) is ErrNotFound.
+// preview is the preview's id (pv-…) or its token (pvw-…); a token is
+// looked up by its SHA-256 among the session's previews and is never
+// repeated in an error. An id or token the session does not have (or no
+// longer has) is ErrNotFound.
 func (m *Manager) DeletePreview(ctx context.Context, tenant, id, preview string) error {
 	if err := m.grantSession(ctx, tenant, id); err != nil {
 		return err
 	}
-	if !previewIDRE.MatchString(preview) {
+	name := preview // what an error may show
+	switch {
+	case IsPreviewToken(preview):
+		name = "with that token"
+		p, err := m.st.PreviewByHash(ctx, sha256.Sum256([]byte(preview)))
+		switch {
+		case errors.Is(err, store.ErrNotFound) || (err == nil && p.SessionID != id):
+			return fmt.Errorf("%w: session %s has no preview %s", ErrNotFound, id, name)
+		case err != nil:
+			return fmt.Errorf("look up a preview of session %s by token: %w", id, err)
+		}
+		preview = p.ID
+	case strings.HasPrefix(preview, PreviewTokenPrefix):
+		return fmt.Errorf("%w: session %s has no preview with that token", ErrNotFound, id)
+	case !previewIDRE.MatchString(preview):
 		return fmt.Errorf("%w: session %s has no preview %q", ErrNotFound, id, clipText(preview, 40))
 	}
 	p, err := m.st.DeletePreview(ctx, id, preview)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: session %s has no preview %s", ErrNotFound, id, preview)
+		return fmt.Errorf("%w: session %s has no preview %s", ErrNotFound, id, name)
 	}
 	if err != nil {
 		return err

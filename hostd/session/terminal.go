@@ -13,13 +13,18 @@ package session
 //     to each command, and the guest agent's terminal takes no confinement
 //     per call (only its own start-up configuration), so a shell could
 //     write the workspace.
-//   - At most MaxTerminals at once on a daemon, each at most TerminalMaxAge.
+//   - At most MaxTerminals at once on a daemon, of which at most
+//     MaxTerminalsPerTenant are one tenant's (the admin is held only by
+//     MaxTerminals); each at most TerminalMaxAge.
 //   - The ledger gets pty.open (size, command) and pty.close (duration,
 //     exit code, byte counts, how it ended); never what was typed or shown.
 //   - A browser cannot set Authorization on a WebSocket, so it opens the
 //     terminal with a ticket instead (POST .../pty-ticket): 256 random bits,
 //     single use, TerminalTicketTTL, bound to the session and the caller who
-//     asked, kept in memory only and never ledgered or logged.
+//     asked, kept in memory only and never ledgered or logged. At most
+//     MaxTerminalTicketsPerCaller wait for one caller (the admin is one
+//     caller, a tenant another), so that no one caller can take every
+//     ticket the daemon keeps.
 
 import (
 	"bytes"
@@ -49,10 +54,13 @@ const (
 	DefaultTerminalRows     = 24
 	MaxTerminalCommandBytes = 4096 // the command query parameter
 	MaxTerminals            = 16   // open at once on one daemon
+	MaxTerminalsPerTenant   = 8    // of those, open at once by one tenant
 	TerminalMaxAge          = time.Hour
 	TerminalTicketTTL       = 30 * time.Second
 	// maxTerminalTickets bounds the tickets not yet used or expired.
 	maxTerminalTickets = 1024
+	// MaxTerminalTicketsPerCaller bounds those of one caller.
+	MaxTerminalTicketsPerCaller = 64
 	// maxTerminalFrame bounds one message from the caller.
 	maxTerminalFrame = 1 << 20
 )
@@ -142,12 +150,24 @@ type terminalTicket struct {
 	expires time.Time
 }
 
-// reserve counts t among the open terminals, refusing past MaxTerminals.
+// reserve counts t among the open terminals, refusing past MaxTerminals,
+// or past MaxTerminalsPerTenant of t's tenant.
 func (ts *terminals) reserve(t *Terminal) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if len(ts.open) >= MaxTerminals {
 		return fmt.Errorf("%w: %d terminals are open on this daemon, the most allowed; close one and retry", ErrConflict, MaxTerminals)
+	}
+	if t.tenant != "" {
+		n := 0
+		for o := range ts.open {
+			if o.tenant == t.tenant {
+				n++
+			}
+		}
+		if n >= MaxTerminalsPerTenant {
+			return fmt.Errorf("%w: tenant %s has %d terminals open, the most one tenant may have on this daemon; close one and retry", ErrConflict, t.tenant, MaxTerminalsPerTenant)
+		}
 	}
 	if ts.open == nil {
 		ts.open = map[*Terminal]struct{}{}
@@ -190,6 +210,7 @@ func (ts *terminals) all() []*Terminal {
 type Terminal struct {
 	m      *Manager
 	id     string
+	tenant string // whose terminal it counts as ("" the admin's)
 	guest  *websocket.Conn
 	caller context.Context // the caller's identity, for the ledger; never cancelled
 	opened time.Time
@@ -211,7 +232,7 @@ func (m *Manager) OpenTerminal(ctx context.Context, tenant, id string, req Termi
 	if err != nil {
 		return nil, err
 	}
-	t := &Terminal{m: m, id: id, caller: context.WithoutCancel(ctx),
+	t := &Terminal{m: m, id: id, tenant: tenant, caller: context.WithoutCancel(ctx),
 		stopc: make(chan string, 1), finished: make(chan struct{})}
 	if err := m.terms.reserve(t); err != nil {
 		return nil, err
@@ -415,13 +436,20 @@ func (m *Manager) TerminalTicket(ctx context.Context, tenant, id string) (*Termi
 	ts := &m.terms
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	who, mine := caller.Actor(), 0
 	for k, tk := range ts.tickets {
-		if !now.Before(tk.expires) {
+		switch {
+		case !now.Before(tk.expires):
 			delete(ts.tickets, k)
+		case tk.caller.Actor() == who:
+			mine++
 		}
 	}
+	if mine >= MaxTerminalTicketsPerCaller {
+		return nil, fmt.Errorf("%w: %s has %d terminal tickets waiting to be used, the most one caller may have; use one or retry in %s", ErrConflict, who, MaxTerminalTicketsPerCaller, TerminalTicketTTL)
+	}
 	if len(ts.tickets) >= maxTerminalTickets {
-		return nil, fmt.Errorf("%w: %d terminal tickets are waiting to be used; retry in %s", ErrConflict, maxTerminalTickets, TerminalTicketTTL)
+		return nil, fmt.Errorf("%w: %d terminal tickets are waiting to be used on this daemon, the most allowed; retry in %s", ErrConflict, maxTerminalTickets, TerminalTicketTTL)
 	}
 	if ts.tickets == nil {
 		ts.tickets = map[[32]byte]terminalTicket{}

@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -205,11 +207,153 @@ func TestTerminalTickets(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d tickets kept after the others expired, want 1", n)
 	}
-	for range maxTerminalTickets - 1 {
+	for range MaxTerminalTicketsPerCaller - 1 {
 		mint(a.ID)
 	}
-	if _, err := m.TerminalTicket(ctx, "acme", a.ID); !errors.Is(err, ErrConflict) {
-		t.Errorf("ticket %d: %v, want ErrConflict", maxTerminalTickets+1, err)
+	if _, err := m.TerminalTicket(ctx, "acme", a.ID); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "one caller") {
+		t.Errorf("acme's ticket %d: %v, want ErrConflict for one caller's limit", MaxTerminalTicketsPerCaller+1, err)
+	}
+}
+
+// TestTerminalTicketsPerCaller: one caller holding all the tickets it may
+// have waiting leaves the others theirs (another tenant, the admin), and
+// the daemon's own bound still holds across callers.
+func TestTerminalTicketsPerCaller(t *testing.T) {
+	m, _, _, skew := sandboxManager(t)
+	acme := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
+	beta := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindTenant, Tenant: "beta"})
+	admin := auth.WithIdentity(context.Background(), auth.Admin())
+	a, err := m.Create(acme, "acme", CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.Create(beta, "beta", CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxTerminalTicketsPerCaller {
+		if _, err := m.TerminalTicket(acme, "acme", a.ID); err != nil {
+			t.Fatalf("acme's ticket %d: %v", i+1, err)
+		}
+	}
+	_, err = m.TerminalTicket(acme, "acme", a.ID)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "tenant:acme") || !strings.Contains(err.Error(), "one caller") {
+		t.Errorf("acme past its limit: %v, want ErrConflict naming acme and the per-caller limit", err)
+	}
+	if _, err := m.TerminalTicket(beta, "beta", b.ID); err != nil {
+		t.Errorf("beta while acme is at its limit: %v", err)
+	}
+	if _, err := m.TerminalTicket(admin, "", a.ID); err != nil {
+		t.Errorf("the admin while acme is at its limit: %v", err)
+	}
+	// A ticket spent is no longer waiting.
+	tk, err := m.TerminalTicket(beta, "beta", b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.RedeemTerminalTicket(tk.Ticket, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The admin is one caller: its limit is the same, whichever tenant's
+	// sessions its tickets are for.
+	for range MaxTerminalTicketsPerCaller - 1 {
+		if _, err := m.TerminalTicket(admin, "", b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.TerminalTicket(admin, "", b.ID); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "admin") {
+		t.Errorf("the admin past its limit: %v, want ErrConflict", err)
+	}
+	if _, err := m.TerminalTicket(beta, "beta", b.ID); err != nil {
+		t.Errorf("beta while acme and the admin are at their limits: %v", err)
+	}
+	// Once acme's expire, acme may have tickets again.
+	skew.Store(int64(2 * TerminalTicketTTL))
+	if _, err := m.TerminalTicket(acme, "acme", a.ID); err != nil {
+		t.Errorf("acme after its tickets expired: %v", err)
+	}
+
+	// The daemon's bound, whoever holds the tickets.
+	m.terms.mu.Lock()
+	exp := m.now().Add(TerminalTicketTTL)
+	for i := len(m.terms.tickets); i < maxTerminalTickets; i++ {
+		caller := auth.Identity{Kind: auth.KindTenant, Tenant: fmt.Sprintf("t%d", i/MaxTerminalTicketsPerCaller)}
+		m.terms.tickets[sha256.Sum256([]byte(fmt.Sprint("filler", i)))] = terminalTicket{session: a.ID, caller: caller, expires: exp}
+	}
+	m.terms.mu.Unlock()
+	if _, err := m.TerminalTicket(beta, "beta", b.ID); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "this daemon") {
+		t.Errorf("past the daemon's %d: %v, want ErrConflict for the daemon's limit", maxTerminalTickets, err)
+	}
+}
+
+// TestTerminalsPerTenant: one tenant with MaxTerminalsPerTenant terminals
+// open gets no more (409 saying so), while another tenant and the admin
+// still open theirs; the admin is held only by MaxTerminals.
+func TestTerminalsPerTenant(t *testing.T) {
+	m, _, _, _ := sandboxManager(t)
+	bg, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	acme := auth.WithIdentity(bg, auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
+	beta := auth.WithIdentity(bg, auth.Identity{Kind: auth.KindTenant, Tenant: "beta"})
+	admin := auth.WithIdentity(bg, auth.Admin())
+	a, err := m.Create(acme, "acme", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.Create(beta, "beta", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []*Terminal
+	t.Cleanup(func() {
+		for _, term := range open {
+			term.Abort()
+		}
+	})
+	req := TerminalRequest{Cols: 80, Rows: 24, Command: "sleep 600"}
+	openOne := func(ctx context.Context, tenant, id string) (*Terminal, error) {
+		t.Helper()
+		term, err := m.OpenTerminal(ctx, tenant, id, req)
+		if err == nil {
+			open = append(open, term)
+		}
+		return term, err
+	}
+	for i := range MaxTerminalsPerTenant {
+		if _, err := openOne(acme, "acme", a.ID); err != nil {
+			t.Fatalf("acme's terminal %d: %v", i+1, err)
+		}
+	}
+	_, err = openOne(acme, "acme", a.ID)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "tenant acme") || !strings.Contains(err.Error(), "one tenant") {
+		t.Errorf("acme past its limit: %v, want ErrConflict naming acme and the per-tenant limit", err)
+	}
+	if _, err := openOne(beta, "beta", b.ID); err != nil {
+		t.Errorf("beta while acme is at its limit: %v", err)
+	}
+	// The admin, on acme's session or beta's, is not held by the
+	// per-tenant limit: it may have more than MaxTerminalsPerTenant.
+	acmeOpen := open[:MaxTerminalsPerTenant]
+	for _, term := range acmeOpen {
+		term.Abort()
+	}
+	open = open[MaxTerminalsPerTenant:]
+	if _, err := openOne(acme, "acme", a.ID); err != nil {
+		t.Errorf("acme after closing its terminals: %v", err)
+	}
+	for i := range MaxTerminalsPerTenant + 1 {
+		if _, err := openOne(admin, "", a.ID); err != nil {
+			t.Fatalf("the admin's terminal %d: %v", i+1, err)
+		}
+	}
+	// The daemon's bound holds for everyone.
+	for len(open) < MaxTerminals {
+		if _, err := openOne(admin, "", b.ID); err != nil {
+			t.Fatalf("terminal %d on the daemon: %v", len(open)+1, err)
+		}
+	}
+	if _, err := openOne(admin, "", b.ID); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "on this daemon") {
+		t.Errorf("the admin past the daemon's %d: %v, want ErrConflict for the daemon's limit", MaxTerminals, err)
 	}
 }
 

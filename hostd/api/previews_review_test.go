@@ -1,0 +1,168 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/session"
+)
+
+// earlyHintsServer answers /early with a 103 carrying headers a preview
+// must never pass on (they act on the daemon's origin), then 200 "ok".
+const earlyHintsServer = `package main
+
+import (
+	"net/http"
+	"os"
+)
+
+func main() {
+	http.HandleFunc("/early", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Set-Cookie", "pwn=1; Path=/")
+		w.Header().Set("Clear-Site-Data", "\"*\"")
+		w.WriteHeader(http.StatusEarlyHints)
+		for k := range w.Header() {
+			delete(w.Header(), k)
+		}
+		w.Write([]byte("ok"))
+	})
+	http.ListenAndServe(os.Args[1], nil)
+}
+`
+
+func buildReviewServer(t *testing.T, src string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", "srv", "main.go")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GO111MODULE=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	bin, err := os.ReadFile(filepath.Join(dir, "srv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestReviewPreview covers two findings on one real sandbox:
+//
+//   - informational: a guest's 1xx response reaches the viewer with its
+//     headers untouched (httputil.ReverseProxy forwards 1xx through
+//     Got1xxResponse, which ModifyResponse never sees), so Set-Cookie and
+//     Clear-Site-Data go out on the daemon's origin;
+//   - delete-by-token: DELETE .../preview/{token} (the shape issue 6 and
+//     the spec give) does not revoke, answers 404, and writes the live
+//     token into hostd's request log.
+func TestReviewPreview(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildReviewServer(t, earlyHintsServer)
+	if err := d.c.Call(ctx, "PUT", s.ID, "/files/content", nil, session.FileWrite{Path: "/tmp/early",
+		ContentBase64: base64.StdEncoding.EncodeToString(bin), Mode: "0755"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var job session.Job
+	if err := d.c.Call(ctx, "POST", s.ID, "/jobs", nil, session.JobStart{Command: "/tmp/early 127.0.0.1:8000"}, &job); err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 8000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := d.c.PreviewURL(p)
+
+	t.Run("1xx headers", func(t *testing.T) {
+		var mu sync.Mutex
+		var early []textproto.MIMEHeader
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			req, _ := http.NewRequest("GET", base+"early", nil)
+			req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					mu.Lock()
+					early = append(early, h)
+					mu.Unlock()
+					return nil
+				},
+			}))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server never came up: %d", resp.StatusCode)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(early) == 0 {
+			t.Skip("no 1xx reached the viewer")
+		}
+		for _, h := range early {
+			for _, name := range []string{"Set-Cookie", "Clear-Site-Data"} {
+				if v := h.Values(name); len(v) > 0 {
+					t.Errorf("a guest's 103 carried %s %q to the viewer on the daemon's origin", name, v)
+				}
+			}
+		}
+	})
+
+	t.Run("delete by token", func(t *testing.T) {
+		logs := &syncBuf{}
+		logged := api.New(d.mgr, sha256.Sum256([]byte(token)), slog.New(slog.NewTextHandler(logs, nil)))
+		srv := httptest.NewServer(logged)
+		defer srv.Close()
+		c := client.New(srv.URL, token)
+		err := c.DeletePreview(ctx, s.ID, p.Token)
+		if err == nil {
+			return // revoked by token: fine
+		}
+		if strings.Contains(logs.String(), p.Token) {
+			t.Errorf("DELETE .../preview/<token> (%v) wrote the live token into hostd's log:\n%s", err, logs.String())
+		}
+		if resp, gerr := http.Get(base + "early"); gerr == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				t.Errorf("after DELETE .../preview/<token> answered %d, the preview still serves", status(err))
+			}
+		}
+	})
+}
