@@ -2,7 +2,7 @@
 # Installs the Debian packages Paddock needs to build, run and test.
 # Idempotent: packages already present are not downloaded again.
 set -euo pipefail
-pkgs=(libseccomp-dev gcc make debootstrap bubblewrap util-linux iproute2 criu btrfs-progs curl qemu-system-x86 qemu-utils)
+pkgs=(libseccomp-dev gcc make debootstrap bubblewrap util-linux iproute2 criu btrfs-progs curl qemu-system-x86 qemu-utils e2fsprogs xz-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

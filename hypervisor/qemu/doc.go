@@ -1,17 +1,44 @@
 // Package qemu is the start of the QEMU microVM backend (issue 7). It holds,
-// so far, no backend: only a QMP client of its own (Dial, Client.Execute
-// with typed *Error replies, events on a bounded channel, every message
-// size-limited) and Probe, which finds qemu-system-x86_64 and its version
-// and reports /dev/kvm (present, unverified) and /dev/vhost-vsock.
+// so far, no registered backend, but it boots a Linux microVM under TCG:
 //
-// Next, in order: the VM image (`paddock image build --vm`: Debian's cloud
-// kernel, an initramfs loading the virtio modules in dependency order, an
-// ext4 root disk, qcow2 overlays per VM); boot under TCG with
-// `-machine microvm` (pit=on,rtc=on, tsc_early_khz=, ACPI on) and the serial
-// console captured to a log; the usable-KVM check by booting that tiny guest
-// once; the agent channel over a virtio-serial port backed by a unix socket
-// with a stream multiplexer (vsock where /dev/vhost-vsock exists); memory
-// checkpoints via QMP stop + migrate "exec:cat > FILE" and restore via
-// -incoming "exec:cat FILE" (QEMU 7.2 has no file: target); then fork into
-// children with their own overlays, and registration as a hypervisor backend.
+//   - QMP: a client of its own (Dial, Client.Execute with typed *Error
+//     replies, events on a bounded channel, every message size-limited).
+//   - Probe: finds qemu-system-x86_64 and its version and reports /dev/kvm
+//     (present, unverified) and /dev/vhost-vsock.
+//   - BuildKit (vmimage.go): the VM boot kit for an image build. The kernel
+//     is vmlinuz from Debian's cloud kernel (the package
+//     linux-image-cloud-amd64 depends on, fetched with apt-get download and
+//     unpacked with dpkg-deb -x into <cache>/kernel/<package>_<version>).
+//     Its virtio drivers are modules without a modules.dep, so the boot
+//     modules (virtio_mmio, virtio_pci, virtio_blk, virtio_console) and what
+//     their modinfo "depends=" names are kept, uncompressed, in a load order
+//     with dependencies first. The initramfs is a gzip'd cpio newc written in
+//     Go: busybox-static (also fetched with apt-get download; one static
+//     binary giving sh, mount, insmod and switch_root, the smallest thing
+//     that works until paddock-guest can be PID 1) runs /init, which loads
+//     the modules, mounts /dev/vda (ext4) and switch_roots; the root disk's
+//     own /bin/sh then prints RootUpMarker with the build id and execs
+//     paddock.init= from the kernel command line, if given. The root disk is
+//     vm-root.ext4 next to the build's rootfs (mkfs.ext4 -d, sized to the
+//     tree, with /etc/paddock-vm-build written by debugfs), read-only and
+//     removed with the build when it is pruned.
+//   - Boot (vm.go): a qcow2 overlay over that base (qemu-img create -f
+//     qcow2 -b base -F raw), then `-machine microvm,pit=on,rtc=on,acpi=on`
+//     (microvm hangs calibrating the TSC without pit/rtc and tsc_early_khz=
+//     on the command line; without ACPI poweroff never exits), -accel tcg,
+//     -nodefaults, the disk as virtio-blk-device (virtio-mmio), the serial
+//     console to console.log and QMP on a unix socket. VM.Stop sends QMP
+//     quit (SIGKILL to the process group after 5 s) and removes the overlay
+//     and socket; it is idempotent. Under TCG on these machines the boot to
+//     the root disk's userspace takes about 3 s.
+//
+// Next, in order: the agent channel over a virtio-serial port backed by a
+// unix socket (virtio-serial-device + virtserialport, virtio_console is
+// already loaded) with a stream multiplexer, paddock-guest on the root disk
+// started through paddock.init= (vsock where /dev/vhost-vsock exists);
+// `paddock image build --vm` with progress; the usable-KVM check by booting
+// the kit once under -accel kvm; memory checkpoints via QMP stop + migrate
+// "exec:cat > FILE" and restore via -incoming "exec:cat FILE" (QEMU 7.2 has
+// no file: target); then fork into children with their own overlays, and
+// registration as a hypervisor backend.
 package qemu

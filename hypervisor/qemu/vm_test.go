@@ -1,0 +1,208 @@
+package qemu
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"paddock.dev/paddock/hypervisor/image"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// vmCache is the machine-wide cache of kernels, busybox and initramfs
+// images the tests share (the kernel package is 27 MB).
+func vmCache(t *testing.T) string {
+	dir := filepath.Join(os.TempDir(), "paddock-test-vm")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// miniKit builds the boot kit from the mini image, skipping when QEMU or
+// the kernel package is unavailable.
+func miniKit(t *testing.T) Kit {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Skip("qemu-system-x86_64 not installed (make deps)")
+	}
+	for _, tool := range []string{"qemu-img", "mkfs.ext4", "debugfs"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (make deps)", tool)
+		}
+	}
+	rootfs, err := image.Store{Dir: testutil.MiniImages(t)}.Rootfs(testutil.MiniImageName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	kit, err := BuildKit(ctx, rootfs, KitOptions{CacheDir: vmCache(t), Progress: func(s string) { t.Log(s) }})
+	if errors.Is(err, ErrNoKernel) {
+		t.Skipf("cannot fetch the guest kernel from Debian's archive: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kit (%s) in %v: kernel %s, initrd %s, disk %s", kit.KernelVersion, time.Since(start).Round(time.Millisecond), kit.Kernel, kit.Initrd, kit.RootDisk)
+	return kit
+}
+
+// TestBootTCG boots the mini image's kit under TCG and waits for the root
+// disk's own /bin/sh to print the marker with the build id written into
+// the disk, then quits over QMP and checks nothing is left.
+func TestBootTCG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM under TCG (several seconds)")
+	}
+	kit := miniKit(t)
+	base, err := os.ReadFile(kit.RootDisk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	vm, err := Boot(ctx, VMConfig{Kit: kit, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Stop(context.Background())
+	t.Logf("qemu-system-x86_64 %s", strings.Join(vm.Args, " "))
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	line, err := vm.WaitConsole(wctx, RootUpMarker)
+	wcancel()
+	if err != nil {
+		console, _ := os.ReadFile(vm.Console)
+		t.Fatalf("%v\nconsole:\n%s", err, console)
+	}
+	t.Logf("boot to the root disk's userspace under TCG: %v (%q)", time.Since(start).Round(time.Millisecond), line)
+	if want := RootUpMarker + " build=" + kit.Build; line != want {
+		t.Errorf("console line %q, want %q", line, want)
+	}
+	if console, _ := os.ReadFile(vm.Console); strings.Contains(string(console), "paddock-initramfs:") {
+		t.Errorf("the initramfs reported a failure:\n%s", console)
+	}
+	var status struct {
+		Running bool   `json:"running"`
+		Status  string `json:"status"`
+	}
+	if err := vm.QMP.Execute(ctx, "query-status", nil, &status); err != nil || !status.Running {
+		t.Errorf("query-status = %+v, %v; want running", status, err)
+	}
+	pid := vm.cmd.Process.Pid
+	stopStart := time.Now()
+	if err := vm.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stop: %v", time.Since(stopStart).Round(time.Millisecond))
+	if vm.cmd.ProcessState == nil || !vm.cmd.ProcessState.Exited() {
+		t.Errorf("qemu (pid %d) did not exit on QMP quit: %v", pid, vm.cmd.ProcessState)
+	}
+	for _, p := range []string{vm.Overlay, vm.Socket} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind (%v)", p, err)
+		}
+	}
+	if err := vm.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+	after, err := os.ReadFile(kit.RootDisk)
+	if err != nil || string(after) != string(base) {
+		t.Errorf("the read-only base disk changed (%v)", err)
+	}
+}
+
+// TestCpioNewc checks the initramfs writer's framing: every header starts
+// on a 4-byte boundary with the newc magic, names and data are where the
+// header says, and the archive ends with the trailer.
+func TestCpioNewc(t *testing.T) {
+	var buf strings.Builder
+	w := &cpioWriter{w: &buf, ino: 1}
+	files := map[string]string{"init": "#!/bin/sh\n", "a/bb": "12345", "dev/console": ""}
+	w.entry("a", 0o040755, 0, 0, nil)
+	w.entry("init", 0o100755, 0, 0, []byte(files["init"]))
+	w.entry("a/bb", 0o100644, 0, 0, []byte(files["a/bb"]))
+	w.entry("dev/console", 0o020600, 5, 1, nil)
+	w.entry("TRAILER!!!", 0, 0, 0, nil)
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	b := buf.String()
+	hex := func(s string) int {
+		var n int
+		for _, c := range s {
+			n *= 16
+			switch {
+			case c >= '0' && c <= '9':
+				n += int(c - '0')
+			case c >= 'A' && c <= 'F':
+				n += int(c-'A') + 10
+			default:
+				t.Fatalf("bad hex %q", s)
+			}
+		}
+		return n
+	}
+	align := func(n int) int { return (n + 3) &^ 3 }
+	var names []string
+	for off := 0; ; {
+		if off%4 != 0 || !strings.HasPrefix(b[off:], "070701") {
+			t.Fatalf("no header at %d", off)
+		}
+		h := b[off : off+110]
+		mode, size, namesize := hex(h[14:22]), hex(h[54:62]), hex(h[94:102])
+		name := b[off+110 : off+110+namesize-1]
+		data := align(off + 110 + namesize)
+		if name == "TRAILER!!!" {
+			if data != len(b) {
+				t.Errorf("trailer ends at %d, archive at %d", data, len(b))
+			}
+			break
+		}
+		names = append(names, name)
+		if want, ok := files[name]; ok && b[data:data+size] != want {
+			t.Errorf("%s: data %q, want %q", name, b[data:data+size], want)
+		}
+		if name == "dev/console" && (mode != 0o020600 || hex(h[78:86]) != 5 || hex(h[86:94]) != 1) {
+			t.Errorf("dev/console: mode %o rdev %d:%d", mode, hex(h[78:86]), hex(h[86:94]))
+		}
+		off = align(data + size)
+	}
+	if got := strings.Join(names, " "); got != "a init a/bb dev/console" {
+		t.Errorf("entries %q", got)
+	}
+}
+
+// TestModuleOrder checks the dependency ordering against the real
+// cloud kernel's modules when they are cached (the boot test fetches
+// them).
+func TestModuleOrder(t *testing.T) {
+	mods, _ := filepath.Glob(filepath.Join(os.TempDir(), "paddock-test-vm", "kernel", "*", "modules"))
+	if len(mods) == 0 {
+		t.Skip("no cached kernel modules (TestBootTCG fetches them)")
+	}
+	order, err := moduleOrder(context.Background(), mods[0], []string{"virtio_blk", "virtio_mmio"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := map[string]int{}
+	for i, m := range order {
+		pos[m] = i
+	}
+	for _, m := range []string{"virtio_ring.ko", "virtio.ko", "virtio_blk.ko", "virtio_mmio.ko"} {
+		if _, ok := pos[m]; !ok {
+			t.Fatalf("order %v lacks %s", order, m)
+		}
+	}
+	if !(pos["virtio_ring.ko"] < pos["virtio.ko"] && pos["virtio.ko"] < pos["virtio_blk.ko"] && pos["virtio.ko"] < pos["virtio_mmio.ko"]) {
+		t.Errorf("order %v does not put dependencies first", order)
+	}
+}

@@ -1,0 +1,588 @@
+package qemu
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ErrNoKernel: the guest kernel (or busybox for the initramfs) could not be
+// fetched from Debian's package archive and none is cached.
+var ErrNoKernel = errors.New("qemu: no guest kernel")
+
+// KernelPackage is the Debian metapackage whose dependency names the cloud
+// kernel the VM image boots.
+const KernelPackage = "linux-image-cloud-amd64"
+
+// BusyboxPackage supplies the initramfs's static /init helper (mount,
+// insmod, switch_root): the smallest working thing, one 2 MB static binary.
+const BusyboxPackage = "busybox-static"
+
+// bootModules are the modules the initramfs loads (with their dependencies,
+// ordered by each .ko's modinfo "depends"). microvm's devices are
+// virtio-mmio; the PCI transport is carried for -machine q35 guests.
+var bootModules = []string{
+	"virtio_mmio", "virtio_pci", "virtio_blk", "virtio_console",
+}
+
+// Kit is what a VM boots from: a kernel, an initramfs and a read-only base
+// root disk (raw ext4) to put qcow2 overlays over.
+type Kit struct {
+	Kernel        string // vmlinuz
+	KernelVersion string // "6.1.0-57-cloud-amd64 (6.1.192-3)"
+	Initrd        string // gzip'd cpio newc
+	RootDisk      string // raw ext4, never written to
+	Build         string // the image build the disk was made from
+}
+
+// KitOptions say where the kit's parts are cached.
+type KitOptions struct {
+	// CacheDir holds kernels, busybox and initramfs images, keyed by
+	// version (<state>/vm); required.
+	CacheDir string
+	// Progress, when set, is told each slow step.
+	Progress func(step string)
+}
+
+// BuildKit makes (or finds cached) the boot kit for the image build whose
+// root filesystem is rootfs (image.Store.Rootfs). The kernel and busybox
+// come from Debian's archive through apt-get download and are cached by
+// version; the root disk is cached next to the build as vm-root.ext4, so it
+// goes when the build is pruned.
+func BuildKit(ctx context.Context, rootfs string, opts KitOptions) (Kit, error) {
+	if opts.CacheDir == "" {
+		return Kit{}, errors.New("qemu: BuildKit needs a cache dir")
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if _, err := os.Stat(rootfs); err != nil {
+		return Kit{}, fmt.Errorf("qemu: image rootfs: %w", err)
+	}
+	kdir, kver, err := fetchKernel(ctx, opts.CacheDir, progress)
+	if err != nil {
+		return Kit{}, err
+	}
+	bb, err := fetchBusybox(ctx, opts.CacheDir, progress)
+	if err != nil {
+		return Kit{}, err
+	}
+	initrd, err := buildInitramfs(opts.CacheDir, kdir, bb, progress)
+	if err != nil {
+		return Kit{}, err
+	}
+	build := filepath.Base(filepath.Dir(rootfs))
+	disk, err := buildRootDisk(ctx, rootfs, build, progress)
+	if err != nil {
+		return Kit{}, err
+	}
+	return Kit{Kernel: filepath.Join(kdir, "vmlinuz"), KernelVersion: kver, Initrd: initrd, RootDisk: disk, Build: build}, nil
+}
+
+// aptShow returns the candidate's Version and Depends of a Debian package
+// from the local apt lists (no network).
+func aptShow(ctx context.Context, pkg string) (version, depends string, err error) {
+	out, err := exec.CommandContext(ctx, "apt-cache", "show", "--no-all-versions", pkg).Output()
+	if err != nil {
+		return "", "", fmt.Errorf("apt-cache show %s: %w", pkg, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "Version: "); ok && version == "" {
+			version = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Depends: "); ok && depends == "" {
+			depends = strings.TrimSpace(v)
+		}
+	}
+	if version == "" {
+		return "", "", fmt.Errorf("apt-cache show %s: no version", pkg)
+	}
+	return version, depends, nil
+}
+
+// aptFetch downloads pkg (its candidate) with apt-get download into a
+// fresh temporary dir under parent and extracts it with dpkg-deb -x; it
+// returns the extracted tree, which the caller removes with its parent.
+func aptFetch(ctx context.Context, parent, pkg string) (string, error) {
+	dl := filepath.Join(parent, "deb")
+	if err := os.MkdirAll(dl, 0o755); err != nil {
+		return "", err
+	}
+	os.Chmod(dl, 0o777) // apt's _apt user may write here; if it cannot reach it, apt warns and downloads as root
+	cmd := exec.CommandContext(ctx, "apt-get", "download", "-q", pkg)
+	cmd.Dir = dl
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apt-get download %s: %w: %s", pkg, err, strings.TrimSpace(string(out)))
+	}
+	debs, _ := filepath.Glob(filepath.Join(dl, "*.deb"))
+	if len(debs) != 1 {
+		return "", fmt.Errorf("apt-get download %s: %d .deb files", pkg, len(debs))
+	}
+	tree := filepath.Join(parent, "tree")
+	if out, err := exec.CommandContext(ctx, "dpkg-deb", "-x", debs[0], tree).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("dpkg-deb -x %s: %w: %s", debs[0], err, out)
+	}
+	return tree, nil
+}
+
+// cached picks the newest complete entry under dir (one holding want) when
+// the archive cannot be asked.
+func cached(dir, want string) string {
+	m, _ := filepath.Glob(filepath.Join(dir, "*", want))
+	if len(m) == 0 {
+		return ""
+	}
+	sort.Strings(m)
+	return filepath.Dir(m[len(m)-1])
+}
+
+// fetchKernel returns <cache>/kernel/<package>_<version>, holding vmlinuz,
+// modules/ (the boot modules and their dependencies, uncompressed) and
+// modules.order (load order, one file name a line).
+func fetchKernel(ctx context.Context, cache string, progress func(string)) (string, string, error) {
+	root := filepath.Join(cache, "kernel")
+	_, depends, err := aptShow(ctx, KernelPackage)
+	var pkg, ver string
+	if err == nil {
+		// "linux-image-6.1.0-57-cloud-amd64 (= 6.1.192-3)"
+		f := strings.Fields(strings.Split(depends, ",")[0])
+		if len(f) == 3 && strings.HasPrefix(f[0], "linux-image-") {
+			pkg, ver = f[0], strings.TrimSuffix(f[2], ")")
+		} else {
+			err = fmt.Errorf("%s: unexpected Depends %q", KernelPackage, depends)
+		}
+	}
+	if err != nil {
+		if d := cached(root, "modules.order"); d != "" {
+			return d, strings.Replace(filepath.Base(d), "_", " ", 1), nil
+		}
+		return "", "", fmt.Errorf("%w: %w", ErrNoKernel, err)
+	}
+	kver := strings.TrimPrefix(pkg, "linux-image-") + " (" + ver + ")"
+	dir := filepath.Join(root, pkg+"_"+ver)
+	if _, err := os.Stat(filepath.Join(dir, "modules.order")); err == nil {
+		return dir, kver, nil
+	}
+	progress("fetching kernel " + pkg + " " + ver)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", "", err
+	}
+	tmp, err := os.MkdirTemp(root, ".fetch-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	tree, err := aptFetch(ctx, tmp, pkg)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrNoKernel, err)
+	}
+	out := filepath.Join(tmp, "out")
+	if err := os.MkdirAll(filepath.Join(out, "modules"), 0o755); err != nil {
+		return "", "", err
+	}
+	vmlinuz, _ := filepath.Glob(filepath.Join(tree, "boot", "vmlinuz-*"))
+	if len(vmlinuz) != 1 {
+		return "", "", fmt.Errorf("%w: %s has %d vmlinuz", ErrNoKernel, pkg, len(vmlinuz))
+	}
+	if err := copyFile(vmlinuz[0], filepath.Join(out, "vmlinuz"), 0o644); err != nil {
+		return "", "", err
+	}
+	mods, _ := filepath.Glob(filepath.Join(tree, "lib", "modules", "*", "kernel"))
+	if len(mods) != 1 {
+		return "", "", fmt.Errorf("%w: %s: no module tree", ErrNoKernel, pkg)
+	}
+	order, err := moduleOrder(ctx, mods[0], bootModules, filepath.Join(out, "modules"))
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(out, "modules.order"), []byte(strings.Join(order, "\n")+"\n"), 0o644); err != nil {
+		return "", "", err
+	}
+	if err := os.Rename(out, dir); err != nil && !exists(filepath.Join(dir, "modules.order")) {
+		return "", "", err
+	}
+	return dir, kver, nil
+}
+
+// modName normalizes a module's name as the kernel does ('-' is '_').
+func modName(file string) string {
+	n := filepath.Base(file)
+	for _, ext := range []string{".ko.xz", ".ko.zst", ".ko.gz", ".ko"} {
+		n = strings.TrimSuffix(n, ext)
+	}
+	return strings.ReplaceAll(n, "-", "_")
+}
+
+// moduleOrder finds wanted (and what they depend on, by modinfo
+// "depends=") in the module tree, writes each uncompressed into dst as
+// <name>.ko and returns the file names in a load order where every module
+// comes after its dependencies.
+func moduleOrder(ctx context.Context, tree string, wanted []string, dst string) ([]string, error) {
+	index := map[string]string{}
+	filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), ".ko") {
+			index[modName(p)] = p
+		}
+		return nil
+	})
+	var order []string
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(name string) error
+	visit = func(name string) error {
+		switch state[name] {
+		case 1:
+			return fmt.Errorf("module dependency cycle at %s", name)
+		case 2:
+			return nil
+		}
+		state[name] = 1
+		src, ok := index[name]
+		if !ok {
+			return fmt.Errorf("%w: module %s not in the kernel package", ErrNoKernel, name)
+		}
+		data, err := readModule(ctx, src)
+		if err != nil {
+			return err
+		}
+		deps, err := modDepends(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		for _, d := range deps {
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dst, name+".ko"), data, 0o644); err != nil {
+			return err
+		}
+		state[name] = 2
+		order = append(order, name+".ko")
+		return nil
+	}
+	for _, w := range wanted {
+		if err := visit(w); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}
+
+// readModule returns a module's ELF bytes, decompressing .ko.xz/.zst/.gz
+// with the host's tools (busybox insmod in the guest wants plain ELF).
+func readModule(ctx context.Context, path string) ([]byte, error) {
+	var tool string
+	switch {
+	case strings.HasSuffix(path, ".ko"):
+		return os.ReadFile(path)
+	case strings.HasSuffix(path, ".xz"):
+		tool = "xz"
+	case strings.HasSuffix(path, ".zst"):
+		tool = "zstd"
+	case strings.HasSuffix(path, ".gz"):
+		tool = "gzip"
+	default:
+		return nil, fmt.Errorf("%s: unknown module compression", path)
+	}
+	out, err := exec.CommandContext(ctx, tool, "-dc", path).Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s -dc %s: %w", tool, path, err)
+	}
+	return out, nil
+}
+
+// modDepends reads the "depends=" entry of a module's .modinfo section.
+func modDepends(ko []byte) ([]string, error) {
+	f, err := elf.NewFile(bytes.NewReader(ko))
+	if err != nil {
+		return nil, err
+	}
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return nil, errors.New("no .modinfo section")
+	}
+	b, err := sec.Data()
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
+			var deps []string
+			for _, d := range strings.Split(string(v), ",") {
+				if d = strings.TrimSpace(d); d != "" {
+					deps = append(deps, strings.ReplaceAll(d, "-", "_"))
+				}
+			}
+			return deps, nil
+		}
+	}
+	return nil, nil
+}
+
+// fetchBusybox returns the path of a cached static busybox.
+func fetchBusybox(ctx context.Context, cache string, progress func(string)) (string, error) {
+	root := filepath.Join(cache, "busybox")
+	ver, _, err := aptShow(ctx, BusyboxPackage)
+	if err != nil {
+		if d := cached(root, "busybox"); d != "" {
+			return filepath.Join(d, "busybox"), nil
+		}
+		return "", fmt.Errorf("%w: %w", ErrNoKernel, err)
+	}
+	dir := filepath.Join(root, strings.ReplaceAll(ver, ":", "_"))
+	bin := filepath.Join(dir, "busybox")
+	if exists(bin) {
+		return bin, nil
+	}
+	progress("fetching " + BusyboxPackage + " " + ver)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(root, ".fetch-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	tree, err := aptFetch(ctx, tmp, BusyboxPackage)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoKernel, err)
+	}
+	out := filepath.Join(tmp, "out")
+	os.MkdirAll(out, 0o755)
+	if err := copyFile(filepath.Join(tree, "bin", "busybox"), filepath.Join(out, "busybox"), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(out, dir); err != nil && !exists(bin) {
+		return "", err
+	}
+	return bin, nil
+}
+
+// RootUpMarker is what the guest prints on the console once it runs from
+// the root disk, followed by " build=<image build>".
+const RootUpMarker = "paddock-vm: root up"
+
+// initScript is the initramfs's /init, run by busybox's sh. It loads the
+// modules in order, mounts the root disk (/dev/vda, ext4) and switches to
+// it; there the root disk's own /bin/sh prints RootUpMarker with the build
+// id written into the disk, then execs paddock.init= from the kernel
+// command line if given, else idles (the agent comes in a later step).
+const initScript = `#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dev /newroot
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sysfs /sys
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+for m in $(/bin/busybox cat /lib/modules/modules.order); do
+  /bin/busybox insmod /lib/modules/$m || echo "paddock-initramfs: insmod $m failed"
+done
+next=
+for a in $(/bin/busybox cat /proc/cmdline); do
+  case "$a" in paddock.init=*) next="${a#paddock.init=}" ;; esac
+done
+i=0
+while [ ! -b /dev/vda ] && [ $i -lt 500 ]; do /bin/busybox usleep 10000; i=$((i+1)); done
+if ! /bin/busybox mount -t ext4 /dev/vda /newroot; then
+  echo "paddock-initramfs: cannot mount /dev/vda"; /bin/busybox ls /dev; /bin/busybox poweroff -f
+fi
+/bin/busybox umount /proc /sys
+/bin/busybox mount --move /dev /newroot/dev 2>/dev/null || /bin/busybox umount /dev
+exec /bin/busybox switch_root /newroot /bin/sh -c '
+echo "` + RootUpMarker + ` build=$(cat /etc/paddock-vm-build)"
+[ -n "$1" ] && exec "$1"
+while :; do sleep 3600; done' sh "$next"
+`
+
+// buildInitramfs writes (or finds cached) the initramfs for a kernel dir
+// and busybox: <cache>/initramfs/<hash>.cpio.gz.
+func buildInitramfs(cache, kdir, busybox string, progress func(string)) (string, error) {
+	order, err := os.ReadFile(filepath.Join(kdir, "modules.order"))
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", kdir, busybox, order, initScript)
+	out := filepath.Join(cache, "initramfs", hex.EncodeToString(h.Sum(nil))[:16]+".cpio.gz")
+	if exists(out) {
+		return out, nil
+	}
+	progress("writing initramfs")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".initramfs-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	bw := bufio.NewWriter(tmp)
+	gz := gzip.NewWriter(bw)
+	w := &cpioWriter{w: gz, ino: 1}
+	for _, d := range []string{"bin", "dev", "proc", "sys", "newroot", "lib", "lib/modules"} {
+		w.entry(d, 0o040755, 0, 0, nil)
+	}
+	w.entry("dev/console", 0o020600, 5, 1, nil)
+	w.entry("dev/null", 0o020666, 1, 3, nil)
+	bb, err := os.ReadFile(busybox)
+	if err != nil {
+		return "", err
+	}
+	w.entry("bin/busybox", 0o100755, 0, 0, bb)
+	w.entry("init", 0o100755, 0, 0, []byte(initScript))
+	w.entry("lib/modules/modules.order", 0o100644, 0, 0, order)
+	for _, m := range strings.Fields(string(order)) {
+		b, err := os.ReadFile(filepath.Join(kdir, "modules", m))
+		if err != nil {
+			return "", err
+		}
+		w.entry("lib/modules/"+m, 0o100644, 0, 0, b)
+	}
+	w.entry("TRAILER!!!", 0, 0, 0, nil)
+	if w.err != nil {
+		return "", w.err
+	}
+	if err := gz.Close(); err != nil {
+		return "", err
+	}
+	if err := bw.Flush(); err != nil {
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return "", err
+	}
+	os.Chmod(out, 0o644)
+	return out, nil
+}
+
+// cpioWriter writes the "newc" (070701) cpio format the kernel unpacks.
+type cpioWriter struct {
+	w   io.Writer
+	ino int
+	n   int64
+	err error
+}
+
+func (c *cpioWriter) write(b []byte) {
+	if c.err != nil {
+		return
+	}
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	c.err = err
+}
+
+func (c *cpioWriter) pad() {
+	if r := c.n % 4; r != 0 {
+		c.write(make([]byte, 4-r))
+	}
+}
+
+// entry writes one file; mode includes the type bits, and rdev major and
+// minor are used for device nodes.
+func (c *cpioWriter) entry(name string, mode uint32, major, minor int, data []byte) {
+	nlink := 1
+	if mode&0o170000 == 0o040000 {
+		nlink = 2
+	}
+	ino := c.ino
+	c.ino++
+	if name == "TRAILER!!!" {
+		ino, nlink = 0, 1
+	}
+	hdr := fmt.Sprintf("070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+		ino, mode, 0, 0, nlink, 0, len(data), 0, 0, major, minor, len(name)+1, 0)
+	c.write([]byte(hdr))
+	c.write(append([]byte(name), 0))
+	c.pad()
+	c.write(data)
+	c.pad()
+}
+
+// RootDiskName is the base root disk's file name, next to the image
+// build's rootfs.
+const RootDiskName = "vm-root.ext4"
+
+// buildRootDisk makes (or finds) <build>/vm-root.ext4 from rootfs with
+// mkfs.ext4 -d, sized to the tree plus room, holding /etc/paddock-vm-build.
+func buildRootDisk(ctx context.Context, rootfs, build string, progress func(string)) (string, error) {
+	out := filepath.Join(filepath.Dir(rootfs), RootDiskName)
+	if exists(out) {
+		return out, nil
+	}
+	progress("making the ext4 root disk")
+	var size int64
+	files := 0
+	filepath.WalkDir(rootfs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		files++
+		if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
+			size += (info.Size() + 4095) &^ 4095
+		} else {
+			size += 4096
+		}
+		return nil
+	})
+	size = size + size/4 + 64<<20 // journal, metadata and some free room
+	size = (size + 1<<20 - 1) &^ (1<<20 - 1)
+	f, err := os.CreateTemp(filepath.Dir(out), "."+RootDiskName+"-")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	err = f.Truncate(size)
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	inodes := files*2 + 4096
+	cmd := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-L", "paddock-root", "-m", "0",
+		"-N", fmt.Sprint(inodes), "-d", rootfs, tmp)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("mkfs.ext4 -d %s: %w: %s", rootfs, err, b)
+	}
+	marker, err := os.CreateTemp("", "paddock-vm-build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(marker.Name())
+	marker.WriteString(build + "\n")
+	marker.Close()
+	os.Chmod(marker.Name(), 0o644)
+	b, err := exec.CommandContext(ctx, "debugfs", "-w", "-R", "write "+marker.Name()+" /etc/paddock-vm-build", tmp).CombinedOutput()
+	if err != nil || bytes.Contains(b, []byte("rror")) {
+		return "", fmt.Errorf("debugfs write /etc/paddock-vm-build: %v: %s", err, b)
+	}
+	os.Chmod(tmp, 0o444)
+	if err := os.Rename(tmp, out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, mode)
+}
