@@ -98,8 +98,10 @@ normalized := regex.replace(
 	),
 	`(^|;) ?(?:(?:if|then|elif|else|do|while|until|time|!|\{|\}|fi|done|esac)(?: |$))+`, "$1",
 ) if {
-	# Most commands need none of it: one match says so.
-	regex.match("[\\\\()\u0060\t\u000b\f\u0085\u00a0\\p{Z}]|[ \u0085\u00a0\\p{Z}]{2}|(?:^|[;&|\r\n]) *(?:if|then|elif|else|do|while|until|time|!|\\{|\\}|fi|done|esac)(?: |$|[;&|\r\n])", command)
+	# Most commands need none of it: one match says so. (Plain single
+	# spaces need nothing, and \p{Z} holds the space, so the other
+	# white space of Z is [^\P{Z} ].)
+	regex.match("[\\\\()\u0060\t\u000b\f\u0085\u00a0]|[^\\P{Z} ]|[ \u0085\u00a0\\p{Z}]{2}|(?:^|[;&|\r\n]) *(?:if|then|elif|else|do|while|until|time|!|\\{|\\}|fi|done|esac)(?: |$|[;&|\r\n])", command)
 } else := command
 
 command := object.get(input, "command", "")
