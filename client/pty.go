@@ -3,10 +3,10 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
+	guestclient "paddock.dev/paddock/guest/client"
 	"strconv"
 	"strings"
 
@@ -92,16 +92,6 @@ func ResizePTY(ctx context.Context, conn *websocket.Conn, cols, rows int) error 
 }
 
 // PTYExitCode reads the shell's exit code from the error that ended a
-// terminal: a normal close whose reason is exit=<code>.
-func PTYExitCode(err error) (int, bool) {
-	var ce websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != websocket.StatusNormalClosure {
-		return 0, false
-	}
-	v, ok := strings.CutPrefix(ce.Reason, "exit=")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v)
-	return n, err == nil
-}
+// terminal: a normal close whose reason is exit=<code>. The frames are the
+// guest agent's own (hostd relays them), so this is its client's reading.
+func PTYExitCode(err error) (int, bool) { return guestclient.ExitCode(err) }
