@@ -673,7 +673,13 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 	entry := execLedger(req.Command, out, adm)
 	entry["policy"] = dec.Rule
 	m.ledgerAppend(ctx, id, "exec", entry)
-	m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: res.DurationMillis})
+	ms := res.DurationMillis
+	if res.TimedOut && adm.capped {
+		// Killed at the timeout the budget cut it to: it spent all of
+		// that (the agent's own clock may read a hair less).
+		ms = max(ms, int64(adm.timeout)*1000)
+	}
+	m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: ms})
 	return out, nil
 }
 
