@@ -22,6 +22,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/hashicorp/yamux v0.1.2
+
 require (
 	cel.dev/cel-go v0.32.0 // indirect
 	cel.dev/expr v0.25.3 // indirect

@@ -4,6 +4,8 @@
 //	serve    serve the guest API (guest/agent) on a unix socket
 //	init     run as PID 1: start a command, forward signals, reap orphans
 //	sandbox-init  first process of a namespace sandbox: build its root, then init + serve
+//	vm-init  PID 1 of a virtual machine: mount, then init + vm-serve
+//	vm-serve serve the guest API over the VM's agent channel (guest/vminit)
 //	confine  apply a confinement policy, then exec a command (see api.ConfineArgs)
 //	version  print the version
 //
@@ -28,6 +30,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/egressfwd"
 	"paddock.dev/paddock/guest/sandboxinit"
+	"paddock.dev/paddock/guest/vminit"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -53,6 +56,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return agent.RunInit(rest)
 	case sandboxinit.Subcommand:
 		return sandboxinit.Main(args[1:])
+	case vminit.InitSubcommand:
+		return vminit.Init(args[1:])
+	case vminit.ServeSubcommand:
+		return vminit.Serve(args[1:])
 	case api.ConfineSubcommand:
 		return confineMain(args[1:])
 	case "version":

@@ -20,7 +20,11 @@ var forwardedSignals = []os.Signal{
 // process that is reparented to it, and returns the child's exit status
 // (128+n when signal n killed it) once the child has exited. Outside PID 1
 // it makes itself a child subreaper, so orphans still come to it.
-func RunInit(argv []string) int {
+func RunInit(argv []string) int { return RunInitFiles(argv, nil) }
+
+// RunInitFiles is RunInit with extra descriptors for the child (the first
+// becomes its fd 3).
+func RunInitFiles(argv []string, extra []*os.File) int {
 	if len(argv) == 0 {
 		fmt.Fprintln(os.Stderr, "paddock-guest init: no command; usage: paddock-guest init -- command [args...]")
 		return 2
@@ -32,6 +36,7 @@ func RunInit(argv []string) int {
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = extra
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "paddock-guest init: %v\n", err)
 		return 127

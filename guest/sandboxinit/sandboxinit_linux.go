@@ -29,7 +29,7 @@ func Main(args []string) int {
 	runtime.LockOSThread()
 	argv, err := setup()
 	if err == nil {
-		err = lowerPrivileges()
+		err = LowerPrivileges()
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sandbox-init: %v\n", err)
@@ -72,7 +72,7 @@ func setup() ([]string, error) {
 	if err := unix.Sethostname([]byte(c.Hostname)); err != nil {
 		return nil, fmt.Errorf("sethostname: %w", err)
 	}
-	if err := loopbackUp(); err != nil {
+	if err := LoopbackUp(); err != nil {
 		return nil, fmt.Errorf("bring up lo: %w", err)
 	}
 	if c.Egress != nil {
@@ -289,9 +289,9 @@ func inRoot(root, p string, create bool) (string, error) {
 	return cur, nil
 }
 
-// lowerPrivileges runs on the locked thread that will fork the agent:
+// LowerPrivileges runs on the locked thread that will fork (or exec) the agent:
 // the agent and everything it starts inherit what is set here.
-func lowerPrivileges() error {
+func LowerPrivileges() error {
 	// The agent must survive a command that eats the sandbox's memory:
 	// it asks to be exempt from the OOM killer (some kernels refuse
 	// negative values; then only the commands' raised score protects it),
@@ -335,9 +335,9 @@ var procMasked = []string{"kcore", "keys", "timer_list", "sched_debug", "kallsym
 // procReadOnly are /proc trees that change the host kernel when written.
 var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
 
-// hardenProc masks and write-protects the parts of the new /proc that
+// HardenProc masks and write-protects the parts of a /proc that
 // reach the host kernel rather than this PID namespace.
-func hardenProc(proc string) error {
+func HardenProc(proc string) error {
 	for _, f := range procMasked {
 		p := filepath.Join(proc, f)
 		if _, err := os.Stat(p); err != nil {
@@ -423,7 +423,7 @@ func mountRoot(c Config) error {
 			return fmt.Errorf("mount %s on /%s: %w", m.fstype, m.target, err)
 		}
 	}
-	if err := hardenProc(filepath.Join(r, "proc")); err != nil {
+	if err := HardenProc(filepath.Join(r, "proc")); err != nil {
 		return err
 	}
 	dev := filepath.Join(r, "dev")
@@ -460,8 +460,8 @@ func mountRoot(c Config) error {
 	return nil
 }
 
-// loopbackUp sets IFF_UP on lo in the new network namespace.
-func loopbackUp() error {
+// LoopbackUp sets IFF_UP on lo (a new network namespace's, a VM's).
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err

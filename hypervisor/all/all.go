@@ -4,4 +4,5 @@ package all
 
 import (
 	_ "paddock.dev/paddock/hypervisor/procbox"
+	_ "paddock.dev/paddock/hypervisor/qemu"
 )

@@ -360,8 +360,6 @@ func hasFilesystem(name string) bool {
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
-var userRE = regexp.MustCompile(`^[0-9]{1,9}:[0-9]{1,9}$`)
 
 func randomID(prefix string) string {
 	var b [6]byte
@@ -369,135 +367,24 @@ func randomID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// overlayPathRE is what an overlay path may hold: the mount options use
-// ':' and ',' as separators, and nothing odd belongs in a path we mount.
-var overlayPathRE = regexp.MustCompile(`^(/[A-Za-z0-9._@+-]+)+$`)
-
-func checkOverlays(ovs []hypervisor.Overlay) error {
-	bad := func(f string, a ...any) error {
-		return fmt.Errorf("%w: %s", hypervisor.ErrInvalidSpec, fmt.Sprintf(f, a...))
-	}
-	if len(ovs) > hypervisor.MaxOverlays {
-		return bad("at most %d overlays", hypervisor.MaxOverlays)
-	}
-	within := func(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
-	var targets []string
-	for _, o := range ovs {
-		for _, p := range []string{o.Lower, o.Target} {
-			if len(p) > 256 || !overlayPathRE.MatchString(p) || filepath.Clean(p) != p || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") || strings.Contains(p, "/./") || strings.HasSuffix(p, "/.") {
-				return bad("overlay path %q: absolute and clean, at most 256 characters of letters, digits and ._@+-", p)
-			}
-			for _, sys := range []string{"/proc", "/sys", "/dev", "/run"} {
-				if within(p, sys) {
-					return bad("overlay path %q is under %s", p, sys)
-				}
-			}
-		}
-		if within(o.Lower, o.Target) || within(o.Target, o.Lower) {
-			return bad("overlay lower %q and target %q must not contain each other", o.Lower, o.Target)
-		}
-		for _, t := range targets {
-			if within(o.Target, t) || within(t, o.Target) {
-				return bad("overlay targets %q and %q overlap", t, o.Target)
-			}
-		}
-		targets = append(targets, o.Target)
-	}
-	return nil
+// specLimits are procbox's defaults and bounds for a MachineSpec.
+var specLimits = hypervisor.Limits{
+	Backend: Name, IDPrefix: "pb-",
+	CPUs: DefaultCPUs, MaxCPUs: MaxCPUs,
+	MemoryMB: DefaultMemoryMB, MinMemoryMB: 16, MaxMemoryMB: MaxMemoryMB,
+	DiskMB: DefaultDiskMB, MaxDiskMB: MaxDiskMB,
+	PIDs: DefaultPIDs, MaxPIDs: MaxPIDs,
+	GuestUser: fmt.Sprintf("%d:%d", image.GuestUID, image.GuestGID),
+	Networks:  []string{hypervisor.NetworkOffline, hypervisor.NetworkProxy, hypervisor.NetworkTransparent},
+	Overlays:  true,
 }
 
 // normalize fills defaults and checks limits.
 func normalize(spec hypervisor.MachineSpec) (hypervisor.MachineSpec, error) {
-	bad := func(f string, a ...any) error {
-		return fmt.Errorf("%w: %s", hypervisor.ErrInvalidSpec, fmt.Sprintf(f, a...))
-	}
-	if spec.ID == "" {
-		spec.ID = randomID("pb-")
-	}
-	if !idRE.MatchString(spec.ID) {
-		return spec, bad("id %q: use letters, digits, '-' and '_', at most 64", spec.ID)
-	}
-	if spec.Hostname == "" {
-		spec.Hostname = spec.ID
-		if len(spec.Hostname) > 63 {
-			spec.Hostname = spec.Hostname[:63]
-		}
-		spec.Hostname = strings.ReplaceAll(spec.Hostname, "_", "-")
-	}
-	if !hostRE.MatchString(spec.Hostname) {
-		return spec, bad("hostname %q is not a valid host name", spec.Hostname)
-	}
-	if spec.Image == "" && spec.From == nil {
-		return spec, bad("an image is required")
-	}
-	if spec.CPUs == 0 {
-		spec.CPUs = DefaultCPUs
-	}
-	if spec.CPUs < 0.01 || spec.CPUs > MaxCPUs {
-		return spec, bad("cpus %v: must be between 0.01 and %d", spec.CPUs, MaxCPUs)
-	}
-	if spec.MemoryMB == 0 {
-		spec.MemoryMB = DefaultMemoryMB
-	}
-	if spec.MemoryMB < 16 || spec.MemoryMB > MaxMemoryMB {
-		return spec, bad("memory_mb %d: must be between 16 and %d", spec.MemoryMB, MaxMemoryMB)
-	}
-	if spec.DiskMB == 0 {
-		spec.DiskMB = DefaultDiskMB
-	}
-	if spec.DiskMB < 1 || spec.DiskMB > MaxDiskMB {
-		return spec, bad("disk_mb %d: must be between 1 and %d", spec.DiskMB, MaxDiskMB)
-	}
-	if spec.PIDs == 0 {
-		spec.PIDs = DefaultPIDs
-	}
-	if spec.PIDs < 8 || spec.PIDs > MaxPIDs {
-		return spec, bad("pids %d: must be between 8 and %d", spec.PIDs, MaxPIDs)
-	}
-	switch spec.Network {
-	case "", hypervisor.NetworkOffline:
-		spec.Network = hypervisor.NetworkOffline
-		if spec.EgressDir != "" {
-			return spec, bad("an egress directory needs network %q or %q", hypervisor.NetworkProxy, hypervisor.NetworkTransparent)
-		}
-	case hypervisor.NetworkProxy, hypervisor.NetworkTransparent:
-		d := spec.EgressDir
-		if !filepath.IsAbs(d) || filepath.Clean(d) != d || strings.ContainsAny(d, ",:\x00\n") {
-			return spec, bad("network %q needs an absolute, clean egress directory (got %q)", spec.Network, d)
-		}
-		if fi, err := os.Lstat(filepath.Dir(d)); err != nil || !fi.IsDir() {
-			return spec, bad("the parent of egress directory %q is not a directory", d)
-		}
-	default:
-		return spec, fmt.Errorf("%w: network %q (procbox offers %q, %q and %q)", hypervisor.ErrNotSupported, spec.Network, hypervisor.NetworkOffline, hypervisor.NetworkProxy, hypervisor.NetworkTransparent)
-	}
-	if spec.GuestUser == "" {
-		spec.GuestUser = fmt.Sprintf("%d:%d", image.GuestUID, image.GuestGID)
-	}
-	if !userRE.MatchString(spec.GuestUser) {
-		return spec, bad("guest user %q: want uid:gid", spec.GuestUser)
-	}
-	if strings.HasPrefix(spec.GuestUser, "0:") || strings.HasSuffix(spec.GuestUser, ":0") {
-		// Without a user namespace, uid 0 in a sandbox is uid 0 on the
-		// host: commands never run as root.
-		return spec, bad("guest user %q: commands cannot run as root (uid or gid 0)", spec.GuestUser)
-	}
-	if len(spec.TrustPEM) > hypervisor.MaxTrustPEM {
-		return spec, bad("trusted certificates: %d bytes, at most %d", len(spec.TrustPEM), hypervisor.MaxTrustPEM)
-	}
-	if err := checkOverlays(spec.Overlays); err != nil {
-		return spec, err
-	}
-	if len(spec.Env) > 256 {
-		return spec, bad("at most 256 environment entries")
-	}
-	for _, e := range spec.Env {
-		if !strings.Contains(e, "=") || strings.ContainsAny(e, "\x00\n") || len(e) > 4096 {
-			return spec, bad("environment entry %q: want KEY=VALUE without NUL or newline", e)
-		}
-	}
-	return spec, nil
+	return hypervisor.Normalize(spec, specLimits)
 }
+
+var checkOverlays = hypervisor.CheckOverlays
 
 // Create implements hypervisor.Backend.
 func (b *Backend) Create(ctx context.Context, spec hypervisor.MachineSpec) (hypervisor.Machine, error) {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"paddock.dev/paddock/guest/vmchan"
 )
 
 // VMConfig describes one microVM to boot from a Kit.
@@ -24,6 +26,17 @@ type VMConfig struct {
 	CPUs     int    // 1 when 0
 	Accel    string // "tcg" when empty
 	Append   string // extra kernel command line
+	// Disk, when set, is the qcow2 the VM boots on, made and removed by
+	// the caller; else Boot makes Dir/root.qcow2 over the kit's base disk
+	// and Stop removes it.
+	Disk string
+	// Channel adds the agent channel: a virtio-serial port named
+	// vmchan.PortName backed by the unix socket Dir/agent.sock (QEMU
+	// listens; the host connects).
+	Channel bool
+	// Incoming starts the VM paused, loading the migration stream saved
+	// in this file (a memory checkpoint); FinishIncoming resumes it.
+	Incoming string
 }
 
 // VM is a running QEMU process.
@@ -34,7 +47,9 @@ type VM struct {
 	Overlay string
 	Console string // serial console log
 	Socket  string // QMP socket
+	Agent   string // agent channel socket, when cfg.Channel
 	Args    []string
+	ownDisk bool
 	exited  chan struct{}
 	waitErr error
 }
@@ -61,7 +76,7 @@ func tscKHz() int {
 }
 
 // Args returns the QEMU command line for cfg (without the binary).
-func (cfg VMConfig) args(overlay, console, socket string) []string {
+func (cfg VMConfig) args(overlay, console, socket, agent string) []string {
 	mem, cpus, accel := cfg.MemoryMB, cfg.CPUs, cfg.Accel
 	if mem == 0 {
 		mem = 256
@@ -76,7 +91,7 @@ func (cfg VMConfig) args(overlay, console, socket string) []string {
 	if cfg.Append != "" {
 		appendLine += " " + cfg.Append
 	}
-	return []string{
+	a := []string{
 		"-machine", "microvm,pit=on,rtc=on,acpi=on",
 		"-accel", accel,
 		"-cpu", "max",
@@ -91,6 +106,16 @@ func (cfg VMConfig) args(overlay, console, socket string) []string {
 		"-device", "virtio-blk-device,drive=root",
 		"-qmp", "unix:" + socket + ",server=on,wait=off",
 	}
+	if agent != "" {
+		a = append(a,
+			"-device", "virtio-serial-device",
+			"-chardev", "socket,id=agent,path="+agent+",server=on,wait=off",
+			"-device", "virtserialport,chardev=agent,name="+vmchan.PortName)
+	}
+	if cfg.Incoming != "" {
+		a = append(a, "-incoming", "exec:cat "+cfg.Incoming)
+	}
+	return a
 }
 
 // Boot creates a qcow2 overlay over the kit's read-only root disk in
@@ -101,19 +126,25 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 	}
 	vm := &VM{
 		cfg:     cfg,
-		Overlay: filepath.Join(cfg.Dir, "root.qcow2"),
+		Overlay: cfg.Disk,
 		Console: filepath.Join(cfg.Dir, "console.log"),
 		Socket:  filepath.Join(cfg.Dir, "qmp.sock"),
 		exited:  make(chan struct{}),
 	}
-	base, err := filepath.Abs(cfg.Kit.RootDisk)
-	if err != nil {
-		return nil, err
+	if cfg.Channel {
+		vm.Agent = filepath.Join(cfg.Dir, "agent.sock")
 	}
-	if b, err := exec.CommandContext(ctx, "qemu-img", "create", "-q", "-f", "qcow2", "-b", base, "-F", "raw", vm.Overlay).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("qemu-img create overlay: %w: %s", err, b)
+	if strings.ContainsAny(cfg.Dir+cfg.Disk+cfg.Incoming, ", '\"\\$`;&|<>") {
+		return nil, fmt.Errorf("qemu: paths may not hold commas, quotes, spaces or shell characters: %s", cfg.Dir)
 	}
-	vm.Args = cfg.args(vm.Overlay, vm.Console, vm.Socket)
+	if vm.Overlay == "" {
+		vm.Overlay = filepath.Join(cfg.Dir, "root.qcow2")
+		vm.ownDisk = true
+		if err := CreateOverlay(ctx, cfg.Kit.RootDisk, "raw", vm.Overlay, 0); err != nil {
+			return nil, err
+		}
+	}
+	vm.Args = cfg.args(vm.Overlay, vm.Console, vm.Socket, vm.Agent)
 	cmd := exec.Command(cfg.QEMU, vm.Args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -208,10 +239,96 @@ func (vm *VM) Stop(ctx context.Context) error {
 
 func (vm *VM) cleanup() error {
 	var errs []error
-	for _, p := range []string{vm.Overlay, vm.Socket} {
+	files := []string{vm.Socket}
+	if vm.Agent != "" {
+		files = append(files, vm.Agent)
+	}
+	if vm.ownDisk {
+		files = append(files, vm.Overlay)
+	}
+	for _, p := range files {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CreateOverlay makes a qcow2 at path whose backing file is base (format
+// "raw" or "qcow2"), recorded by absolute path.
+// A size of 0 keeps the backing file's.
+func CreateOverlay(ctx context.Context, base, format, path string, size int64) error {
+	abs, err := filepath.Abs(base)
+	if err != nil {
+		return err
+	}
+	args := []string{"create", "-q", "-f", "qcow2", "-b", abs, "-F", format, path}
+	if size > 0 {
+		args = append(args, strconv.FormatInt(size, 10))
+	}
+	if b, err := exec.CommandContext(ctx, "qemu-img", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("qemu-img create overlay: %w: %s", err, b)
+	}
+	return nil
+}
+
+// FinishIncoming waits for an -incoming VM to have loaded its memory and
+// resumes it.
+func (vm *VM) FinishIncoming(ctx context.Context) error {
+	for {
+		var st struct {
+			Status string `json:"status"`
+		}
+		if err := vm.QMP.Execute(ctx, "query-status", nil, &st); err != nil {
+			return err
+		}
+		switch st.Status {
+		case "inmigrate":
+		case "paused", "postmigrate", "prelaunch":
+			return vm.QMP.Execute(ctx, "cont", nil, nil)
+		case "running":
+			return nil
+		default:
+			return fmt.Errorf("qemu: incoming migration ended in state %q", st.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-vm.exited:
+			return fmt.Errorf("qemu exited while loading memory: %v", vm.waitErr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// SaveMemory writes the stopped VM's memory and device state to file
+// (QEMU 7.2 has no file: target, so exec:cat) and waits until done.
+func (vm *VM) SaveMemory(ctx context.Context, file string) error {
+	if strings.ContainsAny(file, ", '\"\\$`;&|<>") {
+		return fmt.Errorf("qemu: memory file path %q holds shell characters", file)
+	}
+	if err := vm.QMP.Execute(ctx, "migrate", map[string]any{"uri": "exec:cat > " + file}, nil); err != nil {
+		return err
+	}
+	for {
+		var st struct {
+			Status    string `json:"status"`
+			ErrorDesc string `json:"error-desc"`
+		}
+		if err := vm.QMP.Execute(ctx, "query-migrate", nil, &st); err != nil {
+			return err
+		}
+		switch st.Status {
+		case "completed":
+			return nil
+		case "failed", "cancelled":
+			return fmt.Errorf("qemu: saving memory %s: %s", st.Status, st.ErrorDesc)
+		}
+		select {
+		case <-ctx.Done():
+			vm.QMP.Execute(context.Background(), "migrate_cancel", nil, nil)
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

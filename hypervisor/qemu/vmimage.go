@@ -23,9 +23,11 @@ import (
 // fetched from Debian's package archive and none is cached.
 var ErrNoKernel = errors.New("qemu: no guest kernel")
 
-// KernelPackage is the Debian metapackage whose dependency names the cloud
-// kernel the VM image boots.
-const KernelPackage = "linux-image-cloud-amd64"
+// KernelPackages are the Debian metapackages whose dependency names the
+// cloud kernel the VM image boots, the first the archive has: 6.12 (from
+// bookworm's security archive) brings Landlock ABI 6, which the guest's
+// confinement needs; bookworm's own 6.1 has ABI 2.
+var KernelPackages = []string{"linux-image-6.12-cloud-amd64", "linux-image-cloud-amd64"}
 
 // BusyboxPackage supplies the initramfs's static /init helper (mount,
 // insmod, switch_root): the smallest working thing, one 2 MB static binary.
@@ -46,6 +48,25 @@ type Kit struct {
 	Initrd        string // gzip'd cpio newc
 	RootDisk      string // raw ext4, never written to
 	Build         string // the image build the disk was made from
+	RootFree      int64  // bytes free in the root disk's filesystem
+}
+
+// ext4Free is what dumpe2fs says is free in an ext4 image (0 if unsure).
+func ext4Free(ctx context.Context, disk string) int64 {
+	b, err := exec.CommandContext(ctx, "dumpe2fs", "-h", disk).Output()
+	if err != nil {
+		return 0
+	}
+	var free, bsize int64
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Free blocks:"); ok {
+			fmt.Sscan(strings.TrimSpace(v), &free)
+		}
+		if v, ok := strings.CutPrefix(l, "Block size:"); ok {
+			fmt.Sscan(strings.TrimSpace(v), &bsize)
+		}
+	}
+	return free * bsize
 }
 
 // KitOptions say where the kit's parts are cached.
@@ -55,6 +76,10 @@ type KitOptions struct {
 	CacheDir string
 	// Progress, when set, is told each slow step.
 	Progress func(step string)
+	// GuestBinary, when set, is the static paddock-guest put in the
+	// initramfs; the VM then runs it as PID 1 (vm-init) from a tmpfs at
+	// /.paddock. Without it the root disk's shell idles after the marker.
+	GuestBinary string
 }
 
 // BuildKit makes (or finds cached) the boot kit for the image build whose
@@ -81,7 +106,7 @@ func BuildKit(ctx context.Context, rootfs string, opts KitOptions) (Kit, error) 
 	if err != nil {
 		return Kit{}, err
 	}
-	initrd, err := buildInitramfs(opts.CacheDir, kdir, bb, progress)
+	initrd, err := buildInitramfs(opts.CacheDir, kdir, bb, opts.GuestBinary, progress)
 	if err != nil {
 		return Kit{}, err
 	}
@@ -90,7 +115,8 @@ func BuildKit(ctx context.Context, rootfs string, opts KitOptions) (Kit, error) 
 	if err != nil {
 		return Kit{}, err
 	}
-	return Kit{Kernel: filepath.Join(kdir, "vmlinuz"), KernelVersion: kver, Initrd: initrd, RootDisk: disk, Build: build}, nil
+	return Kit{Kernel: filepath.Join(kdir, "vmlinuz"), KernelVersion: kver, Initrd: initrd, RootDisk: disk, Build: build,
+		RootFree: ext4Free(ctx, disk)}, nil
 }
 
 // aptShow returns the candidate's Version and Depends of a Debian package
@@ -155,7 +181,13 @@ func cached(dir, want string) string {
 // modules.order (load order, one file name a line).
 func fetchKernel(ctx context.Context, cache string, progress func(string)) (string, string, error) {
 	root := filepath.Join(cache, "kernel")
-	_, depends, err := aptShow(ctx, KernelPackage)
+	var depends string
+	var err error
+	for _, meta := range KernelPackages {
+		if _, depends, err = aptShow(ctx, meta); err == nil {
+			break
+		}
+	}
 	var pkg, ver string
 	if err == nil {
 		// "linux-image-6.1.0-57-cloud-amd64 (= 6.1.192-3)"
@@ -163,7 +195,7 @@ func fetchKernel(ctx context.Context, cache string, progress func(string)) (stri
 		if len(f) == 3 && strings.HasPrefix(f[0], "linux-image-") {
 			pkg, ver = f[0], strings.TrimSuffix(f[2], ")")
 		} else {
-			err = fmt.Errorf("%s: unexpected Depends %q", KernelPackage, depends)
+			err = fmt.Errorf("kernel metapackage: unexpected Depends %q", depends)
 		}
 	}
 	if err != nil {
@@ -252,7 +284,10 @@ func moduleOrder(ctx context.Context, tree string, wanted []string, dst string) 
 		state[name] = 1
 		src, ok := index[name]
 		if !ok {
-			return fmt.Errorf("%w: module %s not in the kernel package", ErrNoKernel, name)
+			// Built into this kernel (6.12 builds in virtio_pci, for
+			// one): nothing to load.
+			state[name] = 2
+			return nil
 		}
 		data, err := readModule(ctx, src)
 		if err != nil {
@@ -377,10 +412,12 @@ func fetchBusybox(ctx context.Context, cache string, progress func(string)) (str
 const RootUpMarker = "paddock-vm: root up"
 
 // initScript is the initramfs's /init, run by busybox's sh. It loads the
-// modules in order, mounts the root disk (/dev/vda, ext4) and switches to
-// it; there the root disk's own /bin/sh prints RootUpMarker with the build
-// id written into the disk, then execs paddock.init= from the kernel
-// command line if given, else idles (the agent comes in a later step).
+// modules in order, mounts the root disk (/dev/vda, ext4), copies the
+// guest binary (when the initramfs has one) to a tmpfs at /.paddock and
+// switches to the root disk; there the disk's own /bin/sh prints
+// RootUpMarker with the build id written into the disk, then execs
+// `paddock-guest vm-init` (or paddock.init= from the kernel command line),
+// else idles.
 const initScript = `#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev /newroot
 /bin/busybox mount -t proc proc /proc
@@ -395,26 +432,39 @@ for a in $(/bin/busybox cat /proc/cmdline); do
 done
 i=0
 while [ ! -b /dev/vda ] && [ $i -lt 500 ]; do /bin/busybox usleep 10000; i=$((i+1)); done
-if ! /bin/busybox mount -t ext4 /dev/vda /newroot; then
+if ! /bin/busybox mount -t ext4 -o nosuid,nodev /dev/vda /newroot; then
   echo "paddock-initramfs: cannot mount /dev/vda"; /bin/busybox ls /dev; /bin/busybox poweroff -f
+fi
+if [ -x /paddock-guest ]; then
+  /bin/busybox mkdir -p /newroot/.paddock
+  /bin/busybox mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /newroot/.paddock
+  /bin/busybox cp /paddock-guest /newroot/.paddock/paddock-guest
+  next=/.paddock/paddock-guest
 fi
 /bin/busybox umount /proc /sys
 /bin/busybox mount --move /dev /newroot/dev 2>/dev/null || /bin/busybox umount /dev
 exec /bin/busybox switch_root /newroot /bin/sh -c '
 echo "` + RootUpMarker + ` build=$(cat /etc/paddock-vm-build)"
-[ -n "$1" ] && exec "$1"
+[ -n "$1" ] && exec "$1" vm-init
 while :; do sleep 3600; done' sh "$next"
 `
 
 // buildInitramfs writes (or finds cached) the initramfs for a kernel dir
 // and busybox: <cache>/initramfs/<hash>.cpio.gz.
-func buildInitramfs(cache, kdir, busybox string, progress func(string)) (string, error) {
+func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (string, error) {
 	order, err := os.ReadFile(filepath.Join(kdir, "modules.order"))
 	if err != nil {
 		return "", err
 	}
+	var guestBin []byte
+	if guest != "" {
+		if guestBin, err = os.ReadFile(guest); err != nil {
+			return "", fmt.Errorf("qemu: guest binary: %w", err)
+		}
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s", kdir, busybox, order, initScript)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", kdir, busybox, order, initScript)
+	h.Write(guestBin)
 	out := filepath.Join(cache, "initramfs", hex.EncodeToString(h.Sum(nil))[:16]+".cpio.gz")
 	if exists(out) {
 		return out, nil
@@ -443,6 +493,9 @@ func buildInitramfs(cache, kdir, busybox string, progress func(string)) (string,
 	}
 	w.entry("bin/busybox", 0o100755, 0, 0, bb)
 	w.entry("init", 0o100755, 0, 0, []byte(initScript))
+	if guestBin != nil {
+		w.entry("paddock-guest", 0o100755, 0, 0, guestBin)
+	}
 	w.entry("lib/modules/modules.order", 0o100644, 0, 0, order)
 	for _, m := range strings.Fields(string(order)) {
 		b, err := os.ReadFile(filepath.Join(kdir, "modules", m))
@@ -517,7 +570,7 @@ func (c *cpioWriter) entry(name string, mode uint32, major, minor int, data []by
 
 // RootDiskName is the base root disk's file name, next to the image
 // build's rootfs.
-const RootDiskName = "vm-root.ext4"
+const RootDiskName = "vm-root.v2.ext4"
 
 // buildRootDisk makes (or finds) <build>/vm-root.ext4 from rootfs with
 // mkfs.ext4 -d, sized to the tree plus room, holding /etc/paddock-vm-build.
@@ -560,6 +613,14 @@ func buildRootDisk(ctx context.Context, rootfs, build string, progress func(stri
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("mkfs.ext4 -d %s: %w: %s", rootfs, err, b)
 	}
+	// Shrunk to its contents: a machine's disk is this plus its own
+	// disk_mb, which the guest grows the filesystem into at boot.
+	if b, err := exec.CommandContext(ctx, "e2fsck", "-fy", tmp).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("e2fsck %s: %w: %s", tmp, err, b)
+	}
+	if b, err := exec.CommandContext(ctx, "resize2fs", "-M", tmp).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("resize2fs -M %s: %w: %s", tmp, err, b)
+	}
 	marker, err := os.CreateTemp("", "paddock-vm-build-")
 	if err != nil {
 		return "", err
@@ -571,6 +632,21 @@ func buildRootDisk(ctx context.Context, rootfs, build string, progress func(stri
 	b, err := exec.CommandContext(ctx, "debugfs", "-w", "-R", "write "+marker.Name()+" /etc/paddock-vm-build", tmp).CombinedOutput()
 	if err != nil || bytes.Contains(b, []byte("rror")) {
 		return "", fmt.Errorf("debugfs write /etc/paddock-vm-build: %v: %s", err, b)
+	}
+	// resize2fs shrank the filesystem, not the file.
+	if b, err := exec.CommandContext(ctx, "dumpe2fs", "-h", tmp).Output(); err == nil {
+		var count, bsize int64
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Block count:"); ok {
+				fmt.Sscan(strings.TrimSpace(v), &count)
+			}
+			if v, ok := strings.CutPrefix(l, "Block size:"); ok {
+				fmt.Sscan(strings.TrimSpace(v), &bsize)
+			}
+		}
+		if count > 0 && bsize > 0 {
+			os.Truncate(tmp, count*bsize)
+		}
 	}
 	os.Chmod(tmp, 0o444)
 	if err := os.Rename(tmp, out); err != nil {

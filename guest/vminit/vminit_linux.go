@@ -1,0 +1,564 @@
+package vminit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/guest/agent"
+	"paddock.dev/paddock/guest/egressfwd"
+	"paddock.dev/paddock/guest/sandboxinit"
+	"paddock.dev/paddock/guest/vmchan"
+)
+
+// Init is PID 1 of the VM. It keeps root's full privileges for one job:
+// applying identities (hostname, machine-id, random seed, clock) that
+// vm-serve asks for over the socket it gets as fd 3; vm-serve itself
+// drops them before it serves (see Serve).
+func Init(args []string) int {
+	if err := mountAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "vm-init: %v\n", err)
+		return 125
+	}
+	if err := sandboxinit.LoopbackUp(); err != nil {
+		fmt.Fprintf(os.Stderr, "vm-init: lo up: %v\n", err)
+	}
+	os.Clearenv()
+	os.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	os.Setenv("HOME", "/root")
+	os.Setenv("LANG", "C.UTF-8")
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "vm-init: socketpair: %v\n", err)
+		return 125
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "identity"), os.NewFile(uintptr(fds[1]), "identity")
+	go serveIdentity(mine)
+	code := agent.RunInitFiles([]string{"/proc/self/exe", ServeSubcommand}, []*os.File{theirs})
+	return code
+}
+
+// HostDev is where PID 1 keeps the kernel's devtmpfs (root-only): the
+// agent finds its port there; commands see a small tmpfs /dev.
+const HostDev = GuestDir + "/dev"
+
+func mountAll() error {
+	type mnt struct {
+		src, target, fstype string
+		flags               uintptr
+		data                string
+	}
+	do := func(ms []mnt) error {
+		for _, m := range ms {
+			if err := os.MkdirAll(m.target, 0o755); err != nil {
+				return err
+			}
+			err := unix.Mount(m.src, m.target, m.fstype, m.flags, m.data)
+			if err != nil && !(errors.Is(err, unix.EBUSY) && m.target == "/dev") {
+				return fmt.Errorf("mount %s on %s: %w", m.fstype, m.target, err)
+			}
+		}
+		return nil
+	}
+	if err := do([]mnt{
+		{"proc", "/proc", "proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC, ""},
+		{"sysfs", "/sys", "sysfs", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RDONLY, ""},
+		{"run", "/run", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=0755"},
+	}); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(HostDev, 0o700); err != nil {
+		return err
+	}
+	os.Chmod(HostDev, 0o700)
+	if err := unix.Mount("devtmpfs", HostDev, "devtmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0700"); err != nil {
+		return fmt.Errorf("mount devtmpfs on %s: %w", HostDev, err)
+	}
+	// Commands get the /dev a namespace sandbox has: a few nodes on a
+	// read-only tmpfs, a private devpts and a /dev/shm.
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=755,size=65536k"); err != nil {
+		return fmt.Errorf("mount tmpfs on /dev: %w", err)
+	}
+	for _, d := range []struct {
+		name         string
+		major, minor uint32
+	}{{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}} {
+		p := "/dev/" + d.name
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(d.major, d.minor))); err != nil {
+			return fmt.Errorf("mknod %s: %w", p, err)
+		}
+		unix.Chmod(p, 0o666)
+	}
+	if err := unix.Mknod("/dev/console", unix.S_IFCHR|0o600, int(unix.Mkdev(5, 1))); err != nil {
+		return fmt.Errorf("mknod /dev/console: %w", err)
+	}
+	if err := do([]mnt{
+		{"devpts", "/dev/pts", "devpts", unix.MS_NOSUID | unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"},
+		{"shm", "/dev/shm", "tmpfs", unix.MS_NOSUID | unix.MS_NODEV, "mode=1777,size=65536k"},
+	}); err != nil {
+		return err
+	}
+	for _, l := range [][2]string{{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("", "/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NOEXEC|unix.MS_RDONLY, ""); err != nil {
+		return fmt.Errorf("remount /dev: %w", err)
+	}
+	if err := sandboxinit.HardenProc("/proc"); err != nil {
+		return err
+	}
+	if err := limitPIDs(); err != nil {
+		return err
+	}
+	return growRoot()
+}
+
+// limitPIDs puts PID 1, and so everything after it, in a cgroup whose
+// pids.max is paddock.pids= from the kernel command line.
+func limitPIDs() error {
+	n := cmdlineValue("paddock.pids")
+	if n == "" {
+		return nil
+	}
+	cg := "/sys/fs/cgroup"
+	if err := unix.Mount("cgroup2", cg, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount cgroup2: %w", err)
+	}
+	if err := os.WriteFile(cg+"/cgroup.subtree_control", []byte("+pids"), 0); err != nil {
+		return fmt.Errorf("enable the pids controller: %w", err)
+	}
+	box := cg + "/sandbox"
+	if err := os.Mkdir(box, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.WriteFile(box+"/pids.max", []byte(n), 0); err != nil {
+		return fmt.Errorf("pids.max %q: %w", n, err)
+	}
+	return os.WriteFile(box+"/cgroup.procs", []byte("1"), 0)
+}
+
+// growRoot grows the root ext4 to fill its disk (the host sized the disk
+// to the image plus the machine's disk_mb), online.
+func growRoot() error {
+	raw, err := os.ReadFile("/sys/block/vda/size")
+	if err != nil {
+		return nil
+	}
+	var sectors uint64
+	fmt.Sscan(strings.TrimSpace(string(raw)), &sectors)
+	var st unix.Statfs_t
+	if err := unix.Statfs("/", &st); err != nil || st.Bsize <= 0 {
+		return nil
+	}
+	blocks := sectors * 512 / uint64(st.Bsize)
+	if blocks <= st.Blocks {
+		return nil
+	}
+	f, err := os.Open("/")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	const ext4IocResizeFS = 0x40086610 // _IOW('f', 16, __u64)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), ext4IocResizeFS, uintptr(unsafe.Pointer(&blocks))); e != 0 {
+		return fmt.Errorf("grow the root filesystem to %d blocks: %w", blocks, e)
+	}
+	return nil
+}
+
+// cmdlineValue returns key=value's value from the kernel command line.
+func cmdlineValue(key string) string {
+	b, _ := os.ReadFile("/proc/cmdline")
+	for _, f := range strings.Fields(string(b)) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// identityRequest is what vm-serve asks PID 1 to apply.
+type identityRequest struct {
+	Hostname     string `json:"hostname"`
+	MachineID    string `json:"machine_id"`
+	Seed         []byte `json:"seed"`
+	TimeUnixNano int64  `json:"time_unix_nano"`
+	SetIdentity  bool   `json:"set_identity"` // else only the clock
+}
+
+// serveIdentity applies requests from vm-serve, one datagram each,
+// answering "ok" or the error.
+func serveIdentity(f *os.File) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(buf)
+		if err != nil || n == 0 {
+			return
+		}
+		var req identityRequest
+		answer := "ok"
+		if err := json.Unmarshal(buf[:n], &req); err != nil {
+			answer = err.Error()
+		} else if err := applyIdentity(req); err != nil {
+			answer = err.Error()
+		}
+		f.Write([]byte(answer))
+	}
+}
+
+func applyIdentity(req identityRequest) error {
+	tv := unix.NsecToTimeval(req.TimeUnixNano)
+	if err := unix.Settimeofday(&tv); err != nil {
+		return fmt.Errorf("set the clock: %w", err)
+	}
+	if !req.SetIdentity {
+		return nil
+	}
+	h := vmchan.Hello{Nonce: "n", Identity: "i", Hostname: req.Hostname, MachineID: req.MachineID, Seed: req.Seed}
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	if err := unix.Sethostname([]byte(req.Hostname)); err != nil {
+		return fmt.Errorf("sethostname: %w", err)
+	}
+	os.WriteFile("/etc/hostname", []byte(req.Hostname+"\n"), 0o644)
+	os.Remove("/etc/machine-id")
+	if err := os.WriteFile("/etc/machine-id", []byte(req.MachineID+"\n"), 0o444); err != nil {
+		return fmt.Errorf("machine-id: %w", err)
+	}
+	return reseed(req.Seed)
+}
+
+// Serve runs the agent over the channel until SIGTERM.
+//
+// It first drops what a namespace sandbox's agent drops (the bounding set
+// down to the agent's capabilities, no_new_privs, the baseline seccomp
+// filter) on one locked thread and execs itself again, so every thread
+// of the agent and every command it starts inherits that.
+func Serve(args []string) int {
+	if len(args) == 0 || args[0] != "--lowered" {
+		runtime.LockOSThread()
+		if err := sandboxinit.LowerPrivileges(); err != nil {
+			fmt.Fprintf(os.Stderr, "vm-serve: %v\n", err)
+			return 125
+		}
+		err := unix.Exec("/proc/self/exe", []string{"paddock-guest", ServeSubcommand, "--lowered"}, os.Environ())
+		fmt.Fprintf(os.Stderr, "vm-serve: re-exec: %v\n", err)
+		return 125
+	}
+	unix.CloseOnExec(3) // PID 1's identity socket is the agent's alone
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	var b [8]byte
+	rand.Read(b[:])
+	g := &guest{log: log, bootID: hex.EncodeToString(b[:]), lis: newStreamListener(),
+		pid1: os.NewFile(3, "identity")}
+	if err := g.run(ctx); err != nil && ctx.Err() == nil {
+		log.Error("vm-serve", "err", err)
+		return 1
+	}
+	return 0
+}
+
+type guest struct {
+	log    *slog.Logger
+	bootID string
+	lis    *streamListener
+
+	mu       sync.Mutex
+	sess     *yamux.Session // current session, for egress streams
+	identity string         // the identity applied last
+	srv      *agent.Server
+	pid1     *os.File // PID 1's identity socket
+	pid1Mu   sync.Mutex
+}
+
+// askPID1 has PID 1 apply req.
+func (g *guest) askPID1(req identityRequest) error {
+	g.pid1Mu.Lock()
+	defer g.pid1Mu.Unlock()
+	b, _ := json.Marshal(req)
+	if _, err := g.pid1.Write(b); err != nil {
+		return err
+	}
+	buf := make([]byte, 4096)
+	n, err := g.pid1.Read(buf)
+	if err != nil {
+		return err
+	}
+	if string(buf[:n]) != "ok" {
+		return errors.New(string(buf[:n]))
+	}
+	return nil
+}
+
+func (g *guest) run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		f, err := openPort(ctx)
+		if err != nil {
+			return err
+		}
+		p := vmchan.NewGuestPort(f, g.bootID)
+		pd, err := p.Accept(ctx)
+		if err != nil {
+			p.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
+			g.log.Warn("vm channel", "err", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err := g.apply(ctx, pd.Hello); err != nil {
+			// A guest that cannot take its configuration must not
+			// pretend it did: the host's handshake times out and it
+			// reads the console.
+			p.Close()
+			return fmt.Errorf("apply hello: %w", err)
+		}
+		s, err := pd.Ready()
+		if err != nil {
+			p.Close()
+			continue
+		}
+		g.mu.Lock()
+		g.sess = s
+		g.mu.Unlock()
+		for {
+			st, err := s.AcceptStream()
+			if err != nil {
+				break
+			}
+			c := vmchan.Stream{Stream: st}
+			if !g.lis.push(c) {
+				c.Close()
+			}
+		}
+		g.mu.Lock()
+		g.sess = nil
+		g.mu.Unlock()
+		s.Close()
+		p.Close()
+	}
+	return nil
+}
+
+// openPort opens the channel's port, waiting for udev-less /dev to show
+// it (the virtio_console module probes it just before init runs).
+func openPort(ctx context.Context) (*os.File, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// devtmpfs names the port vportNpM (the by-name link is udev's):
+		// find it through sysfs.
+		err := errors.New("not found")
+		if p := findPort(); p != "" {
+			var f *os.File
+			if f, err = os.OpenFile(p, os.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
+				return f, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("open the %s port: %w", vmchan.PortName, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// findPort returns HostDev/vportNpM whose sysfs name is the channel's.
+func findPort() string {
+	m, _ := filepath.Glob("/sys/class/virtio-ports/vport*/name")
+	for _, n := range m {
+		b, err := os.ReadFile(n)
+		if err == nil && strings.TrimSpace(string(b)) == vmchan.PortName {
+			return filepath.Join(HostDev, filepath.Base(filepath.Dir(n)))
+		}
+	}
+	return ""
+}
+
+// apply takes a hello: the first configures the machine, a new identity
+// resets hostname, machine-id and the random state, and the clock is set
+// every time.
+func (g *guest) apply(ctx context.Context, h vmchan.Hello) error {
+	g.mu.Lock()
+	first := g.srv == nil
+	changed := g.identity != h.Identity
+	g.mu.Unlock()
+	if err := g.askPID1(identityRequest{Hostname: h.Hostname, MachineID: h.MachineID, Seed: h.Seed,
+		TimeUnixNano: h.TimeUnixNano, SetIdentity: changed}); err != nil {
+		if changed {
+			return err
+		}
+		g.log.Warn("set the clock", "err", err)
+	}
+	if first {
+		if err := g.configure(ctx, h); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	g.identity = h.Identity
+	g.mu.Unlock()
+	if !first && changed {
+		g.log.Info("new identity", "hostname", h.Hostname)
+	}
+	return nil
+}
+
+// configure runs once per boot: the trust bundle, the egress forwarders
+// and the agent.
+func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
+	if h.TrustPEM != "" {
+		// The image's own bundle is kept aside once, so a boot from a
+		// disk checkpoint does not add the extras twice.
+		orig := sandboxinit.TrustBundle + ".paddock-orig"
+		bundle, err := os.ReadFile(orig)
+		if err != nil {
+			bundle, _ = os.ReadFile(sandboxinit.TrustBundle)
+			os.WriteFile(orig, bundle, 0o644)
+		}
+		if len(bundle) > 0 && bundle[len(bundle)-1] != '\n' {
+			bundle = append(bundle, '\n')
+		}
+		os.MkdirAll(filepath.Dir(sandboxinit.TrustBundle), 0o755)
+		if err := os.WriteFile(sandboxinit.TrustBundle, append(bundle, h.TrustPEM...), 0o644); err != nil {
+			return fmt.Errorf("trust bundle: %w", err)
+		}
+		if err := os.WriteFile(sandboxinit.TrustExtra, []byte(h.TrustPEM), 0o644); err != nil {
+			return fmt.Errorf("trust extra: %w", err)
+		}
+	}
+	if h.Network == "proxy" || h.Network == "transparent" {
+		os.WriteFile("/etc/resolv.conf", []byte("nameserver 127.0.0.1\noptions edns0\n"), 0o644)
+		if fi, err := os.Stat("/etc/apt/apt.conf.d"); err == nil && fi.IsDir() {
+			os.WriteFile("/etc/apt/apt.conf.d/90paddock-proxy", []byte("Acquire::http::Proxy \"http://127.0.0.1:3128\";\nAcquire::https::Proxy \"http://127.0.0.1:3128\";\n"), 0o644)
+		}
+		if h.Network == "transparent" {
+			if err := egressfwd.SetupTransparent(); err != nil {
+				return err
+			}
+		}
+		if _, err := egressfwd.Start(ctx, egressfwd.Config{Dial: g.dialHost, Logger: g.log}); err != nil {
+			return err
+		}
+	}
+	srv, err := agent.New(agent.Config{
+		Root:      "/",
+		GuestUser: h.GuestUser,
+		Home:      h.GuestHome,
+		Env:       h.Env,
+		Logger:    g.log,
+	})
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.srv = srv
+	g.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ctx, g.lis); err != nil && ctx.Err() == nil {
+			g.log.Error("agent", "err", err)
+		}
+	}()
+	return nil
+}
+
+// dialHost opens an egress stream to the host over the current session.
+func (g *guest) dialHost(name string) (net.Conn, error) {
+	g.mu.Lock()
+	s := g.sess
+	g.mu.Unlock()
+	if s == nil {
+		return nil, errors.New("no host connected")
+	}
+	return vmchan.OpenEgress(s, name)
+}
+
+// reseed mixes seed into the kernel's entropy pool and makes the kernel's
+// random generator reseed now, so children of one memory snapshot part
+// ways at once.
+func reseed(seed []byte) error {
+	if len(seed) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile("/dev/urandom", os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// struct rand_pool_info { int entropy_count; int buf_size; __u32 buf[]; }
+	buf := make([]byte, 8+len(seed))
+	*(*int32)(unsafe.Pointer(&buf[0])) = int32(len(seed) * 8)
+	*(*int32)(unsafe.Pointer(&buf[4])) = int32(len(seed))
+	copy(buf[8:], seed)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.RNDADDENTROPY, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
+		return fmt.Errorf("RNDADDENTROPY: %w", e)
+	}
+	const rndReseedCRNG = 0x5207
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), rndReseedCRNG, 0); e != 0 {
+		return fmt.Errorf("RNDRESEEDCRNG: %w", e)
+	}
+	return nil
+}
+
+// streamListener hands the agent's HTTP server the streams of whichever
+// session is current: it outlives sessions.
+type streamListener struct {
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newStreamListener() *streamListener {
+	return &streamListener{ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *streamListener) push(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *streamListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *streamListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *streamListener) Addr() net.Addr { return chanAddr{} }
+
+type chanAddr struct{}
+
+func (chanAddr) Network() string { return "vmchan" }
+func (chanAddr) String() string  { return vmchan.PortName }

@@ -1,0 +1,258 @@
+package qemu
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/image"
+)
+
+// Name is the backend's registry name.
+const Name = "qemu"
+
+// Defaults and bounds of a VM.
+const (
+	DefaultMemoryMB = 512
+	DefaultDiskMB   = 2048
+	DefaultCPUs     = 1
+	MaxMemoryMB     = 32 << 10
+	MaxDiskMB       = 64 << 10
+	MaxCPUs         = 16
+	// bootTimeout bounds a boot to the agent's answer; TCG on a busy
+	// two-core machine is slow.
+	bootTimeout = 90 * time.Second
+)
+
+var specLimits = hypervisor.Limits{
+	Backend: Name, IDPrefix: "vm-",
+	CPUs: DefaultCPUs, MaxCPUs: MaxCPUs,
+	MemoryMB: DefaultMemoryMB, MinMemoryMB: 128, MaxMemoryMB: MaxMemoryMB,
+	DiskMB: DefaultDiskMB, MaxDiskMB: MaxDiskMB,
+	PIDs: 1024, MaxPIDs: 65536,
+	GuestUser: fmt.Sprintf("%d:%d", image.GuestUID, image.GuestGID),
+	// Transparent mode needs nftables in the guest kernel (modules the
+	// initramfs does not carry yet); a VM has no NIC, so programs that
+	// ignore the proxy settings already have no way out.
+	Networks: []string{hypervisor.NetworkOffline, hypervisor.NetworkProxy},
+}
+
+func init() {
+	hypervisor.Register(Name, func(c hypervisor.Config) (hypervisor.Backend, error) { return New(c) })
+}
+
+// Backend is the QEMU microVM backend.
+type Backend struct {
+	dir    string // <state>/qemu
+	cache  string // kernels, busybox, initramfs images
+	guest  string
+	images image.Store
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	machines map[string]*Machine
+	gcMu     sync.Mutex // one layer collection at a time
+	kitMu    sync.Mutex // one kit build at a time: they share the cache
+
+	capsOnce sync.Once
+	caps     hypervisor.Capabilities
+	host     Capabilities
+}
+
+var _ hypervisor.Backend = (*Backend)(nil)
+
+// New returns the backend; it starts nothing. Kernels and initramfs
+// images are cached in Options["cache"], else next to the images
+// directory (<images>/../vm-cache), so state directories share them.
+func New(c hypervisor.Config) (*Backend, error) {
+	if c.StateDir == "" {
+		return nil, errors.New("qemu: a state directory is required")
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	images := c.ImagesDir
+	if images == "" {
+		images = filepath.Join(c.StateDir, "images")
+	}
+	cache := c.Options["cache"]
+	if cache == "" {
+		cache = filepath.Join(filepath.Dir(filepath.Clean(images)), "vm-cache")
+	}
+	b := &Backend{
+		dir:      filepath.Join(c.StateDir, Name),
+		cache:    cache,
+		guest:    c.GuestBinary,
+		images:   image.Store{Dir: images},
+		log:      log.With("backend", Name),
+		machines: map[string]*Machine{},
+	}
+	return b, nil
+}
+
+// Name implements hypervisor.Backend.
+func (b *Backend) Name() string { return Name }
+
+// Capabilities implements hypervisor.Backend.
+func (b *Backend) Capabilities() hypervisor.Capabilities {
+	b.capsOnce.Do(func() {
+		c := hypervisor.Capabilities{
+			Isolation: "vm", Snapshot: true, MemoryCheckpoint: true, Fork: true,
+			PTY: true, Confinement: true,
+		}
+		host, err := Probe(context.Background(), ProbeOptions{})
+		b.host = host
+		switch {
+		case err != nil:
+			c.Reason = err.Error()
+		case b.guest == "":
+			c.Reason = "no guest binary configured"
+		default:
+			c.Available = true
+		}
+		for _, tool := range []string{"qemu-img", "mkfs.ext4", "debugfs"} {
+			if _, err := lookPath(tool); err != nil && c.Available {
+				c.Available, c.Reason = false, tool+" not installed (make deps)"
+			}
+		}
+		if !c.Available {
+			c.Snapshot, c.MemoryCheckpoint, c.Fork = false, false, false
+			c.MemoryCheckpointReason = c.Reason
+		}
+		b.caps = c
+	})
+	return b.caps
+}
+
+// Close stops every machine this backend started.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	ms := make([]*Machine, 0, len(b.machines))
+	for _, m := range b.machines {
+		ms = append(ms, m)
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, m := range ms {
+		errs = append(errs, m.Stop(context.Background()))
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Backend) machinesDir() string  { return filepath.Join(b.dir, "machines") }
+func (b *Backend) disksDir() string     { return filepath.Join(b.dir, "disks") }
+func (b *Backend) snapshotsDir() string { return filepath.Join(b.dir, "snapshots") }
+
+// kit returns the boot kit for an image (built and cached on first use).
+func (b *Backend) kit(ctx context.Context, img string) (Kit, error) {
+	rootfs, err := b.images.Rootfs(img)
+	if err != nil {
+		return Kit{}, fmt.Errorf("%w: image %q: %v", hypervisor.ErrNotFound, img, err)
+	}
+	b.kitMu.Lock()
+	defer b.kitMu.Unlock()
+	return BuildKit(ctx, rootfs, KitOptions{CacheDir: b.cache, GuestBinary: b.guest,
+		Progress: func(s string) { b.log.Info("vm image", "step", s) }})
+}
+
+// snapMeta is what a snapshot directory records beside the memory file:
+// enough to start a machine from it without the machine that took it.
+type snapMeta struct {
+	Snapshot hypervisor.Snapshot `json:"snapshot"`
+	Kit      Kit                 `json:"kit"`
+	MemoryMB int64               `json:"memory_mb"`
+	CPUs     int                 `json:"cpus"`
+	Disk     string              `json:"disk"` // frozen qcow2 the snapshot's disk is
+}
+
+func (b *Backend) loadSnapshot(s hypervisor.Snapshot) (snapMeta, error) {
+	var meta snapMeta
+	if !hypervisor.IDPattern.MatchString(s.ID) {
+		return meta, fmt.Errorf("%w: snapshot id %q", hypervisor.ErrInvalidSpec, s.ID)
+	}
+	raw, err := os.ReadFile(filepath.Join(b.snapshotsDir(), s.ID, "snapshot.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return meta, fmt.Errorf("%w: snapshot %s", hypervisor.ErrNotFound, s.ID)
+	}
+	if err != nil {
+		return meta, err
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return meta, fmt.Errorf("snapshot %s: %w", s.ID, err)
+	}
+	return meta, nil
+}
+
+// collect removes frozen disk layers that no snapshot and no machine
+// stands on any more. A layer's users are found by walking backing
+// chains: the disks of running machines and of snapshots.
+func (b *Backend) collect() {
+	b.gcMu.Lock()
+	defer b.gcMu.Unlock()
+	used := map[string]bool{}
+	b.mu.Lock()
+	var roots []string
+	for _, m := range b.machines {
+		m.mu.Lock()
+		if m.disk != "" {
+			roots = append(roots, m.disk)
+		}
+		m.mu.Unlock()
+	}
+	b.mu.Unlock()
+	ents, _ := os.ReadDir(b.snapshotsDir())
+	for _, e := range ents {
+		if meta, err := b.loadSnapshot(hypervisor.Snapshot{ID: e.Name()}); err == nil {
+			roots = append(roots, meta.Disk)
+		} else if !errors.Is(err, hypervisor.ErrNotFound) {
+			return // unsure what is used: keep everything
+		}
+	}
+	for _, r := range roots {
+		for _, l := range backingChain(r) {
+			used[filepath.Base(l)] = true
+		}
+	}
+	disks, _ := os.ReadDir(b.disksDir())
+	for _, d := range disks {
+		if !used[d.Name()] && strings.HasSuffix(d.Name(), ".qcow2") {
+			if fi, err := d.Info(); err == nil && time.Since(fi.ModTime()) < 5*time.Second && strings.HasPrefix(d.Name(), "new-") {
+				continue
+			}
+			os.Remove(filepath.Join(b.disksDir(), d.Name()))
+		}
+	}
+}
+
+// backingChain returns path and the files it stands on, reading each
+// qcow2 header's backing file name (only files in our disks directory
+// are followed).
+func backingChain(path string) []string {
+	var chain []string
+	for i := 0; path != "" && i < 1000; i++ {
+		chain = append(chain, path)
+		next, err := qcow2Backing(path)
+		if err != nil || next == "" || filepath.Dir(next) != filepath.Dir(path) {
+			break
+		}
+		path = next
+	}
+	return chain
+}
+
+func randomID(prefix string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
