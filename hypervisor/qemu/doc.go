@@ -1,5 +1,6 @@
-// Package qemu is the start of the QEMU microVM backend (issue 7). It holds,
-// so far, no registered backend, but it boots a Linux microVM under TCG:
+// Package qemu is the QEMU microVM backend (registered as "qemu"; see
+// backend.go and machine.go, and docs/ARCHITECTURE.md "Virtual machines").
+// Its parts:
 //
 //   - QMP: a client of its own (Dial, Client.Execute with typed *Error
 //     replies, events on a bounded channel, every message size-limited).
@@ -32,13 +33,8 @@
 //     and socket; it is idempotent. Under TCG on these machines the boot to
 //     the root disk's userspace takes about 3 s.
 //
-// Next, in order: the agent channel over a virtio-serial port backed by a
-// unix socket (virtio-serial-device + virtserialport, virtio_console is
-// already loaded) with a stream multiplexer, paddock-guest on the root disk
-// started through paddock.init= (vsock where /dev/vhost-vsock exists);
-// `paddock image build --vm` with progress; the usable-KVM check by booting
-// the kit once under -accel kvm; memory checkpoints via QMP stop + migrate
-// "exec:cat > FILE" and restore via -incoming "exec:cat FILE" (QEMU 7.2 has
-// no file: target); then fork into children with their own overlays, and
-// registration as a hypervisor backend.
+// Not yet: the usable-KVM check by booting the kit once under -accel kvm
+// (TCG is used everywhere today), vsock where /dev/vhost-vsock exists,
+// transparent egress (nftables modules in the initramfs), directory
+// overlays, adoption across daemon restarts, `paddock image build --vm`.
 package qemu
