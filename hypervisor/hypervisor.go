@@ -50,6 +50,9 @@ type Capabilities struct {
 	// ExecAllowlist is a session's: the guest kernel enforces its process
 	// policy's execute list (process.enforce "exec"), checked at create.
 	ExecAllowlist bool `json:"exec_allowlist"`
+	// Accelerator is a VM backend's: what its machines run under and
+	// why, "kvm (…)" or "tcg (…)". Empty for other backends.
+	Accelerator string `json:"accelerator,omitempty"`
 	// Available is false when the backend is compiled in but cannot run on
 	// this host (no KVM, not root, not macOS); Reason says why.
 	Available bool   `json:"available"`

@@ -75,6 +75,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 	}}
 	create.Flags().IntVar(&req.TTLSeconds, "ttl-seconds", 0, "lifetime in seconds (0: the daemon's default, 600)")
 	create.Flags().StringVar(&req.Image, "image", "", "image (default: the daemon's)")
+	create.Flags().StringVar(&req.Backend, "backend", "", "backend to run on, e.g. qemu for a virtual machine (default: the daemon's)")
 	create.Flags().Float64Var(&req.CPUs, "cpus", 0, "CPU limit (0: the backend's default)")
 	create.Flags().Int64Var(&req.MemoryMB, "memory-mb", 0, "memory limit in MiB (0: the backend's default)")
 	create.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the id")

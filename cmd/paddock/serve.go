@@ -35,6 +35,7 @@ import (
 
 func newServeCmd(g *globals) *cobra.Command {
 	var listen, backend, img, policyExt string
+	var backendsFlag []string
 	var gateway, stopSandboxes bool
 	var allowCIDRs []string
 	var resolverAddr string
@@ -110,6 +111,23 @@ one session and some operations, need no configuration.`,
 			if cl, ok := b.(io.Closer); ok {
 				defer cl.Close()
 			}
+			// The other backends a create may name (runtime.backend).
+			// One that cannot run here stays listed, so asking for it
+			// is refused with its reason rather than "not enabled".
+			var others []hypervisor.Backend
+			for _, name := range enabledBackends(backend, backendsFlag) {
+				ob, err := g.backendWith(name, true)
+				if err != nil {
+					return err
+				}
+				if cl, ok := ob.(io.Closer); ok {
+					defer cl.Close()
+				}
+				if c := ob.Capabilities(); !c.Available {
+					log.Info("backend not available on this host", "backend", name, "reason", c.Reason)
+				}
+				others = append(others, ob)
+			}
 			cidrs, err := addr.ParseCIDRs(allowCIDRs)
 			if err != nil {
 				return usageError{fmt.Errorf("--egress-allow-cidr: %w", err)}
@@ -169,7 +187,7 @@ one session and some operations, need no configuration.`,
 				return usageError{err}
 			}
 			trust = append(eg.TrustPEM(), trust...)
-			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: img, Logger: log,
+			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, Backends: others, DefaultImage: img, Logger: log,
 				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust, Policy: eng})
 			defer func() {
 				if stopSandboxes {
@@ -230,7 +248,8 @@ one session and some operations, need no configuration.`,
 	c.Flags().StringVar(&socket, "socket", "", "unix socket of the API, which the gateway proxies to (default <state-dir>/hostd.sock)")
 	c.Flags().StringVar(&socketGroup, "socket-group", "", "make the socket 0660 for this group, for a paddock gateway running as another user (default: 0600, root only)")
 	gwf.add(c.Flags())
-	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
+	c.Flags().StringVar(&backend, "backend", "procbox", "default sandbox backend (paddock backends lists them)")
+	c.Flags().StringSliceVar(&backendsFlag, "backends", nil, "the backends a session may ask for in runtime.backend, besides the default (default: every one built in; 'none' for the default alone)")
 	c.Flags().StringArrayVar(&allowCIDRs, "egress-allow-cidr", nil, "a private range sandboxes may reach, e.g. an on-premises service (repeatable; never loopback or metadata)")
 	c.Flags().StringVar(&resolverAddr, "egress-resolver", "", "DNS server (IP:PORT) that resolves the names sandboxes may reach (default: the host's resolver)")
 	c.Flags().StringArrayVar(&sandboxCAs, "sandbox-ca", nil, "a PEM file of CA certificates every sandbox trusts besides its image's (repeatable), e.g. a company CA")
@@ -305,4 +324,24 @@ func readCAs(files []string) ([]byte, error) {
 		return nil, fmt.Errorf("--sandbox-ca: %d bytes of certificates, at most %d", len(out), hypervisor.MaxTrustPEM)
 	}
 	return out, nil
+}
+
+// enabledBackends is the backends besides def that sessions may ask for:
+// the --backends list, or every registered one; "none" means none.
+func enabledBackends(def string, list []string) []string {
+	if len(list) == 1 && list[0] == "none" {
+		return nil
+	}
+	if len(list) == 0 {
+		list = hypervisor.List()
+	}
+	var out []string
+	seen := map[string]bool{def: true}
+	for _, n := range list {
+		if n = strings.TrimSpace(n); n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -47,7 +47,7 @@ func newSessionCmd(g *globals) *cobra.Command {
 		table()
 		return nil
 	}
-	var agent, img, gitURL string
+	var agent, img, backendName, gitURL string
 	var ttl int
 	var readOnly, requireReady bool
 	var overlayLower, wsPath string
@@ -101,7 +101,7 @@ workspace is (default /workspace).
 			if len(args) == 1 {
 				agent = args[0]
 			}
-			req := session.CreateRequest{Agent: agent, Runtime: session.Runtime{Image: img}, TTLSeconds: ttl}
+			req := session.CreateRequest{Agent: agent, Runtime: session.Runtime{Backend: backendName, Image: img}, TTLSeconds: ttl}
 			req.Workspace.Git = gitURL
 			if req.Workspace.Git == "" {
 				req.Workspace.Git = os.Getenv("PADDOCK_GIT_URL")
@@ -148,6 +148,7 @@ workspace is (default /workspace).
 		},
 	}
 	run.Flags().StringVar(&img, "image", "", "image (default: the daemon's)")
+	run.Flags().StringVar(&backendName, "backend", "", "backend to run on, e.g. qemu for a virtual machine (default: the daemon's; see paddock backends)")
 	run.Flags().IntVar(&ttl, "ttl-seconds", 3600, "lifetime")
 	run.Flags().StringVar(&gitURL, "git", "", "https:// repository to clone into the workspace (default: env PADDOCK_GIT_URL)")
 	run.Flags().BoolVar(&readOnly, "readonly", false, "make the workspace read-only for everything the agent runs")

@@ -89,6 +89,7 @@ var routeAccess = map[string]auth.Access{
 	"POST /v1/sandboxes/{id}/fs/read":                            auth.AccessTenant,
 	"POST /v1/sandboxes/{id}/fs/write":                           auth.AccessTenant,
 	"GET /v1/admin/policy":                                       auth.AccessAdmin,
+	"GET /v1/backends":                                           auth.AccessTenant,
 	"GET /v1/whoami":                                             auth.AccessAny,
 	"GET /healthz":                                               auth.AccessPublic,
 }

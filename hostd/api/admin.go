@@ -8,9 +8,18 @@ import (
 	"paddock.dev/paddock/policy"
 )
 
-// adminRoutes registers the daemon's own routes, for the admin only.
+// adminRoutes registers the daemon's own routes (the policy's state for
+// the admin; the backends for any tenant).
 func (s *Server) adminRoutes(auth func(string, handler)) {
 	auth("GET /v1/admin/policy", s.policyStatus)
+	auth("GET /v1/backends", s.backends)
+}
+
+// backends lists the backends a create may name in runtime.backend, with
+// what each can do on this host.
+func (s *Server) backends(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, session.BackendList{Backends: s.sessions.Backends()})
+	return nil
 }
 
 // policyStatuser is the policy engine as the admin route sees it.

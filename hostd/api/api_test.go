@@ -241,6 +241,8 @@ func TestRefusals(t *testing.T) {
 		{"ttl too long", `{"ttl_seconds":99999999}`, 400},
 		{"workspace climbs", `{"workspace":{"path":"/a/../etc"}}`, 400},
 		{"unknown image", `{"runtime":{"image":"nope"}}`, 400},
+		{"backend not enabled", `{"runtime":{"backend":"firecracker"}}`, 400},
+		{"backend name too long", `{"runtime":{"backend":"` + strings.Repeat("q", 65) + `"}}`, 400},
 		{"body too large", `{"agent":"` + strings.Repeat("a", 2<<20) + `"}`, 413},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, url+"/v1/agents/sessions", strings.NewReader(tc.body))
@@ -253,6 +255,9 @@ func TestRefusals(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, resp.StatusCode, tc.want)
 		}
+	}
+	if bl, err := c.Backends(ctx); err != nil || len(bl.Backends) != 1 || bl.Backends[0].Name != "procbox" || !bl.Backends[0].Default || !bl.Backends[0].Capabilities.Available {
+		t.Errorf("GET /v1/backends: %v %+v", err, bl)
 	}
 	if _, err := c.Exec(ctx, "ses-missing", session.ExecRequest{Command: "true"}); status(err) != 404 {
 		t.Errorf("exec on a missing session: %v, want 404", err)

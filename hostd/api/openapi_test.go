@@ -202,6 +202,8 @@ var openAPISchemas = []struct {
 	{name: "SessionToken", goV: session.SessionToken{}, dir: out},
 	{name: "TokenList", goV: tokenList{}, dir: out},
 	{name: "WhoAmI", goV: auth.WhoAmI{}, dir: out},
+	{name: "BackendList", goV: session.BackendList{}, dir: out},
+	{name: "BackendInfo", goV: session.BackendInfo{}, dir: out},
 
 	{name: "PreviewRequest", goV: session.PreviewRequest{}, dir: in},
 	{name: "Preview", goV: session.Preview{}, dir: out},

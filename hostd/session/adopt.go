@@ -26,7 +26,6 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 		m.log.Warn("reattach: list sessions", "err", err)
 		return 0, 0
 	}
-	ad, canAdopt := m.backend.(hypervisor.Adopter)
 	for _, r := range rows {
 		if ctx.Err() != nil {
 			return adopted, lost // stopping: the rest stay as they are
@@ -38,7 +37,15 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 		if err != nil || s.State == StateExpired {
 			continue // the sweep stops what expired
 		}
-		reason := "the " + m.backend.Name() + " backend cannot adopt sandboxes across a restart"
+		b := m.backendOf(s.Backend)
+		if b == nil {
+			// Not known to be gone: a later start with the backend
+			// enabled may still adopt it.
+			m.log.Warn("reattach: the session's backend is not enabled on this daemon", "session", s.ID, "backend", s.Backend)
+			continue
+		}
+		ad, canAdopt := b.(hypervisor.Adopter)
+		reason := "the " + b.Name() + " backend cannot adopt sandboxes across a restart"
 		if canAdopt {
 			mc, err := ad.Adopt(ctx, s.SandboxID)
 			if err == nil {
@@ -76,8 +83,10 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 		m.ledgerAppend(ctx, s.ID, "sandbox.lost", map[string]any{"sandbox_id": s.SandboxID, "reason": reason})
 		lost++
 	}
-	if canAdopt {
-		ad.SweepLeftovers()
+	for _, b := range m.backends {
+		if ad, ok := b.(hypervisor.Adopter); ok {
+			ad.SweepLeftovers()
+		}
 	}
 	m.log.Info("reattached sandboxes", "adopted", adopted, "lost", lost)
 	return adopted, lost
@@ -127,19 +136,46 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 }
 
 // Detach lets the running sandboxes outlive this daemon for the next one
-// to Reattach, when the backend can; otherwise it stops them (Shutdown).
+// to Reattach, when their backend can; the others are stopped as
+// Shutdown stops them.
 func (m *Manager) Detach(ctx context.Context) {
 	defer m.flushEgressLog()
 	m.closeTerminals(reasonShutdown)
-	ad, ok := m.backend.(hypervisor.Adopter)
-	if !ok {
+	adopters := 0
+	for _, b := range m.backends {
+		if _, ok := b.(hypervisor.Adopter); ok {
+			adopters++
+		}
+	}
+	if adopters == 0 {
 		m.Shutdown(ctx)
 		return
+	}
+	// Sandboxes on backends that cannot be adopted are stopped first, by
+	// the same path as a shutdown; the rest are let go.
+	m.mu.Lock()
+	var stop []string
+	for id := range m.machines {
+		stop = append(stop, id)
+	}
+	m.mu.Unlock()
+	for _, id := range stop {
+		s, _, err := m.load(ctx, "", id)
+		if err != nil {
+			continue
+		}
+		if _, ok := m.backendOf(s.Backend).(hypervisor.Adopter); !ok {
+			m.stopForShutdown(ctx, id)
+		}
 	}
 	m.mu.Lock()
 	m.machines, m.done = map[string]hypervisor.Machine{}, true
 	m.mu.Unlock()
-	ad.Detach()
+	for _, b := range m.backends {
+		if ad, ok := b.(hypervisor.Adopter); ok {
+			ad.Detach()
+		}
+	}
 }
 
 // stopped reports whether Shutdown or Detach ran.

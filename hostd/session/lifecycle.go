@@ -59,7 +59,7 @@ type snapshotDeleter interface {
 }
 
 func (m *Manager) deleteSnapshot(s hypervisor.Snapshot) {
-	if d, ok := m.backend.(snapshotDeleter); ok {
+	if d, ok := m.backendOf(s.Backend).(snapshotDeleter); ok {
 		if err := d.DeleteSnapshot(s); err != nil {
 			m.log.Warn("delete snapshot", "snapshot", s.ID, "err", err)
 		}

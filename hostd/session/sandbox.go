@@ -52,11 +52,13 @@ const (
 
 // SandboxRequest is the body of POST /v1/sandboxes.
 type SandboxRequest struct {
-	TTLSeconds int     `json:"ttl_seconds,omitempty"`
-	Image      string  `json:"image,omitempty"`
-	Offline    *bool   `json:"offline,omitempty"`
-	CPUs       float64 `json:"cpus,omitempty"`
-	MemoryMB   int64   `json:"memory_mb,omitempty"`
+	TTLSeconds int    `json:"ttl_seconds,omitempty"`
+	Image      string `json:"image,omitempty"`
+	// Backend is the backend to run on ("" is the daemon's default).
+	Backend  string  `json:"backend,omitempty"`
+	Offline  *bool   `json:"offline,omitempty"`
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryMB int64   `json:"memory_mb,omitempty"`
 	// AllowHosts and Volumes are accepted by the decoder only so that
 	// asking for them gets a clear refusal instead of "unknown field".
 	AllowHosts []string          `json:"allow_hosts,omitempty"`
@@ -196,7 +198,7 @@ func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxR
 		req.TTLSeconds = DefaultSandboxTTLSeconds
 	}
 	s, err := m.create(ctx, tenant, CreateRequest{Agent: KindSandbox, TTLSeconds: req.TTLSeconds,
-		Runtime: Runtime{Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB}, Policy: pol}, KindSandbox)
+		Runtime: Runtime{Backend: req.Backend, Image: req.Image, CPUs: req.CPUs, MemoryMB: req.MemoryMB}, Policy: pol}, KindSandbox)
 	if err != nil {
 		return nil, err
 	}

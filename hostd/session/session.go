@@ -63,6 +63,9 @@ const (
 
 // Runtime is what the sandbox is made of.
 type Runtime struct {
+	// Backend names the backend the sandbox runs on ("procbox", "qemu");
+	// empty at create means the daemon's default.
+	Backend  string  `json:"backend,omitempty"`
 	Image    string  `json:"image"`
 	CPUs     float64 `json:"cpus,omitempty"`
 	MemoryMB int64   `json:"memory_mb,omitempty"`
@@ -178,14 +181,16 @@ type ExecResult struct {
 	MaxOutputBytes  int64 `json:"max_output_bytes,omitempty"`
 }
 
-// Manager runs sessions on one backend.
+// Manager runs sessions on the daemon's backends: a default one and any
+// others a create may name in runtime.backend.
 type Manager struct {
-	st      *store.Store
-	ledger  *ledger.Ledger
-	backend hypervisor.Backend
-	image   string
-	log     *slog.Logger
-	now     func() time.Time
+	st       *store.Store
+	ledger   *ledger.Ledger
+	backend  hypervisor.Backend            // the default
+	backends map[string]hypervisor.Backend // every enabled one, the default included
+	image    string
+	log      *slog.Logger
+	now      func() time.Time
 
 	egress     Egress
 	egressRoot string
@@ -216,9 +221,12 @@ type Manager struct {
 
 // Config configures a Manager.
 type Config struct {
-	Store        *store.Store
-	Ledger       *ledger.Ledger
+	Store  *store.Store
+	Ledger *ledger.Ledger
+	// Backend is the default backend; Backends are the others a create
+	// may ask for by name (runtime.backend).
 	Backend      hypervisor.Backend
+	Backends     []hypervisor.Backend
 	DefaultImage string
 	Logger       *slog.Logger
 	// Egress serves sandboxes' network; nil allows offline policies only.
@@ -238,7 +246,15 @@ func New(c Config) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, image: c.DefaultImage,
+	backends := map[string]hypervisor.Backend{}
+	for _, b := range append([]hypervisor.Backend{c.Backend}, c.Backends...) {
+		if b != nil {
+			if _, dup := backends[b.Name()]; !dup {
+				backends[b.Name()] = b
+			}
+		}
+	}
+	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage,
 		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy,
 		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
@@ -281,7 +297,11 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if err != nil {
 		return nil, err
 	}
-	caps := m.backend.Capabilities()
+	backend, err := m.backendFor(req.Runtime.Backend)
+	if err != nil {
+		return nil, err
+	}
+	caps := backend.Capabilities()
 	caps.Egress = m.egress != nil && m.egressRoot != ""
 	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
 	if mode == ModeReadOnly && !caps.Confinement {
@@ -292,6 +312,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, err
 	}
 	rt := req.Runtime
+	rt.Backend = backend.Name()
 	if rt.Image == "" {
 		rt.Image = m.image
 	}
@@ -316,7 +337,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if mode == ModeOverlay {
 		spec.Overlays = []hypervisor.Overlay{{Lower: req.Workspace.Lower, Target: ws}}
 	}
-	mc, err := m.backend.Create(ctx, spec)
+	mc, err := backend.Create(ctx, spec)
 	if err != nil {
 		m.closeEgress(id)
 	}
@@ -333,7 +354,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	cleanup := func() { mc.Stop(context.Background()); forgetClient(mc); m.closeEgress(id) }
 	now := m.now().UTC()
 	s := &Session{
-		ID: id, Kind: kind, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: m.backend.Name(),
+		ID: id, Kind: kind, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: backend.Name(),
 		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt, Policy: Policy{Summary: pol.Summary(), Process: req.Policy.process()},
 		Workspace: Workspace{Path: ws, Mode: mode, Lower: req.Workspace.Lower}, Checkpoints: []Checkpoint{}, Children: []string{},
 		Budget: budget, CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
@@ -792,12 +813,28 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	m.machines = map[string]hypervisor.Machine{}
 	m.mu.Unlock()
 	for id, mc := range machines {
-		if err := mc.Stop(ctx); err != nil {
-			m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
-		}
-		m.closeEgress(id)
-		m.grants.take(id, "")
+		m.stopMachine(ctx, id, mc)
 	}
+}
+
+// stopForShutdown stops one session's sandbox as Shutdown does (the
+// record stays running, for the next start to find lost).
+func (m *Manager) stopForShutdown(ctx context.Context, id string) {
+	m.mu.Lock()
+	mc := m.machines[id]
+	delete(m.machines, id)
+	m.mu.Unlock()
+	if mc != nil {
+		m.stopMachine(ctx, id, mc)
+	}
+}
+
+func (m *Manager) stopMachine(ctx context.Context, id string, mc hypervisor.Machine) {
+	if err := mc.Stop(ctx); err != nil {
+		m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
+	}
+	m.closeEgress(id)
+	m.grants.take(id, "")
 }
 
 // Probe reports which tools the sandbox has and what that makes ready.
