@@ -170,7 +170,8 @@ func (g *globals) backendWith(name string, adopt bool) (hypervisor.Backend, erro
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return c(hypervisor.Config{StateDir: g.stateDir, GuestBinary: guest, ImagesDir: g.imagesDir(), Logger: g.logger(), AdoptLeftovers: adopt})
+	return c(hypervisor.Config{StateDir: g.stateDir, GuestBinary: guest, ImagesDir: g.imagesDir(), Logger: g.logger(), AdoptLeftovers: adopt,
+		Options: map[string]string{"cache": g.vmCacheDir()}})
 }
 
 func newVersionCmd() *cobra.Command {
