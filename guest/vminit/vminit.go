@@ -7,9 +7,10 @@
 // vm-serve owns the agent channel (guest/vmchan): it opens the virtio
 // serial port, waits for the host's hello and applies it: the first hello
 // of a boot configures the machine (the guest user, environment, trust
-// bundle, egress forwarders); every hello with a new identity (a fork
-// child, a restored machine) sets the hostname, machine-id and a fresh
-// random seed; every hello sets the clock. It then serves the guest API
+// bundle, egress forwarders; in transparent mode it first has PID 1
+// install the redirect's route and nftables rules); every hello with a
+// new identity (a fork child, a restored machine) sets the hostname,
+// machine-id and a fresh random seed; every hello sets the clock. It then serves the guest API
 // (guest/agent) on the streams the host opens, and carries the guest's
 // egress (guest/egressfwd) on streams it opens to the host. When the host
 // goes away (a restore, a daemon restart) it opens the port again and

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,10 +29,12 @@ import (
 	"paddock.dev/paddock/guest/vmchan"
 )
 
-// Init is PID 1 of the VM. It keeps root's full privileges for one job:
-// applying identities (hostname, machine-id, random seed, clock) that
-// vm-serve asks for over the socket it gets as fd 3; vm-serve itself
-// drops them before it serves (see Serve).
+// Init is PID 1 of the VM. It keeps root's full privileges for what
+// vm-serve asks for over the socket it gets as fd 3: applying identities
+// (hostname, machine-id, random seed, clock) and, once, installing
+// transparent egress (guest/egressfwd: a route and nftables rules, which
+// need CAP_NET_ADMIN); vm-serve itself drops them before it serves (see
+// Serve).
 func Init(args []string) int {
 	if err := mountAll(); err != nil {
 		fmt.Fprintf(os.Stderr, "vm-init: %v\n", err)
@@ -90,6 +93,13 @@ func mountAll() error {
 	os.Chmod(HostDev, 0o700)
 	if err := unix.Mount("devtmpfs", HostDev, "devtmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0700"); err != nil {
 		return fmt.Errorf("mount devtmpfs on %s: %w", HostDev, err)
+	}
+	// The kernel has one devtmpfs, made 0755 when it first mounted it
+	// (mode= is not applied again): its root is made root-only here.
+	// (Its other mount, the initramfs's /dev, ends up under the tmpfs
+	// /dev below, out of sight.)
+	if err := os.Chmod(HostDev, 0o700); err != nil {
+		return fmt.Errorf("%s root-only: %w", HostDev, err)
 	}
 	// Commands get the /dev a namespace sandbox has: a few nodes on a
 	// read-only tmpfs, a private devpts and a /dev/shm.
@@ -203,12 +213,15 @@ type identityRequest struct {
 	Seed         []byte `json:"seed"`
 	TimeUnixNano int64  `json:"time_unix_nano"`
 	SetIdentity  bool   `json:"set_identity"` // else only the clock
+	// Transparent asks for transparent egress instead of all the above.
+	Transparent bool `json:"transparent,omitempty"`
 }
 
 // serveIdentity applies requests from vm-serve, one datagram each,
 // answering "ok" or the error.
 func serveIdentity(f *os.File) {
 	buf := make([]byte, 64<<10)
+	transparent := false
 	for {
 		n, err := f.Read(buf)
 		if err != nil || n == 0 {
@@ -218,6 +231,18 @@ func serveIdentity(f *os.File) {
 		answer := "ok"
 		if err := json.Unmarshal(buf[:n], &req); err != nil {
 			answer = err.Error()
+		} else if req.Transparent {
+			// Once per boot: the rules live in the kernel, so a machine
+			// restored from a memory checkpoint (this loop's state with
+			// it) already has them, and asking again changes nothing. It
+			// only ever narrows what the VM can reach (it has no NIC).
+			if !transparent {
+				if err := egressfwd.SetupTransparent(); err != nil {
+					answer = err.Error()
+				} else {
+					transparent = true
+				}
+			}
 		} else if err := applyIdentity(req); err != nil {
 			answer = err.Error()
 		}
@@ -454,19 +479,29 @@ func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
 			os.WriteFile("/etc/apt/apt.conf.d/90paddock-proxy", []byte("Acquire::http::Proxy \"http://127.0.0.1:3128\";\nAcquire::https::Proxy \"http://127.0.0.1:3128\";\n"), 0o644)
 		}
 		if h.Network == "transparent" {
-			if err := egressfwd.SetupTransparent(); err != nil {
-				return err
+			// vm-serve has no CAP_NET_ADMIN: PID 1 installs the route
+			// and the nftables rules, before the forwarders listen and
+			// before any command runs.
+			if err := g.askPID1(identityRequest{Transparent: true}); err != nil {
+				return fmt.Errorf("transparent egress: %w", err)
 			}
 		}
 		if _, err := egressfwd.Start(ctx, egressfwd.Config{Dial: g.dialHost, Logger: g.log}); err != nil {
 			return err
 		}
 	}
+	env := slices.Clone(h.Env)
+	if h.TrustPEM != "" {
+		env = append(env, trustEnv...)
+	}
+	if h.Network == "proxy" || h.Network == "transparent" {
+		env = append(env, egressEnv...)
+	}
 	srv, err := agent.New(agent.Config{
 		Root:      "/",
 		GuestUser: h.GuestUser,
 		Home:      h.GuestHome,
-		Env:       h.Env,
+		Env:       env,
 		Logger:    g.log,
 	})
 	if err != nil {
@@ -481,6 +516,22 @@ func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
 		}
 	}()
 	return nil
+}
+
+// trustEnv points programs that keep their own CA lists at the bundle
+// that holds the extra certificates, as in a namespace sandbox
+// (hypervisor/procbox).
+var trustEnv = []string{
+	"SSL_CERT_FILE=" + sandboxinit.TrustBundle, "REQUESTS_CA_BUNDLE=" + sandboxinit.TrustBundle,
+	"CURL_CA_BUNDLE=" + sandboxinit.TrustBundle, "NODE_EXTRA_CA_CERTS=" + sandboxinit.TrustExtra,
+}
+
+// egressEnv points programs at the agent's proxy, as in a namespace
+// sandbox.
+var egressEnv = []string{
+	"http_proxy=http://" + egressfwd.ProxyAddr, "https_proxy=http://" + egressfwd.ProxyAddr,
+	"HTTP_PROXY=http://" + egressfwd.ProxyAddr, "HTTPS_PROXY=http://" + egressfwd.ProxyAddr,
+	"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1",
 }
 
 // dialHost opens an egress stream to the host over the current session.

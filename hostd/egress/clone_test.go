@@ -60,6 +60,10 @@ func testCA(t *testing.T, host string) (caPEM []byte, leaf tls.Certificate) {
 // operator's CA. The credential reaches the server and is left nowhere:
 // not the record, the ledger, the clone's .git/config.
 func TestWorkspaceCloneThroughEgress(t *testing.T) {
+	onBackends(t, procboxOnly, workspaceCloneThroughEgress)
+}
+
+func workspaceCloneThroughEgress(t *testing.T, backend string) {
 	testutil.RequiresRoot(t)
 	testutil.RequiresCommand(t, "git")
 	ctx := context.Background()
@@ -86,7 +90,7 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
+	gitHTTP := &cgi.Handler{Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
 	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("user:s3cret"))
 	var gotAuth []string
@@ -98,7 +102,7 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
 		}
-		backend.ServeHTTP(w, r)
+		gitHTTP.ServeHTTP(w, r)
 	}))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
 	srv.StartTLS()
@@ -107,7 +111,7 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 	tn := newTestNet(t, map[string]string{"git.test.": "10.99.0.20"}, map[string]string{"10.99.0.20:443": srv.Listener.Addr().String()})
 	eg := hegress.New(tn.egressConfig())
 	defer eg.Shutdown()
-	m, st := daemonFor(t, eg, caPEM)
+	m, st := daemonFor(t, backend, eg, caPEM)
 	s, err := m.Create(ctx, "", session.CreateRequest{
 		Workspace: session.WorkspaceRequest{Git: "https://user:s3cret@git.test/r.git", RequireReady: true},
 		Policy:    &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "git.test"}}}}},
@@ -153,6 +157,10 @@ func TestWorkspaceCloneThroughEgress(t *testing.T) {
 // TLS, the sandbox trusts it through the session config, and the proxy
 // verifies the real server against its own roots.
 func TestInterceptionFromASandbox(t *testing.T) {
+	onBackends(t, procboxOnly, interceptionFromASandbox)
+}
+
+func interceptionFromASandbox(t *testing.T, backend string) {
 	testutil.RequiresRoot(t)
 	ctx := context.Background()
 	upCA, leaf := testCA(t, "paths.test")
@@ -175,7 +183,7 @@ func TestInterceptionFromASandbox(t *testing.T) {
 	cfg.CA, cfg.UpstreamRoots = authority, roots
 	eg := hegress.New(cfg)
 	defer eg.Shutdown()
-	m, _ := daemonFor(t, eg, eg.TrustPEM())
+	m, _ := daemonFor(t, backend, eg, eg.TrustPEM())
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny",
 		Allow: []rules.AllowEntry{{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}}})
 	if err != nil {

@@ -78,6 +78,10 @@ func (z *zone) asked(name string) int {
 // upstream; names that resolve to loopback or metadata are refused; UDP
 // to an outside resolver fails; decisions are ledgered.
 func TestEgressFromASandbox(t *testing.T) {
+	onBackends(t, allBackends, egressFromASandbox)
+}
+
+func egressFromASandbox(t *testing.T, backend string) {
 	ctx := context.Background()
 	var otherHits atomic.Int64
 	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +112,7 @@ func TestEgressFromASandbox(t *testing.T) {
 	z := tn.zone
 	eg := hegress.New(tn.egressConfig())
 	defer eg.Shutdown()
-	m, _ := daemonFor(t, eg, nil)
+	m, _ := daemonFor(t, backend, eg, nil)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{
 		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"}, {Host: "rebind.test"},
 			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}}})

@@ -32,6 +32,10 @@ import (
 // environment, not in what curl sent or printed), and the ledger has the
 // grant without it.
 func TestGrantFromASandbox(t *testing.T) {
+	onBackends(t, procboxOnly, grantFromASandbox)
+}
+
+func grantFromASandbox(t *testing.T, backend string) {
 	testutil.RequiresRoot(t)
 	ctx := context.Background()
 	const secret = "Bearer s3cret"
@@ -79,7 +83,7 @@ func TestGrantFromASandbox(t *testing.T) {
 	defer eg.Shutdown()
 	// The sandbox trusts the daemon's CA (intercepted TLS) and the
 	// upstream's (TLS relayed untouched before the grant).
-	mgr, _ = daemonFor(t, eg, append(eg.TrustPEM(), upCA...))
+	mgr, _ = daemonFor(t, backend, eg, append(eg.TrustPEM(), upCA...))
 	const token = "pdk_grant_test_token_0123"
 	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
 	defer srv.Close()

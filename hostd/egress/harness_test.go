@@ -3,9 +3,12 @@ package egress_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,7 +18,9 @@ import (
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
+	_ "paddock.dev/paddock/hypervisor/all"
 	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/hypervisor/qemu"
 	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
@@ -82,18 +87,49 @@ func (n *testNet) egressConfig() hegress.Config {
 	}
 }
 
-// daemonFor is a session manager on the debian image (curl, python3, git)
-// with the given egress and extra trusted certificates; the store is
-// returned for tests that look into it. Everything stops with the test.
-func daemonFor(t *testing.T, eg *hegress.Host, trust []byte) (*session.Manager, *store.Store) {
+// Backends the tests run on when PADDOCK_BACKENDS does not say.
+var (
+	procboxOnly = []string{procbox.Name}
+	// allBackends: the qemu one is skipped, with its reason, where VMs
+	// cannot run.
+	allBackends = []string{procbox.Name, qemu.Name}
+)
+
+// onBackends runs fn as a subtest per backend: those PADDOCK_BACKENDS
+// names (a comma list, as for the conformance suite), else dflt.
+func onBackends(t *testing.T, dflt []string, fn func(t *testing.T, backend string)) {
 	t.Helper()
-	return daemonWith(t, eg, trust, engine(t))
+	names := dflt
+	if v := os.Getenv("PADDOCK_BACKENDS"); v != "" {
+		names = nil
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	for _, n := range names {
+		t.Run(n, func(t *testing.T) { fn(t, n) })
+	}
+}
+
+// daemonFor is a session manager on backend with the debian image (curl,
+// python3, git), the given egress and extra trusted certificates; the
+// store is returned for tests that look into it. Everything stops with
+// the test; a backend that cannot run here skips it with its reason.
+func daemonFor(t *testing.T, backend string, eg *hegress.Host, trust []byte) (*session.Manager, *store.Store) {
+	t.Helper()
+	return daemonWith(t, backend, eg, trust, engine(t))
 }
 
 // daemonWith is daemonFor deciding with eng.
-func daemonWith(t *testing.T, eg *hegress.Host, trust []byte, eng *policy.Engine) (*session.Manager, *store.Store) {
+func daemonWith(t *testing.T, backend string, eg *hegress.Host, trust []byte, eng *policy.Engine) (*session.Manager, *store.Store) {
 	t.Helper()
 	testutil.RequiresRoot(t)
+	ctor, err := hypervisor.Lookup(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
 	images, _ := testutil.DebianImages(t)
 	state := t.TempDir()
 	st, err := store.Open(filepath.Join(state, "paddock.db"))
@@ -101,11 +137,16 @@ func daemonWith(t *testing.T, eg *hegress.Host, trust []byte, eng *policy.Engine
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
+	b, err := ctor(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	if c, ok := b.(io.Closer); ok {
+		t.Cleanup(func() { c.Close() })
+	}
+	if c := b.Capabilities(); !c.Available {
+		t.Skipf("backend %s cannot run here: %s", backend, c.Reason)
+	}
 	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.DebianImageName,
 		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: trust, Policy: eng})
 	t.Cleanup(func() { m.Shutdown(context.Background()) })

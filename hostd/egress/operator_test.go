@@ -26,6 +26,10 @@ import (
 // module lets the request through again. Nothing refused reaches the
 // upstream.
 func TestOperatorModuleNarrowsEgress(t *testing.T) {
+	onBackends(t, procboxOnly, operatorModuleNarrowsEgress)
+}
+
+func operatorModuleNarrowsEgress(t *testing.T, backend string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var hits atomic.Int64
@@ -58,7 +62,7 @@ deny contains "the admin pages are off limits" if {
 	go eng.Watch(ctx)
 	eg := hegress.New(tn.egressConfig())
 	defer eg.Shutdown()
-	m, _ := daemonWith(t, eg, nil, eng)
+	m, _ := daemonWith(t, backend, eg, nil, eng)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{
 		Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}}}}}})
 	if err != nil {

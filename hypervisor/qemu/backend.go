@@ -41,10 +41,10 @@ var specLimits = hypervisor.Limits{
 	DiskMB: DefaultDiskMB, MaxDiskMB: MaxDiskMB,
 	PIDs: 1024, MaxPIDs: 65536,
 	GuestUser: fmt.Sprintf("%d:%d", image.GuestUID, image.GuestGID),
-	// Transparent mode needs nftables in the guest kernel (modules the
-	// initramfs does not carry yet); a VM has no NIC, so programs that
-	// ignore the proxy settings already have no way out.
-	Networks: []string{hypervisor.NetworkOffline, hypervisor.NetworkProxy},
+	// A VM has no NIC: its egress is the agent's forwarders over the
+	// channel. Transparent mode's route and nftables rules are installed
+	// by the guest's PID 1 (the initramfs loads the netfilter modules).
+	Networks: []string{hypervisor.NetworkOffline, hypervisor.NetworkProxy, hypervisor.NetworkTransparent},
 }
 
 func init() {

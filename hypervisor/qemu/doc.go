@@ -9,7 +9,7 @@
 //   - BuildKit (vmimage.go): the VM boot kit for an image build. The kernel
 //     is vmlinuz from Debian's cloud kernel (the package
 //     linux-image-cloud-amd64 depends on, fetched with apt-get download and
-//     unpacked with dpkg-deb -x into <cache>/kernel/<package>_<version>).
+//     unpacked with dpkg-deb -x into <cache>/kernel/<package>_<version>_m<hash of the module list>).
 //     Its virtio drivers are modules without a modules.dep, so the boot
 //     modules (virtio_mmio, virtio_pci, virtio_blk, virtio_console) and what
 //     their modinfo "depends=" names are kept, uncompressed, in a load order
@@ -33,8 +33,11 @@
 //     and socket; it is idempotent. Under TCG on these machines the boot to
 //     the root disk's userspace takes about 3 s.
 //
+// Egress: offline (no NIC), proxy and transparent modes; the initramfs
+// loads the netfilter modules and PID 1 installs transparent mode's route
+// and nftables rules once per boot (a memory restore keeps them).
+//
 // Not yet: the usable-KVM check by booting the kit once under -accel kvm
 // (TCG is used everywhere today), vsock where /dev/vhost-vsock exists,
-// transparent egress (nftables modules in the initramfs), directory
-// overlays, adoption across daemon restarts, `paddock image build --vm`.
+// directory overlays, adoption across daemon restarts.
 package qemu

@@ -34,10 +34,27 @@ var KernelPackages = []string{"linux-image-6.12-cloud-amd64", "linux-image-cloud
 const BusyboxPackage = "busybox-static"
 
 // bootModules are the modules the initramfs loads (with their dependencies,
-// ordered by each .ko's modinfo "depends"). microvm's devices are
-// virtio-mmio; the PCI transport is carried for -machine q35 guests.
+// ordered by each .ko's modinfo "depends"; a name the kernel has no module
+// for is taken as built in). microvm's devices are virtio-mmio; the PCI
+// transport is carried for -machine q35 guests. The netfilter modules are
+// what transparent egress's nftables rules (guest/egressfwd) need, since
+// the guest has no modprobe to load them on demand: nf_tables (with
+// nfnetlink, libcrc32c), the inet NAT chain type and the redir expression
+// (nf_nat, and nf_conntrack, which also answers the redirect listener's
+// SO_ORIGINAL_DST, with nf_defrag_ipv4/6), and the inet reject expression
+// (nft_reject, nf_reject_ipv4/6). The 6.12 cloud kernel builds all of them
+// as modules (CONFIG_NF_TABLES=m, NFT_NAT, NFT_REDIR, NFT_REJECT_INET,
+// NF_CONNTRACK=m; NF_TABLES_INET and CRYPTO_CRC32C built in).
 var bootModules = []string{
 	"virtio_mmio", "virtio_pci", "virtio_blk", "virtio_console",
+	"nf_tables", "nft_chain_nat", "nft_redir", "nf_conntrack", "nft_reject_inet",
+}
+
+// modulesKey names the boot module list in the kernel cache, so a cache
+// made for another list is not used.
+func modulesKey() string {
+	h := sha256.Sum256([]byte(strings.Join(bootModules, "\n")))
+	return "m" + hex.EncodeToString(h[:4])
 }
 
 // Kit is what a VM boots from: a kernel, an initramfs and a read-only base
@@ -176,11 +193,12 @@ func cached(dir, want string) string {
 	return filepath.Dir(m[len(m)-1])
 }
 
-// fetchKernel returns <cache>/kernel/<package>_<version>, holding vmlinuz,
-// modules/ (the boot modules and their dependencies, uncompressed) and
-// modules.order (load order, one file name a line).
+// fetchKernel returns <cache>/kernel/<package>_<version>_<modulesKey>,
+// holding vmlinuz, modules/ (the boot modules and their dependencies,
+// uncompressed) and modules.order (load order, one file name a line).
 func fetchKernel(ctx context.Context, cache string, progress func(string)) (string, string, error) {
 	root := filepath.Join(cache, "kernel")
+	key := modulesKey()
 	var depends string
 	var err error
 	for _, meta := range KernelPackages {
@@ -199,13 +217,20 @@ func fetchKernel(ctx context.Context, cache string, progress func(string)) (stri
 		}
 	}
 	if err != nil {
-		if d := cached(root, "modules.order"); d != "" {
-			return d, strings.Replace(filepath.Base(d), "_", " ", 1), nil
+		// Offline: the newest cached kernel made for this module list
+		// (package names and Debian versions have no '_').
+		m, _ := filepath.Glob(filepath.Join(root, "*_*_"+key, "modules.order"))
+		if len(m) > 0 {
+			sort.Strings(m)
+			d := filepath.Dir(m[len(m)-1])
+			if f := strings.Split(filepath.Base(d), "_"); len(f) == 3 {
+				return d, strings.TrimPrefix(f[0], "linux-image-") + " (" + f[1] + ")", nil
+			}
 		}
 		return "", "", fmt.Errorf("%w: %w", ErrNoKernel, err)
 	}
 	kver := strings.TrimPrefix(pkg, "linux-image-") + " (" + ver + ")"
-	dir := filepath.Join(root, pkg+"_"+ver)
+	dir := filepath.Join(root, pkg+"_"+ver+"_"+key)
 	if _, err := os.Stat(filepath.Join(dir, "modules.order")); err == nil {
 		return dir, kver, nil
 	}
