@@ -1,6 +1,7 @@
 // Package vmchan is the agent channel of a virtual machine: one byte
 // stream between the host and the guest agent (a virtio-serial port the
-// host reaches through a unix socket QEMU serves), a short line-based
+// host reaches through a unix socket QEMU serves, or a vsock connection
+// the host dials where /dev/vhost-vsock exists), a short line-based
 // handshake on it, then a yamux session that carries many streams at once.
 //
 // The handshake exists because the stream outlives either end's idea of
@@ -44,6 +45,16 @@ import (
 const (
 	PortName = "paddock.agent"
 	PortPath = "/dev/virtio-ports/" + PortName
+	// VsockPort is the agent's port when the channel is vsock (on hosts
+	// with /dev/vhost-vsock): the host dials the guest's CID there, and
+	// each connection begins with the same handshake. Ports below 1024
+	// need CAP_NET_BIND_SERVICE, so only the guest's PID 1 can bind it,
+	// never a command the agent runs.
+	VsockPort = 700
+	// CmdlineKey and CmdlineVsock: "paddock.chan=vsock" on the kernel
+	// command line says the channel is vsock (else virtio-serial).
+	CmdlineKey   = "paddock.chan"
+	CmdlineVsock = "vsock"
 )
 
 // Wire tokens.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"unsafe"
 
 	"github.com/hashicorp/yamux"
+	"github.com/mdlayher/vsock"
 	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/guest/agent"
@@ -54,7 +56,22 @@ func Init(args []string) int {
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "identity"), os.NewFile(uintptr(fds[1]), "identity")
 	go serveIdentity(mine)
-	code := agent.RunInitFiles([]string{"/proc/self/exe", ServeSubcommand}, []*os.File{theirs})
+	extra := []*os.File{theirs}
+	if cmdlineValue(vmchan.CmdlineKey) == vmchan.CmdlineVsock {
+		// The agent's vsock port is below 1024: bound here, where the
+		// capability is, and handed to vm-serve as fd 4.
+		err := loadModules("vsock")
+		var l *os.File
+		if err == nil {
+			l, err = listenVsock(vmchan.VsockPort)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "vm-init: vsock: %v\n", err)
+			return 125
+		}
+		extra = append(extra, l)
+	}
+	code := agent.RunInitFiles([]string{"/proc/self/exe", ServeSubcommand}, extra)
 	return code
 }
 
@@ -237,7 +254,9 @@ func serveIdentity(f *os.File) {
 			// it) already has them, and asking again changes nothing. It
 			// only ever narrows what the VM can reach (it has no NIC).
 			if !transparent {
-				if err := egressfwd.SetupTransparent(); err != nil {
+				if err := loadModules("netfilter"); err != nil {
+					answer = err.Error()
+				} else if err := egressfwd.SetupTransparent(); err != nil {
 					answer = err.Error()
 				} else {
 					transparent = true
@@ -248,6 +267,32 @@ func serveIdentity(f *os.File) {
 		}
 		f.Write([]byte(answer))
 	}
+}
+
+// ModulesDir is where the initramfs leaves the kernel modules it did not
+// load, in groups named by <group>.order files (hypervisor/qemu's
+// lazyModules).
+const ModulesDir = GuestDir + "/modules"
+
+// loadModules loads a group of modules in its order; one already loaded
+// is fine. Only PID 1 has the capability.
+func loadModules(group string) error {
+	order, err := os.ReadFile(filepath.Join(ModulesDir, group+".order"))
+	if err != nil {
+		return fmt.Errorf("module group %s: %w", group, err)
+	}
+	for _, m := range strings.Fields(string(order)) {
+		f, err := os.Open(filepath.Join(ModulesDir, filepath.Base(m)))
+		if err != nil {
+			return err
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("load module %s: %w", m, err)
+		}
+	}
+	return nil
 }
 
 func applyIdentity(req identityRequest) error {
@@ -291,13 +336,23 @@ func Serve(args []string) int {
 		return 125
 	}
 	unix.CloseOnExec(3) // PID 1's identity socket is the agent's alone
+	var vsockL net.Listener
+	if cmdlineValue(vmchan.CmdlineKey) == vmchan.CmdlineVsock {
+		unix.CloseOnExec(4)
+		l, err := vsock.FileListener(os.NewFile(4, "vsock"))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "vm-serve: vsock listener: %v\n", err)
+			return 125
+		}
+		vsockL = l
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	var b [8]byte
 	rand.Read(b[:])
 	g := &guest{log: log, bootID: hex.EncodeToString(b[:]), lis: newStreamListener(),
-		pid1: os.NewFile(3, "identity")}
+		pid1: os.NewFile(3, "identity"), vsock: vsockL}
 	if err := g.run(ctx); err != nil && ctx.Err() == nil {
 		log.Error("vm-serve", "err", err)
 		return 1
@@ -316,6 +371,9 @@ type guest struct {
 	srv      *agent.Server
 	pid1     *os.File // PID 1's identity socket
 	pid1Mu   sync.Mutex
+	// vsock is the channel's listener when it is vsock; nil for the
+	// virtio-serial port.
+	vsock net.Listener
 }
 
 // askPID1 has PID 1 apply req.
@@ -339,7 +397,7 @@ func (g *guest) askPID1(req identityRequest) error {
 
 func (g *guest) run(ctx context.Context) error {
 	for ctx.Err() == nil {
-		f, err := openPort(ctx)
+		f, err := g.openChannel(ctx)
 		if err != nil {
 			return err
 		}
@@ -386,6 +444,48 @@ func (g *guest) run(ctx context.Context) error {
 		p.Close()
 	}
 	return nil
+}
+
+// openChannel returns the next connection of the channel: the
+// virtio-serial port (opened again after every session), or the next
+// connection the host makes to the vsock port.
+func (g *guest) openChannel(ctx context.Context) (io.ReadWriteCloser, error) {
+	if g.vsock == nil {
+		return openPort(ctx)
+	}
+	stop := context.AfterFunc(ctx, func() { g.vsock.Close() })
+	defer stop()
+	for {
+		c, err := g.vsock.Accept()
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			return nil, fmt.Errorf("accept on vsock port %d: %w", vmchan.VsockPort, err)
+		}
+		// A connection reset before it was accepted (a transport
+		// reset after a restore): wait for the next one.
+		g.log.Warn("vsock accept", "err", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// listenVsock binds and listens on a vsock port of any of this guest's
+// CIDs (a restored or forked guest gets a new CID; the listener stays).
+func listenVsock(port uint32) (*os.File, error) {
+	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind port %d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 16); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "vsock"), nil
 }
 
 // openPort opens the channel's port, waiting for udev-less /dev to show

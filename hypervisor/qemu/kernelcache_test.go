@@ -10,23 +10,43 @@ import (
 	"testing"
 )
 
-// TestKernelCacheKeyedByModules: the kernel cache directory names the boot
-// module list, so a kernel cached for another list (an older build without
+// TestKernelCacheKeyedByModules: the kernel cache directory names the
+// module lists (boot and lazy groups), so a kernel cached for another list (an older build without
 // the netfilter modules) is never used, not even offline; offline the
 // newest one for this list is, with its version read from its name.
 func TestKernelCacheKeyedByModules(t *testing.T) {
-	for _, m := range []string{"virtio_mmio", "virtio_blk", "nf_tables", "nft_chain_nat", "nft_redir", "nf_conntrack", "nft_reject_inet"} {
+	for _, m := range []string{"virtio_mmio", "virtio_blk"} {
 		if !slices.Contains(bootModules, m) {
 			t.Errorf("bootModules lacks %s", m)
 		}
+	}
+	group := func(name string) []string {
+		for _, g := range lazyModules {
+			if g.name == name {
+				return g.modules
+			}
+		}
+		return nil
+	}
+	for _, m := range []string{"nf_tables", "nft_chain_nat", "nft_redir", "nf_conntrack", "nft_reject_inet"} {
+		if !slices.Contains(group("netfilter"), m) || slices.Contains(bootModules, m) {
+			t.Errorf("%s: not in the netfilter group, or loaded at boot", m)
+		}
+	}
+	if !slices.Contains(group("vsock"), "vmw_vsock_virtio_transport") {
+		t.Error("the vsock group lacks its transport")
 	}
 	key := modulesKey()
 	saved := bootModules
 	bootModules = append(slices.Clone(saved), "something_else")
 	other := modulesKey()
 	bootModules = saved
-	if key == other || key != modulesKey() {
-		t.Fatalf("modulesKey: %q for the list, %q for another", key, other)
+	savedLazy := lazyModules
+	lazyModules = append(slices.Clone(savedLazy), moduleGroup{"extra", []string{"x"}})
+	otherLazy := modulesKey()
+	lazyModules = savedLazy
+	if key == other || key == otherLazy || key != modulesKey() {
+		t.Fatalf("modulesKey: %q for the lists, %q and %q for others", key, other, otherLazy)
 	}
 
 	cache := t.TempDir()

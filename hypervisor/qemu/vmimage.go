@@ -36,25 +36,41 @@ const BusyboxPackage = "busybox-static"
 // bootModules are the modules the initramfs loads (with their dependencies,
 // ordered by each .ko's modinfo "depends"; a name the kernel has no module
 // for is taken as built in). microvm's devices are virtio-mmio; the PCI
-// transport is carried for -machine q35 guests. The netfilter modules are
-// what transparent egress's nftables rules (guest/egressfwd) need, since
-// the guest has no modprobe to load them on demand: nf_tables (with
-// nfnetlink, libcrc32c), the inet NAT chain type and the redir expression
-// (nf_nat, and nf_conntrack, which also answers the redirect listener's
-// SO_ORIGINAL_DST, with nf_defrag_ipv4/6), and the inet reject expression
-// (nft_reject, nf_reject_ipv4/6). The 6.12 cloud kernel builds all of them
-// as modules (CONFIG_NF_TABLES=m, NFT_NAT, NFT_REDIR, NFT_REJECT_INET,
-// NF_CONNTRACK=m; NF_TABLES_INET and CRYPTO_CRC32C built in).
-var bootModules = []string{
-	"virtio_mmio", "virtio_pci", "virtio_blk", "virtio_console",
-	"nf_tables", "nft_chain_nat", "nft_redir", "nf_conntrack", "nft_reject_inet",
+// transport is carried for -machine q35 guests.
+var bootModules = []string{"virtio_mmio", "virtio_pci", "virtio_blk", "virtio_console"}
+
+// moduleGroup is a set of modules the initramfs carries but does not load:
+// it leaves them (with <name>.order, their load order) in the guest's
+// /.paddock/modules, and the guest's PID 1 loads a group when the machine
+// needs it, so a VM that does not pays nothing at boot.
+type moduleGroup struct {
+	name    string
+	modules []string
 }
 
-// modulesKey names the boot module list in the kernel cache, so a cache
-// made for another list is not used.
+// lazyModules: "netfilter" is what transparent egress's nftables rules
+// (guest/egressfwd) need, since the guest has no modprobe to load them on
+// demand: nf_tables (with nfnetlink, libcrc32c), the inet NAT chain type
+// and the redir expression (nf_nat, and nf_conntrack, which also answers
+// the redirect listener's SO_ORIGINAL_DST, with nf_defrag_ipv4/6), and the
+// inet reject expression (nft_reject, nf_reject_ipv4/6); the 6.12 cloud
+// kernel builds all of them as modules (NF_TABLES_INET and CRYPTO_CRC32C
+// are built in). "vsock" is the agent channel's transport on hosts with
+// /dev/vhost-vsock.
+var lazyModules = []moduleGroup{
+	{"netfilter", []string{"nf_tables", "nft_chain_nat", "nft_redir", "nf_conntrack", "nft_reject_inet"}},
+	{"vsock", []string{"vsock", "vmw_vsock_virtio_transport"}},
+}
+
+// modulesKey names the module lists in the kernel cache, so a cache made
+// for other lists is not used.
 func modulesKey() string {
-	h := sha256.Sum256([]byte(strings.Join(bootModules, "\n")))
-	return "m" + hex.EncodeToString(h[:4])
+	h := sha256.New()
+	fmt.Fprintf(h, "boot:%s\n", strings.Join(bootModules, " "))
+	for _, g := range lazyModules {
+		fmt.Fprintf(h, "%s:%s\n", g.name, strings.Join(g.modules, " "))
+	}
+	return "m" + hex.EncodeToString(h.Sum(nil)[:4])
 }
 
 // Kit is what a VM boots from: a kernel, an initramfs and a read-only base
@@ -194,8 +210,9 @@ func cached(dir, want string) string {
 }
 
 // fetchKernel returns <cache>/kernel/<package>_<version>_<modulesKey>,
-// holding vmlinuz, modules/ (the boot modules and their dependencies,
-// uncompressed) and modules.order (load order, one file name a line).
+// holding vmlinuz, modules/ (the boot and lazy modules with their
+// dependencies, uncompressed), modules.order (the boot modules' load
+// order, one file name a line) and <group>.order for each lazy group.
 func fetchKernel(ctx context.Context, cache string, progress func(string)) (string, string, error) {
 	root := filepath.Join(cache, "kernel")
 	key := modulesKey()
@@ -266,6 +283,16 @@ func fetchKernel(ctx context.Context, cache string, progress func(string)) (stri
 	if err != nil {
 		return "", "", err
 	}
+	for _, g := range lazyModules {
+		gorder, err := moduleOrder(ctx, mods[0], g.modules, filepath.Join(out, "modules"))
+		if err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(filepath.Join(out, g.name+".order"), []byte(strings.Join(gorder, "\n")+"\n"), 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	// modules.order last: it says the directory is complete.
 	if err := os.WriteFile(filepath.Join(out, "modules.order"), []byte(strings.Join(order, "\n")+"\n"), 0o644); err != nil {
 		return "", "", err
 	}
@@ -464,6 +491,7 @@ if [ -x /paddock-guest ]; then
   /bin/busybox mkdir -p /newroot/.paddock
   /bin/busybox mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /newroot/.paddock
   /bin/busybox cp /paddock-guest /newroot/.paddock/paddock-guest
+  /bin/busybox cp -r /lib/modules /newroot/.paddock/modules
   next=/.paddock/paddock-guest
 fi
 /bin/busybox umount /proc /sys
@@ -487,8 +515,19 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 			return "", fmt.Errorf("qemu: guest binary: %w", err)
 		}
 	}
+	groups := map[string][]byte{}
+	for _, g := range lazyModules {
+		b, err := os.ReadFile(filepath.Join(kdir, g.name+".order"))
+		if err != nil {
+			return "", fmt.Errorf("qemu: kernel cache %s: %w", kdir, err)
+		}
+		groups[g.name] = b
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", kdir, busybox, order, initScript)
+	for _, g := range lazyModules {
+		fmt.Fprintf(h, "%s\x00%s\x00", g.name, groups[g.name])
+	}
 	h.Write(guestBin)
 	out := filepath.Join(cache, "initramfs", hex.EncodeToString(h.Sum(nil))[:16]+".cpio.gz")
 	if exists(out) {
@@ -522,7 +561,17 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 		w.entry("paddock-guest", 0o100755, 0, 0, guestBin)
 	}
 	w.entry("lib/modules/modules.order", 0o100644, 0, 0, order)
-	for _, m := range strings.Fields(string(order)) {
+	files := strings.Fields(string(order))
+	for _, g := range lazyModules {
+		w.entry("lib/modules/"+g.name+".order", 0o100644, 0, 0, groups[g.name])
+		files = append(files, strings.Fields(string(groups[g.name]))...)
+	}
+	seen := map[string]bool{}
+	for _, m := range files {
+		if seen[m] {
+			continue
+		}
+		seen[m] = true
 		b, err := os.ReadFile(filepath.Join(kdir, "modules", m))
 		if err != nil {
 			return "", err
