@@ -38,6 +38,9 @@ func main() {
 	egressOnly := flag.Bool("egress-only", false, "measure only the egress proxy (no root needed)")
 	policyOnly := flag.Bool("policy-only", false, "measure only the policy engine's decisions (no root needed)")
 	gatewayOnly := flag.Bool("gateway-only", false, "measure only the HTTPS gateway against hostd's socket (no root needed)")
+	qemuOnly := flag.Bool("qemu-only", false, "measure only the qemu microVM backend")
+	qemuRuns := flag.Int("qemu-runs", 5, "repetitions of each qemu measurement (each boots a VM: seconds under TCG)")
+	vmCache := flag.String("vm-cache", filepath.Join(os.TempDir(), "paddock-test-vm"), "the qemu backend's kernel and initramfs cache (the qemu tests' one by default, shared)")
 	egressProxies := flag.String("egress-proxies", "", "internal: serve the benchmark's proxies for this upstream address")
 	egressCPU := flag.Int("egress-proxies-cpu", 1, "internal: the CPU the proxies run on")
 	flag.Parse()
@@ -57,7 +60,7 @@ func main() {
 		benchGateway()
 		return
 	}
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 && !*qemuOnly {
 		fmt.Fprintln(os.Stderr, "paddock-bench: run as root (sandboxes need namespaces and cgroups)")
 		os.Exit(2)
 	}
@@ -77,6 +80,12 @@ func main() {
 	if _, err := imgs.Get("mini"); err != nil {
 		_, err := imgs.BuildMini(ctx, "mini", nil)
 		check(err)
+	}
+	if *qemuOnly {
+		fmt.Printf("paddock-bench: qemu only, median of %d runs each, peers measured in the same run\n", *qemuRuns)
+		fmt.Printf("%-44s %12s %12s %8s  %s\n", "measurement", "paddock", "peer", "ratio", "peer")
+		benchQEMU(ctx, dir, *guest, *vmCache, imgs, *qemuRuns)
+		return
 	}
 	b, err := procbox.New(hypervisor.Config{StateDir: dir, GuestBinary: *guest, ImagesDir: imgs.Dir})
 	check(err)
@@ -179,6 +188,7 @@ func main() {
 	benchEgress()
 	benchPolicy(apiExec)
 	benchGateway()
+	benchQEMU(ctx, dir, *guest, *vmCache, imgs, *qemuRuns)
 	// Deferred: Close unmounts the store, then the state dir goes.
 }
 

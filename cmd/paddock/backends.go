@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -34,15 +35,28 @@ func newBackendsCmd(g *globals) *cobra.Command {
 				return json.NewEncoder(c.OutOrStdout()).Encode(rows)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tISOLATION\tAVAILABLE\tSNAPSHOT\tMEMORY\tFORK\tCONFINE\tNOTE")
+			fmt.Fprintln(tw, "NAME\tISOLATION\tAVAILABLE\tSNAPSHOT\tMEMORY\tFORK\tCONFINE\tACCEL\tNOTE")
 			for _, r := range rows {
 				note := r.Reason
 				if note == "" && !r.MemoryCheckpoint {
 					note = "memory: " + r.MemoryCheckpointReason
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%v\t%s\n", r.Name, r.Isolation, r.Available, r.Snapshot, r.MemoryCheckpoint, r.Fork, r.Confinement, note)
+				accel, _, _ := strings.Cut(r.Accelerator, " ")
+				if accel == "" {
+					accel = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%v\t%s\t%s\n", r.Name, r.Isolation, r.Available, r.Snapshot, r.MemoryCheckpoint, r.Fork, r.Confinement, accel, note)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			// Which accelerator and why, in full (too long for the table).
+			for _, r := range rows {
+				if r.Accelerator != "" {
+					fmt.Fprintf(c.OutOrStdout(), "%s accelerator: %s\n", r.Name, r.Accelerator)
+				}
+			}
+			return nil
 		},
 	}
 }

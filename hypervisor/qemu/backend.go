@@ -61,12 +61,16 @@ type Backend struct {
 
 	mu       sync.Mutex
 	machines map[string]*Machine
-	gcMu     sync.Mutex // one layer collection at a time
-	kitMu    sync.Mutex // one kit build at a time: they share the cache
+	gcMu     sync.Mutex         // one layer collection at a time
+	kitMu    sync.Mutex         // one kit build at a time: they share the cache
+	kits     map[string]kitMemo // under kitMu, by image rootfs
 
 	capsOnce sync.Once
 	caps     hypervisor.Capabilities
 	host     Capabilities
+
+	probeMu sync.Mutex  // one KVM probe at a time; held while it boots
+	kvm     *KVMVerdict // this process's verdict, under mu; nil until decided
 }
 
 var _ hypervisor.Backend = (*Backend)(nil)
@@ -132,7 +136,84 @@ func (b *Backend) Capabilities() hypervisor.Capabilities {
 		}
 		b.caps = c
 	})
-	return b.caps
+	c := b.caps
+	if b.host.QEMUVersion != "" {
+		c.Accelerator = b.kvmVerdict().Describe()
+	}
+	return c
+}
+
+// kvmVerdict is what is known without booting anything: this process's
+// verdict, else one cached on disk for this QEMU and host kernel, else
+// the device check's.
+func (b *Backend) kvmVerdict() KVMVerdict {
+	b.mu.Lock()
+	v := b.kvm
+	b.mu.Unlock()
+	if v != nil {
+		return *v
+	}
+	if b.host.KVM == KVMAbsent {
+		return KVMVerdict{State: KVMAbsent}
+	}
+	if cached, ok := CachedKVMVerdict(b.cache, b.host.QEMUVersion, HostRelease()); ok {
+		return cached
+	}
+	return KVMVerdict{State: KVMPresentUnverified}
+}
+
+// accel returns the accelerator for new machines booting kit: "kvm" only
+// when a tiny guest reached userspace under it (ProbeKVM, run here at the
+// first create that needs it, its verdict cached on disk), else "tcg".
+// A probe that cannot run leaves the question open for the next create.
+func (b *Backend) accel(ctx context.Context, kit Kit) string {
+	b.Capabilities() // fills b.host
+	b.probeMu.Lock()
+	defer b.probeMu.Unlock()
+	b.mu.Lock()
+	v := b.kvm
+	b.mu.Unlock()
+	if v != nil {
+		return v.Accel()
+	}
+	verdict, err := b.probeKVM(ctx, kit)
+	if err != nil {
+		b.log.Warn("kvm probe did not conclude; using tcg", "err", err)
+		return "tcg"
+	}
+	b.log.Info("accelerator", "accel", verdict.Accel(), "kvm", string(verdict.State), "why", verdict.Describe())
+	b.mu.Lock()
+	b.kvm = &verdict
+	b.mu.Unlock()
+	return verdict.Accel()
+}
+
+func (b *Backend) probeKVM(ctx context.Context, kit Kit) (KVMVerdict, error) {
+	if b.host.KVM == KVMAbsent {
+		return KVMVerdict{State: KVMAbsent}, nil
+	}
+	opts := KVMProbeOptions{Kernel: kit.Kernel, KernelVersion: kit.KernelVersion,
+		QEMUVersion: b.host.QEMUVersion, CacheDir: b.cache, MemoryMB: DefaultMemoryMB}
+	if v, ok := readVerdict(verdictPath(b.cache, kit.KernelVersion, b.host.QEMUVersion, HostRelease())); ok {
+		return v, nil
+	}
+	initrd, err := ProbeInitramfs(ctx, b.cache)
+	if err != nil {
+		return KVMVerdict{}, err
+	}
+	opts.Initrd = initrd
+	run := filepath.Join(b.dir, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		return KVMVerdict{}, err
+	}
+	dir, err := os.MkdirTemp(run, "kvm-probe-")
+	if err != nil {
+		return KVMVerdict{}, err
+	}
+	defer os.RemoveAll(dir)
+	opts.Dir = dir
+	b.log.Info("probing kvm: booting a test guest under -accel kvm", "timeout", DefaultKVMProbeTimeout)
+	return ProbeKVM(ctx, opts)
 }
 
 // Close stops every machine this backend started.
@@ -154,6 +235,28 @@ func (b *Backend) machinesDir() string  { return filepath.Join(b.dir, "machines"
 func (b *Backend) disksDir() string     { return filepath.Join(b.dir, "disks") }
 func (b *Backend) snapshotsDir() string { return filepath.Join(b.dir, "snapshots") }
 
+// kitMemo is a kit this process found or built, reused for kitMemoTTL
+// while the guest binary is the same file and the kit's files exist:
+// BuildKit on a warm cache still asks apt-cache and hashes the guest
+// binary (over a second on a busy two-core machine, as long as a third of
+// a TCG boot). The TTL bounds how long a daemon keeps booting a kernel
+// the archive has since replaced.
+type kitMemo struct {
+	kit   Kit
+	guest string // the guest binary's size and mtime
+	at    time.Time
+}
+
+const kitMemoTTL = 10 * time.Minute
+
+func fileStamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
+}
+
 // kit returns the boot kit for an image (built and cached on first use).
 func (b *Backend) kit(ctx context.Context, img string) (Kit, error) {
 	rootfs, err := b.images.Rootfs(img)
@@ -162,8 +265,21 @@ func (b *Backend) kit(ctx context.Context, img string) (Kit, error) {
 	}
 	b.kitMu.Lock()
 	defer b.kitMu.Unlock()
-	return BuildKit(ctx, rootfs, KitOptions{CacheDir: b.cache, GuestBinary: b.guest,
+	guest := fileStamp(b.guest)
+	if m, ok := b.kits[rootfs]; ok && m.guest == guest && time.Since(m.at) < kitMemoTTL &&
+		exists(m.kit.Kernel) && exists(m.kit.Initrd) && exists(m.kit.RootDisk) {
+		return m.kit, nil
+	}
+	kit, err := BuildKit(ctx, rootfs, KitOptions{CacheDir: b.cache, GuestBinary: b.guest,
 		Progress: func(s string) { b.log.Info("vm image", "step", s) }})
+	if err != nil {
+		return Kit{}, err
+	}
+	if b.kits == nil {
+		b.kits = map[string]kitMemo{}
+	}
+	b.kits[rootfs] = kitMemo{kit: kit, guest: guest, at: time.Now()}
+	return kit, nil
 }
 
 // snapMeta is what a snapshot directory records beside the memory file:
@@ -174,6 +290,9 @@ type snapMeta struct {
 	MemoryMB int64               `json:"memory_mb"`
 	CPUs     int                 `json:"cpus"`
 	Disk     string              `json:"disk"` // frozen qcow2 the snapshot's disk is
+	// Accel is the accelerator the snapshot was taken under; a machine
+	// from its memory must use the same ("" in older snapshots: tcg).
+	Accel string `json:"accel,omitempty"`
 }
 
 func (b *Backend) loadSnapshot(s hypervisor.Snapshot) (snapMeta, error) {

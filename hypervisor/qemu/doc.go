@@ -5,7 +5,10 @@
 //   - QMP: a client of its own (Dial, Client.Execute with typed *Error
 //     replies, events on a bounded channel, every message size-limited).
 //   - Probe: finds qemu-system-x86_64 and its version and reports /dev/kvm
-//     (present, unverified) and /dev/vhost-vsock.
+//     and /dev/vhost-vsock. ProbeKVM decides whether KVM is usable by
+//     booting the kit's kernel with a tiny initramfs under -accel kvm to a
+//     marker only userspace can print (cached per guest kernel, QEMU and
+//     host kernel); machines run under kvm only then, else tcg.
 //   - BuildKit (vmimage.go): the VM boot kit for an image build. The kernel
 //     is vmlinuz from Debian's cloud kernel (the package
 //     linux-image-cloud-amd64 depends on, fetched with apt-get download and
@@ -34,10 +37,9 @@
 //     the root disk's userspace takes about 3 s.
 //
 // Egress: offline (no NIC), proxy and transparent modes; the initramfs
-// loads the netfilter modules and PID 1 installs transparent mode's route
-// and nftables rules once per boot (a memory restore keeps them).
+// carries the netfilter modules and PID 1 loads them and installs
+// transparent mode's route and nftables rules once per boot (a memory
+// restore keeps them).
 //
-// Not yet: the usable-KVM check by booting the kit once under -accel kvm
-// (TCG is used everywhere today), vsock where /dev/vhost-vsock exists,
-// directory overlays, adoption across daemon restarts.
+// Not yet: directory overlays, adoption across daemon restarts.
 package qemu

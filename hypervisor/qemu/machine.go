@@ -39,6 +39,7 @@ type Machine struct {
 
 	mu       sync.Mutex
 	kit      Kit
+	accel    string // "kvm" or "tcg"; a snapshot's machines keep its
 	memoryMB int64
 	cpus     int
 	vm       *VM
@@ -80,7 +81,7 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 		if err != nil {
 			return nil, err
 		}
-		m.kit, m.memoryMB, m.cpus = meta.Kit, meta.MemoryMB, meta.CPUs
+		m.kit, m.memoryMB, m.cpus, m.accel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta)
 		base, format = meta.Disk, "qcow2"
 		if meta.Snapshot.Memory {
 			incoming = filepath.Join(b.snapshotsDir(), spec.From.ID, "memory")
@@ -92,6 +93,7 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 			return nil, err
 		}
 		base = m.kit.RootDisk
+		m.accel = b.accel(ctx, m.kit)
 	}
 	b.mu.Lock()
 	if _, dup := b.machines[spec.ID]; dup {
@@ -146,7 +148,7 @@ func (m *Machine) boot(ctx context.Context, incoming string) error {
 	ctx, cancel := context.WithTimeout(ctx, bootTimeout)
 	defer cancel()
 	m.mu.Lock()
-	cfg := VMConfig{Kit: m.kit, Dir: m.dir, MemoryMB: int(m.memoryMB), CPUs: m.cpus,
+	cfg := VMConfig{Kit: m.kit, Dir: m.dir, MemoryMB: int(m.memoryMB), CPUs: m.cpus, Accel: m.accel,
 		Disk: m.disk, Channel: true, Incoming: incoming, Append: fmt.Sprintf("paddock.pids=%d", m.spec.PIDs)}
 	m.mu.Unlock()
 	vm, err := Boot(ctx, cfg)
@@ -395,13 +397,23 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 	s := hypervisor.Snapshot{ID: id, Tag: tag, Machine: m.spec.ID, Backend: Name, Image: m.spec.Image,
 		Memory: memory, CreatedAt: time.Now().UTC(), Layers: []string{filepath.Base(frozen)}, Bytes: bytes}
 	m.mu.Lock()
-	meta := snapMeta{Snapshot: s, Kit: m.kit, MemoryMB: m.memoryMB, CPUs: m.cpus, Disk: frozen}
+	meta := snapMeta{Snapshot: s, Kit: m.kit, MemoryMB: m.memoryMB, CPUs: m.cpus, Disk: frozen, Accel: m.accel}
 	m.mu.Unlock()
 	raw, _ := json.MarshalIndent(meta, "", "  ")
 	if err := writeFileSync(filepath.Join(dir, "snapshot.json"), raw); err != nil {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// snapAccel is the accelerator a snapshot's machines boot under: the one
+// it was taken under (device and memory state do not carry across), tcg
+// for snapshots from before it was recorded.
+func snapAccel(meta snapMeta) string {
+	if meta.Accel == "" {
+		return "tcg"
+	}
+	return meta.Accel
 }
 
 func writeFileSync(path string, b []byte) error {
@@ -455,7 +467,7 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 	}
 	m.mu.Lock()
 	m.disk = disk
-	m.kit, m.memoryMB, m.cpus = meta.Kit, meta.MemoryMB, meta.CPUs
+	m.kit, m.memoryMB, m.cpus, m.accel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta)
 	m.mu.Unlock()
 	os.Remove(oldDisk)
 	incoming := ""

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,7 +29,8 @@ type VMConfig struct {
 	Append   string // extra kernel command line
 	// Disk, when set, is the qcow2 the VM boots on, made and removed by
 	// the caller; else Boot makes Dir/root.qcow2 over the kit's base disk
-	// and Stop removes it.
+	// and Stop removes it. With neither (a kit of only a kernel and an
+	// initramfs, as the KVM probe boots) the VM has no disk.
 	Disk string
 	// Channel adds the agent channel: a virtio-serial port named
 	// vmchan.PortName backed by the unix socket Dir/agent.sock (QEMU
@@ -50,9 +52,36 @@ type VM struct {
 	Agent   string // agent channel socket, when cfg.Channel
 	Args    []string
 	ownDisk bool
+	stderr  *tailBuffer
 	exited  chan struct{}
 	waitErr error
 }
+
+// tailBuffer keeps what QEMU writes to stderr (the first 16 KiB) for
+// reading while it runs: a KVM internal error is printed there and leaves
+// the process alive with the guest stopped.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := 16<<10 - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// Stderr is what QEMU has written to stderr so far.
+func (vm *VM) Stderr() string { return vm.stderr.String() }
 
 // tscKHz is the host's TSC frequency in kHz for tsc_early_khz= (microvm
 // has no PIT calibration source worth waiting for): /proc/cpuinfo's
@@ -102,10 +131,13 @@ func (cfg VMConfig) args(overlay, console, socket, agent string) []string {
 		"-initrd", cfg.Kit.Initrd,
 		"-append", appendLine,
 		"-serial", "file:" + console,
-		"-drive", "id=root,if=none,format=qcow2,file=" + overlay,
-		"-device", "virtio-blk-device,drive=root",
-		"-qmp", "unix:" + socket + ",server=on,wait=off",
 	}
+	if overlay != "" {
+		a = append(a,
+			"-drive", "id=root,if=none,format=qcow2,file="+overlay,
+			"-device", "virtio-blk-device,drive=root")
+	}
+	a = append(a, "-qmp", "unix:"+socket+",server=on,wait=off")
 	if agent != "" {
 		a = append(a,
 			"-device", "virtio-serial-device",
@@ -118,6 +150,10 @@ func (cfg VMConfig) args(overlay, console, socket, agent string) []string {
 	return a
 }
 
+// errExitedAtStart: QEMU ended before its QMP socket answered (a bad
+// option, an accelerator that aborts it).
+var errExitedAtStart = errors.New("qemu exited at start")
+
 // Boot creates a qcow2 overlay over the kit's read-only root disk in
 // cfg.Dir, starts QEMU and connects QMP. Stop it with Stop.
 func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
@@ -129,6 +165,7 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 		Overlay: cfg.Disk,
 		Console: filepath.Join(cfg.Dir, "console.log"),
 		Socket:  filepath.Join(cfg.Dir, "qmp.sock"),
+		stderr:  &tailBuffer{},
 		exited:  make(chan struct{}),
 	}
 	if cfg.Channel {
@@ -137,7 +174,7 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 	if strings.ContainsAny(cfg.Dir+cfg.Disk+cfg.Incoming, ", '\"\\$`;&|<>") {
 		return nil, fmt.Errorf("qemu: paths may not hold commas, quotes, spaces or shell characters: %s", cfg.Dir)
 	}
-	if vm.Overlay == "" {
+	if vm.Overlay == "" && cfg.Kit.RootDisk != "" {
 		vm.Overlay = filepath.Join(cfg.Dir, "root.qcow2")
 		vm.ownDisk = true
 		if err := CreateOverlay(ctx, cfg.Kit.RootDisk, "raw", vm.Overlay, 0); err != nil {
@@ -146,8 +183,7 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 	}
 	vm.Args = cfg.args(vm.Overlay, vm.Console, vm.Socket, vm.Agent)
 	cmd := exec.Command(cfg.QEMU, vm.Args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Stderr = vm.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		vm.cleanup()
@@ -156,8 +192,8 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 	vm.cmd = cmd
 	go func() {
 		vm.waitErr = cmd.Wait()
-		if stderr.Len() > 0 {
-			vm.waitErr = fmt.Errorf("%v: %s", vm.waitErr, strings.TrimSpace(stderr.String()))
+		if s := strings.TrimSpace(vm.stderr.String()); s != "" {
+			vm.waitErr = fmt.Errorf("%v: %s", vm.waitErr, s)
 		}
 		close(vm.exited)
 	}()
@@ -172,7 +208,7 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 		select {
 		case <-vm.exited:
 			vm.cleanup()
-			return nil, fmt.Errorf("qemu exited at start: %v", vm.waitErr)
+			return nil, fmt.Errorf("%w: %v", errExitedAtStart, vm.waitErr)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -219,6 +255,9 @@ func (vm *VM) Stop(ctx context.Context) error {
 				qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				vm.QMP.Execute(qctx, "quit", nil, nil)
 				cancel()
+			} else {
+				// Never reached over QMP: nothing to ask.
+				syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGKILL)
 			}
 			select {
 			case <-vm.exited:
