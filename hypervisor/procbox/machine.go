@@ -583,42 +583,7 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 	if err != nil {
 		return nil, err
 	}
-	base := m.spec.ID
-	if len(base) > 32 {
-		base = base[:32]
-	}
-	children := make([]*Machine, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			spec := m.spec
-			spec.ID = randomID(base + "-f")
-			spec.Hostname = ""
-			if spec.EgressDir != "" {
-				spec.EgressDir = filepath.Join(filepath.Dir(spec.EgressDir), spec.ID)
-			}
-			snap := s
-			spec.From = &snap
-			children[i], errs[i] = m.b.create(ctx, spec)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range children {
-			if c != nil {
-				c.Stop(context.Background())
-			}
-		}
-		return nil, err
-	}
-	out := make([]hypervisor.Machine, n)
-	for i, c := range children {
-		out[i] = c
-	}
-	return out, nil
+	return hypervisor.ForkN(ctx, m.spec, s, n, m.b.create)
 }
 
 // DeleteSnapshot implements hypervisor.Machine. A snapshot whose layer is

@@ -53,11 +53,14 @@ func init() {
 
 // Backend is the QEMU microVM backend.
 type Backend struct {
-	dir    string // <state>/qemu
-	cache  string // kernels, busybox, initramfs images
-	guest  string
-	images image.Store
-	log    *slog.Logger
+	dir   string // <state>/qemu
+	cache string // kernels, busybox, initramfs images
+	// channelOpt is Options["channel"]: ChannelSerial or ChannelVsock to
+	// force one, "" for vsock where the host has it.
+	channelOpt string
+	guest      string
+	images     image.Store
+	log        *slog.Logger
 
 	mu       sync.Mutex
 	machines map[string]*Machine
@@ -95,12 +98,18 @@ func New(c hypervisor.Config) (*Backend, error) {
 		cache = filepath.Join(filepath.Dir(filepath.Clean(images)), "vm-cache")
 	}
 	b := &Backend{
-		dir:      filepath.Join(c.StateDir, Name),
-		cache:    cache,
-		guest:    c.GuestBinary,
-		images:   image.Store{Dir: images},
-		log:      log.With("backend", Name),
-		machines: map[string]*Machine{},
+		dir:        filepath.Join(c.StateDir, Name),
+		cache:      cache,
+		guest:      c.GuestBinary,
+		images:     image.Store{Dir: images},
+		log:        log.With("backend", Name),
+		machines:   map[string]*Machine{},
+		channelOpt: c.Options["channel"],
+	}
+	switch b.channelOpt {
+	case "", ChannelSerial, ChannelVsock:
+	default:
+		return nil, fmt.Errorf("qemu: option channel=%q: use %q or %q", b.channelOpt, ChannelSerial, ChannelVsock)
 	}
 	return b, nil
 }
@@ -293,6 +302,10 @@ type snapMeta struct {
 	// Accel is the accelerator the snapshot was taken under; a machine
 	// from its memory must use the same ("" in older snapshots: tcg).
 	Accel string `json:"accel,omitempty"`
+	// Channel is the agent channel's transport, ChannelVsock or ""
+	// (virtio-serial): a machine from the snapshot's memory needs the
+	// same device set.
+	Channel string `json:"channel,omitempty"`
 }
 
 func (b *Backend) loadSnapshot(s hypervisor.Snapshot) (snapMeta, error) {

@@ -40,6 +40,8 @@ type Machine struct {
 	mu       sync.Mutex
 	kit      Kit
 	accel    string // "kvm" or "tcg"; a snapshot's machines keep its
+	channel  string // ChannelSerial or ChannelVsock; a snapshot's machines keep its
+	cid      uint32 // the guest CID of the running VM (vsock)
 	memoryMB int64
 	cpus     int
 	vm       *VM
@@ -81,7 +83,7 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 		if err != nil {
 			return nil, err
 		}
-		m.kit, m.memoryMB, m.cpus, m.accel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta)
+		m.kit, m.memoryMB, m.cpus, m.accel, m.channel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta), snapChannel(meta)
 		base, format = meta.Disk, "qcow2"
 		if meta.Snapshot.Memory {
 			incoming = filepath.Join(b.snapshotsDir(), spec.From.ID, "memory")
@@ -94,6 +96,9 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 		}
 		base = m.kit.RootDisk
 		m.accel = b.accel(ctx, m.kit)
+		if m.channel, err = channelFor(b.channelOpt, b.host.VhostVsock); err != nil {
+			return nil, err
+		}
 	}
 	b.mu.Lock()
 	if _, dup := b.machines[spec.ID]; dup {
@@ -150,13 +155,26 @@ func (m *Machine) boot(ctx context.Context, incoming string) error {
 	m.mu.Lock()
 	cfg := VMConfig{Kit: m.kit, Dir: m.dir, MemoryMB: int(m.memoryMB), CPUs: m.cpus, Accel: m.accel,
 		Disk: m.disk, Channel: true, Incoming: incoming, Append: fmt.Sprintf("paddock.pids=%d", m.spec.PIDs)}
+	vsockCh := m.channel == ChannelVsock
 	m.mu.Unlock()
-	vm, err := Boot(ctx, cfg)
+	var vm *VM
+	var err error
+	for try := 0; ; try++ {
+		if vsockCh {
+			// A fresh CID every boot: a restored or forked guest takes
+			// the new one at the transport reset QEMU sends it.
+			cfg.VsockCID = newCID()
+		}
+		vm, err = Boot(ctx, cfg)
+		if err == nil || !vsockCh || !cidInUse(err) || try == 4 {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
-	m.vm = vm
+	m.vm, m.cid = vm, cfg.VsockCID
 	m.mu.Unlock()
 	go m.watch(vm)
 	if incoming != "" {
@@ -200,7 +218,10 @@ func (m *Machine) connect(ctx context.Context, identity string) error {
 		return hypervisor.ErrStopped
 	}
 	var conn net.Conn
-	for {
+	m.mu.Lock()
+	cid := m.cid
+	m.mu.Unlock()
+	for cid == 0 {
 		c, err := net.Dial("unix", vm.Agent)
 		if err == nil {
 			conn = c
@@ -213,6 +234,13 @@ func (m *Machine) connect(ctx context.Context, identity string) error {
 			return fmt.Errorf("qemu exited: %v%s", vm.waitErr, vm.consoleTail())
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	if cid != 0 {
+		c, err := dialVsock(ctx, cid, vm.Exited())
+		if err != nil {
+			return fmt.Errorf("%w%s", err, vm.consoleTail())
+		}
+		conn = c
 	}
 	seed := make([]byte, 32)
 	rand.Read(seed)
@@ -397,7 +425,7 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 	s := hypervisor.Snapshot{ID: id, Tag: tag, Machine: m.spec.ID, Backend: Name, Image: m.spec.Image,
 		Memory: memory, CreatedAt: time.Now().UTC(), Layers: []string{filepath.Base(frozen)}, Bytes: bytes}
 	m.mu.Lock()
-	meta := snapMeta{Snapshot: s, Kit: m.kit, MemoryMB: m.memoryMB, CPUs: m.cpus, Disk: frozen, Accel: m.accel}
+	meta := snapMeta{Snapshot: s, Kit: m.kit, MemoryMB: m.memoryMB, CPUs: m.cpus, Disk: frozen, Accel: m.accel, Channel: m.channel}
 	m.mu.Unlock()
 	raw, _ := json.MarshalIndent(meta, "", "  ")
 	if err := writeFileSync(filepath.Join(dir, "snapshot.json"), raw); err != nil {
@@ -467,7 +495,7 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 	}
 	m.mu.Lock()
 	m.disk = disk
-	m.kit, m.memoryMB, m.cpus, m.accel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta)
+	m.kit, m.memoryMB, m.cpus, m.accel, m.channel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta), snapChannel(meta)
 	m.mu.Unlock()
 	os.Remove(oldDisk)
 	incoming := ""
@@ -491,42 +519,7 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 	if _, err := m.b.loadSnapshot(s); err != nil {
 		return nil, err
 	}
-	base := m.spec.ID
-	if len(base) > 32 {
-		base = base[:32]
-	}
-	children := make([]*Machine, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			spec := m.spec
-			spec.ID = randomID(base + "-f")
-			spec.Hostname = ""
-			if spec.EgressDir != "" {
-				spec.EgressDir = filepath.Join(filepath.Dir(spec.EgressDir), spec.ID)
-			}
-			snap := s
-			spec.From = &snap
-			children[i], errs[i] = m.b.create(ctx, spec)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range children {
-			if c != nil {
-				c.Stop(context.Background())
-			}
-		}
-		return nil, err
-	}
-	out := make([]hypervisor.Machine, n)
-	for i, c := range children {
-		out[i] = c
-	}
-	return out, nil
+	return hypervisor.ForkN(ctx, m.spec, s, n, m.b.create)
 }
 
 // DeleteSnapshot implements hypervisor.Machine.

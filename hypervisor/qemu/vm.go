@@ -36,6 +36,11 @@ type VMConfig struct {
 	// vmchan.PortName backed by the unix socket Dir/agent.sock (QEMU
 	// listens; the host connects).
 	Channel bool
+	// VsockCID, when not 0, makes the agent channel vsock instead: a
+	// vhost-vsock device with this guest CID (the host dials the guest's
+	// vmchan.VsockPort) and paddock.chan=vsock on the kernel command line,
+	// which tells the guest. Channel is then ignored.
+	VsockCID uint32
 	// Incoming starts the VM paused, loading the migration stream saved
 	// in this file (a memory checkpoint); FinishIncoming resumes it.
 	Incoming string
@@ -120,6 +125,9 @@ func (cfg VMConfig) args(overlay, console, socket, agent string) []string {
 	if cfg.Append != "" {
 		appendLine += " " + cfg.Append
 	}
+	if cfg.VsockCID != 0 {
+		appendLine += " " + vmchan.CmdlineKey + "=" + vmchan.CmdlineVsock
+	}
 	a := []string{
 		"-machine", "microvm,pit=on,rtc=on,acpi=on",
 		"-accel", accel,
@@ -138,7 +146,10 @@ func (cfg VMConfig) args(overlay, console, socket, agent string) []string {
 			"-device", "virtio-blk-device,drive=root")
 	}
 	a = append(a, "-qmp", "unix:"+socket+",server=on,wait=off")
-	if agent != "" {
+	if cfg.VsockCID != 0 {
+		// microvm's devices are virtio-mmio: the -device form of vhost-vsock.
+		a = append(a, "-device", fmt.Sprintf("vhost-vsock-device,guest-cid=%d", cfg.VsockCID))
+	} else if agent != "" {
 		a = append(a,
 			"-device", "virtio-serial-device",
 			"-chardev", "socket,id=agent,path="+agent+",server=on,wait=off",
@@ -168,7 +179,7 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 		stderr:  &tailBuffer{},
 		exited:  make(chan struct{}),
 	}
-	if cfg.Channel {
+	if cfg.Channel && cfg.VsockCID == 0 {
 		vm.Agent = filepath.Join(cfg.Dir, "agent.sock")
 	}
 	if strings.ContainsAny(cfg.Dir+cfg.Disk+cfg.Incoming, ", '\"\\$`;&|<>") {
