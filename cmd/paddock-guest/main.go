@@ -37,6 +37,10 @@ import (
 var version = "dev"
 
 func main() {
+	if vminit.IsInitramfs() {
+		// The kernel ran us as a VM's /init (hypervisor/qemu's kit).
+		os.Exit(vminit.Initramfs())
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -1,7 +1,8 @@
 // Package vminit is the guest side of a Paddock virtual machine (the qemu
-// backend). The VM's initramfs mounts the root disk, puts this binary at
-// /.paddock/paddock-guest and execs `paddock-guest vm-init`, which becomes
-// PID 1: it mounts the kernel's filesystems, brings up lo and starts
+// backend). The kernel runs this binary as the initramfs's /init
+// (Initramfs): it mounts the root disk, shows the initramfs's /paddock at
+// /.paddock in it and execs `/.paddock/paddock-guest vm-init`, which is
+// PID 1 from then on: it mounts the kernel's filesystems, brings up lo and starts
 // `paddock-guest vm-serve` as its one child (agent.RunInit reaps the rest).
 //
 // vm-serve owns the agent channel (guest/vmchan): it opens the virtio
@@ -23,5 +24,19 @@ const (
 	ServeSubcommand = "vm-serve"
 )
 
-// GuestDir is where the initramfs puts the guest binary (a tmpfs).
+// GuestDir is where the guest binary is: the initramfs's InitramfsDir,
+// bound read-only into the root disk.
 const GuestDir = "/.paddock"
+
+// Layout of a guest kit's initramfs (hypervisor/qemu writes it): the
+// kernel runs /init, a link to InitramfsDir/paddock-guest, which is this
+// binary; InitramfsDir also holds modules/ (modules.order: loaded here;
+// <group>.order: left for PID 1) and an empty dev/.
+const (
+	InitramfsDir = "/paddock"
+	// RootUpMarker is printed on the console once the root disk is the
+	// root (the qemu backend and its tests wait for it).
+	RootUpMarker = "paddock-vm: root up"
+	// RootDevice is the root disk, the machine's first virtio disk.
+	RootDevice = "/dev/vda"
+)

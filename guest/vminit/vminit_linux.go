@@ -277,12 +277,17 @@ const ModulesDir = GuestDir + "/modules"
 // loadModules loads a group of modules in its order; one already loaded
 // is fine. Only PID 1 has the capability.
 func loadModules(group string) error {
-	order, err := os.ReadFile(filepath.Join(ModulesDir, group+".order"))
+	return loadModuleList(ModulesDir, group+".order")
+}
+
+// loadModuleList loads the modules dir/order names, in that order.
+func loadModuleList(dir, order string) error {
+	names, err := os.ReadFile(filepath.Join(dir, order))
 	if err != nil {
-		return fmt.Errorf("module group %s: %w", group, err)
+		return fmt.Errorf("modules: %w", err)
 	}
-	for _, m := range strings.Fields(string(order)) {
-		f, err := os.Open(filepath.Join(ModulesDir, filepath.Base(m)))
+	for _, m := range strings.Fields(string(names)) {
+		f, err := os.Open(filepath.Join(dir, filepath.Base(m)))
 		if err != nil {
 			return err
 		}

@@ -15,3 +15,9 @@ func Init(args []string) int {
 
 // Serve refuses: the guest side of a VM is Linux.
 func Serve(args []string) int { return Init(args) }
+
+// IsInitramfs is false off Linux.
+func IsInitramfs() bool { return false }
+
+// Initramfs refuses: the guest side of a VM is Linux.
+func Initramfs() int { return Init(nil) }

@@ -16,12 +16,14 @@
 //     Its virtio drivers are modules without a modules.dep, so the boot
 //     modules (virtio_mmio, virtio_pci, virtio_blk, virtio_console) and what
 //     their modinfo "depends=" names are kept, uncompressed, in a load order
-//     with dependencies first. The initramfs is a gzip'd cpio newc written in
-//     Go: busybox-static (also fetched with apt-get download; one static
-//     binary giving sh, mount, insmod and switch_root, the smallest thing
-//     that works until paddock-guest can be PID 1) runs /init, which loads
-//     the modules, mounts /dev/vda (ext4) and switch_roots; the root disk's
-//     own /bin/sh then prints RootUpMarker with the build id and execs
+//     with dependencies first. The initramfs is an uncompressed cpio newc
+//     written in Go. With a guest binary (every machine's kit) paddock-guest
+//     itself is /init (guest/vminit.Initramfs): it loads the boot modules,
+//     mounts /dev/vda (ext4), binds the initramfs's /paddock read-only at
+//     the root's /.paddock, moves the root, chroots, prints RootUpMarker
+//     with the build id and execs /.paddock/paddock-guest vm-init: one
+//     process, no copies. Without one (the boot tests) busybox-static runs
+//     a shell /init that does the same by switch_root and execs
 //     paddock.init= from the kernel command line, if given. The root disk is
 //     vm-root.ext4 next to the build's rootfs (mkfs.ext4 -d, sized to the
 //     tree, with /etc/paddock-vm-build written by debugfs), read-only and

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"paddock.dev/paddock/guest/vminit"
 )
 
 // TestKernelCacheKeyedByModules: the kernel cache directory names the
@@ -73,5 +75,13 @@ func TestKernelCacheKeyedByModules(t *testing.T) {
 	}
 	if !strings.HasSuffix(d, "_"+key) {
 		t.Errorf("dir %s does not name the module list", d)
+	}
+}
+
+// TestInitramfsLayoutMatchesGuest: the initramfs this package writes and
+// the guest's Initramfs stage that reads it agree on names.
+func TestInitramfsLayoutMatchesGuest(t *testing.T) {
+	if "/"+initramfsDir != vminit.InitramfsDir || RootUpMarker != vminit.RootUpMarker {
+		t.Errorf("initramfs dir %q vs %q, marker %q vs %q", initramfsDir, vminit.InitramfsDir, RootUpMarker, vminit.RootUpMarker)
 	}
 }

@@ -462,13 +462,12 @@ func fetchBusybox(ctx context.Context, cache string, progress func(string)) (str
 // the root disk, followed by " build=<image build>".
 const RootUpMarker = "paddock-vm: root up"
 
-// initScript is the initramfs's /init, run by busybox's sh. It loads the
-// modules in order, mounts the root disk (/dev/vda, ext4), copies the
-// guest binary (when the initramfs has one) to a tmpfs at /.paddock and
-// switches to the root disk; there the disk's own /bin/sh prints
+// initScript is the /init of a kit without a guest binary, run by
+// busybox's sh (a kit with one has paddock-guest as /init: see
+// buildInitramfs). It loads the modules in order, mounts the root disk
+// (/dev/vda, ext4) and switches to it; there the disk's own /bin/sh prints
 // RootUpMarker with the build id written into the disk, then execs
-// `paddock-guest vm-init` (or paddock.init= from the kernel command line),
-// else idles.
+// paddock.init= from the kernel command line, else idles.
 const initScript = `#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev /newroot
 /bin/busybox mount -t proc proc /proc
@@ -486,23 +485,27 @@ while [ ! -b /dev/vda ] && [ $i -lt 500 ]; do /bin/busybox usleep 10000; i=$((i+
 if ! /bin/busybox mount -t ext4 -o nosuid,nodev /dev/vda /newroot; then
   echo "paddock-initramfs: cannot mount /dev/vda"; /bin/busybox ls /dev; /bin/busybox poweroff -f
 fi
-if [ -x /paddock-guest ]; then
-  /bin/busybox mkdir -p /newroot/.paddock
-  /bin/busybox mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /newroot/.paddock
-  /bin/busybox cp /paddock-guest /newroot/.paddock/paddock-guest
-  /bin/busybox cp -r /lib/modules /newroot/.paddock/modules
-  next=/.paddock/paddock-guest
-fi
 /bin/busybox umount /proc /sys
 /bin/busybox mount --move /dev /newroot/dev 2>/dev/null || /bin/busybox umount /dev
 exec /bin/busybox switch_root /newroot /bin/sh -c '
 echo "` + RootUpMarker + ` build=$(cat /etc/paddock-vm-build)"
-[ -n "$1" ] && exec "$1" vm-init
+[ -n "$1" ] && exec "$1"
 while :; do sleep 3600; done' sh "$next"
 `
 
+// Layout of a guest kit's initramfs: paddock-guest runs as /init (see
+// guest/vminit.Initramfs; these must match its constants).
+const (
+	initramfsDir  = "paddock" // vminit.InitramfsDir without the slash
+	initramfsKind = "guest-init-v1"
+)
+
 // buildInitramfs writes (or finds cached) the initramfs for a kernel dir
-// and busybox: <cache>/initramfs/<hash>.cpio (uncompressed).
+// and busybox: <cache>/initramfs/<hash>.cpio (uncompressed). With a guest
+// binary it holds /paddock/paddock-guest (linked as /init), the modules
+// under /paddock/modules and an empty /paddock/dev: paddock-guest does
+// the initramfs's work itself, and /paddock becomes the guest's /.paddock.
+// Without one it is busybox and initScript.
 func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (string, error) {
 	order, err := os.ReadFile(filepath.Join(kdir, "modules.order"))
 	if err != nil {
@@ -523,7 +526,10 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 		groups[g.name] = b
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", kdir, busybox, order, initScript)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", kdir, order, initramfsKind)
+	if guestBin == nil {
+		fmt.Fprintf(h, "%s\x00%s\x00", busybox, initScript)
+	}
 	for _, g := range lazyModules {
 		fmt.Fprintf(h, "%s\x00%s\x00", g.name, groups[g.name])
 	}
@@ -547,24 +553,33 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 	// the file; the host's page cache serves it).
 	bw := bufio.NewWriter(tmp)
 	w := &cpioWriter{w: bw, ino: 1}
-	for _, d := range []string{"bin", "dev", "proc", "sys", "newroot", "lib", "lib/modules"} {
+	for _, d := range []string{"dev", "proc", "sys", "newroot"} {
 		w.entry(d, 0o040755, 0, 0, nil)
 	}
 	w.entry("dev/console", 0o020600, 5, 1, nil)
 	w.entry("dev/null", 0o020666, 1, 3, nil)
-	bb, err := os.ReadFile(busybox)
-	if err != nil {
-		return "", err
-	}
-	w.entry("bin/busybox", 0o100755, 0, 0, bb)
-	w.entry("init", 0o100755, 0, 0, []byte(initScript))
+	modDir := "lib/modules"
 	if guestBin != nil {
-		w.entry("paddock-guest", 0o100755, 0, 0, guestBin)
+		modDir = initramfsDir + "/modules"
+		w.entry(initramfsDir, 0o040755, 0, 0, nil)
+		w.entry(initramfsDir+"/dev", 0o040700, 0, 0, nil)
+		w.entry(initramfsDir+"/paddock-guest", 0o100755, 0, 0, guestBin)
+		w.entry("init", 0o120777, 0, 0, []byte("/"+initramfsDir+"/paddock-guest"))
+	} else {
+		bb, err := os.ReadFile(busybox)
+		if err != nil {
+			return "", err
+		}
+		w.entry("bin", 0o040755, 0, 0, nil)
+		w.entry("lib", 0o040755, 0, 0, nil)
+		w.entry("bin/busybox", 0o100755, 0, 0, bb)
+		w.entry("init", 0o100755, 0, 0, []byte(initScript))
 	}
-	w.entry("lib/modules/modules.order", 0o100644, 0, 0, order)
+	w.entry(modDir, 0o040755, 0, 0, nil)
+	w.entry(modDir+"/modules.order", 0o100644, 0, 0, order)
 	files := strings.Fields(string(order))
 	for _, g := range lazyModules {
-		w.entry("lib/modules/"+g.name+".order", 0o100644, 0, 0, groups[g.name])
+		w.entry(modDir+"/"+g.name+".order", 0o100644, 0, 0, groups[g.name])
 		files = append(files, strings.Fields(string(groups[g.name]))...)
 	}
 	seen := map[string]bool{}
@@ -577,7 +592,7 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 		if err != nil {
 			return "", err
 		}
-		w.entry("lib/modules/"+m, 0o100644, 0, 0, b)
+		w.entry(modDir+"/"+m, 0o100644, 0, 0, b)
 	}
 	w.entry("TRAILER!!!", 0, 0, 0, nil)
 	if w.err != nil {
