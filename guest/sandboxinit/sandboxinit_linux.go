@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 
 	"paddock.dev/paddock/guest/agent"
 	"paddock.dev/paddock/guest/confine"
@@ -291,7 +292,25 @@ func inRoot(root, p string, create bool) (string, error) {
 
 // LowerPrivileges runs on the locked thread that will fork (or exec) the agent:
 // the agent and everything it starts inherit what is set here.
-func LowerPrivileges() error {
+func LowerPrivileges() error { return lowerPrivileges(unix.Prctl) }
+
+// LowerPrivilegesAllThreads is LowerPrivileges for a process that goes on
+// running after it: the per-thread parts (the bounding set,
+// no_new_privs) are set on every thread of the process at once (psx), the
+// seccomp filter is synchronized to all of them (TSYNC), and threads made
+// later inherit them from the thread that makes them. It spares the
+// re-exec that LowerPrivileges needs to reach every thread (a start of
+// the Go runtime, which is dear under emulation).
+func LowerPrivilegesAllThreads() error {
+	return lowerPrivileges(func(option int, arg2, arg3, arg4, arg5 uintptr) error {
+		if _, _, e := psx.Syscall6(unix.SYS_PRCTL, uintptr(option), arg2, arg3, arg4, arg5, 0); e != 0 {
+			return e
+		}
+		return nil
+	})
+}
+
+func lowerPrivileges(prctl func(option int, arg2, arg3, arg4, arg5 uintptr) error) error {
 	// The agent must survive a command that eats the sandbox's memory:
 	// it asks to be exempt from the OOM killer (some kernels refuse
 	// negative values; then only the commands' raised score protects it),
@@ -307,16 +326,16 @@ func LowerPrivileges() error {
 		if agentCaps[c] || c == unix.CAP_SETPCAP {
 			continue
 		}
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+		if err := prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
 			return fmt.Errorf("drop capability %d: %w", c, err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SETPCAP, 0, 0, 0); err != nil {
+	if err := prctl(unix.PR_CAPBSET_DROP, unix.CAP_SETPCAP, 0, 0, 0); err != nil {
 		return fmt.Errorf("drop CAP_SETPCAP: %w", err)
 	}
 	// No process in the sandbox gains privileges through execve (setuid,
 	// file capabilities): inherited by the agent and all it starts.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	// The baseline system-call filter: keyrings, namespaces, mounts,

@@ -81,7 +81,8 @@ func Initramfs() int {
 	}
 	build, _ := os.ReadFile("/etc/paddock-vm-build")
 	fmt.Fprintf(os.Stdout, "%s build=%s\n", RootUpMarker, strings.TrimSpace(string(build)))
-	self := GuestDir + "/paddock-guest"
-	err := unix.Exec(self, []string{self, InitSubcommand}, []string{})
-	return fail(fmt.Errorf("exec %s: %w", self, err))
+	// Go on as PID 1 in this process: a new one would cost another
+	// start of the Go runtime, which under emulation is counted in
+	// tenths of a second.
+	return Init(nil)
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -327,17 +326,11 @@ func applyIdentity(req identityRequest) error {
 //
 // It first drops what a namespace sandbox's agent drops (the bounding set
 // down to the agent's capabilities, no_new_privs, the baseline seccomp
-// filter) on one locked thread and execs itself again, so every thread
-// of the agent and every command it starts inherits that.
+// filter) on every thread at once, so the agent and every command it
+// starts have that.
 func Serve(args []string) int {
-	if len(args) == 0 || args[0] != "--lowered" {
-		runtime.LockOSThread()
-		if err := sandboxinit.LowerPrivileges(); err != nil {
-			fmt.Fprintf(os.Stderr, "vm-serve: %v\n", err)
-			return 125
-		}
-		err := unix.Exec("/proc/self/exe", []string{"paddock-guest", ServeSubcommand, "--lowered"}, os.Environ())
-		fmt.Fprintf(os.Stderr, "vm-serve: re-exec: %v\n", err)
+	if err := sandboxinit.LowerPrivilegesAllThreads(); err != nil {
+		fmt.Fprintf(os.Stderr, "vm-serve: %v\n", err)
 		return 125
 	}
 	unix.CloseOnExec(3) // PID 1's identity socket is the agent's alone

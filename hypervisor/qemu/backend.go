@@ -66,6 +66,7 @@ type Backend struct {
 	machines map[string]*Machine
 	gcMu     sync.Mutex         // one layer collection at a time
 	kitMu    sync.Mutex         // one kit build at a time: they share the cache
+	baseMu   sync.Mutex         // one sized base disk made at a time (sizedbase.go)
 	kits     map[string]kitMemo // under kitMu, by image rootfs
 
 	capsOnce sync.Once

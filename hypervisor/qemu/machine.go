@@ -132,8 +132,13 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 			return fail(err)
 		}
 		// The filesystem's free room is the machine's disk_mb: what the
-		// image's filesystem has free counts toward it.
+		// image's filesystem has free counts toward it. The base is
+		// grown to that on the host (the guest would grow it at boot).
 		size = fi.Size() + max(spec.DiskMB<<20-m.kit.RootFree, 0)
+		if base, err = b.sizedBase(ctx, m.kit, size); err != nil {
+			return fail(err)
+		}
+		size = 0 // the overlay takes the base's size
 	}
 	if err := CreateOverlay(ctx, base, format, disk, size); err != nil {
 		return fail(err)
