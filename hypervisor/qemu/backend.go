@@ -307,6 +307,10 @@ type snapMeta struct {
 	// (virtio-serial): a machine from the snapshot's memory needs the
 	// same device set.
 	Channel string `json:"channel,omitempty"`
+	// Devices is "pci" for machines on microvm's PCIe bus; "" (older
+	// snapshots) is virtio-mmio. A machine from the snapshot's memory
+	// needs the same device set.
+	Devices string `json:"devices,omitempty"`
 }
 
 func (b *Backend) loadSnapshot(s hypervisor.Snapshot) (snapMeta, error) {

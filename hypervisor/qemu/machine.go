@@ -42,6 +42,7 @@ type Machine struct {
 	accel    string // "kvm" or "tcg"; a snapshot's machines keep its
 	channel  string // ChannelSerial or ChannelVsock; a snapshot's machines keep its
 	cid      uint32 // the guest CID of the running VM (vsock)
+	mmio     bool   // virtio-mmio devices (a machine from an older snapshot)
 	memoryMB int64
 	cpus     int
 	vm       *VM
@@ -84,6 +85,7 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 			return nil, err
 		}
 		m.kit, m.memoryMB, m.cpus, m.accel, m.channel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta), snapChannel(meta)
+		m.mmio = meta.Devices != devicesPCI
 		base, format = meta.Disk, "qcow2"
 		if meta.Snapshot.Memory {
 			incoming = filepath.Join(b.snapshotsDir(), spec.From.ID, "memory")
@@ -159,7 +161,7 @@ func (m *Machine) boot(ctx context.Context, incoming string) error {
 	defer cancel()
 	m.mu.Lock()
 	cfg := VMConfig{Kit: m.kit, Dir: m.dir, MemoryMB: int(m.memoryMB), CPUs: m.cpus, Accel: m.accel,
-		Disk: m.disk, Channel: true, Incoming: incoming, Append: fmt.Sprintf("paddock.pids=%d", m.spec.PIDs)}
+		Disk: m.disk, Channel: true, Incoming: incoming, MMIO: m.mmio, Append: fmt.Sprintf("paddock.pids=%d", m.spec.PIDs)}
 	vsockCh := m.channel == ChannelVsock
 	m.mu.Unlock()
 	var vm *VM
@@ -431,6 +433,9 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 		Memory: memory, CreatedAt: time.Now().UTC(), Layers: []string{filepath.Base(frozen)}, Bytes: bytes}
 	m.mu.Lock()
 	meta := snapMeta{Snapshot: s, Kit: m.kit, MemoryMB: m.memoryMB, CPUs: m.cpus, Disk: frozen, Accel: m.accel, Channel: m.channel}
+	if !m.mmio {
+		meta.Devices = devicesPCI
+	}
 	m.mu.Unlock()
 	raw, _ := json.MarshalIndent(meta, "", "  ")
 	if err := writeFileSync(filepath.Join(dir, "snapshot.json"), raw); err != nil {
@@ -501,6 +506,7 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 	m.mu.Lock()
 	m.disk = disk
 	m.kit, m.memoryMB, m.cpus, m.accel, m.channel = meta.Kit, meta.MemoryMB, meta.CPUs, snapAccel(meta), snapChannel(meta)
+	m.mmio = meta.Devices != devicesPCI
 	m.mu.Unlock()
 	os.Remove(oldDisk)
 	incoming := ""

@@ -34,9 +34,10 @@ const BusyboxPackage = "busybox-static"
 
 // bootModules are the modules the initramfs loads (with their dependencies,
 // ordered by each .ko's modinfo "depends"; a name the kernel has no module
-// for is taken as built in). microvm's devices are virtio-mmio; the PCI
-// transport is carried for -machine q35 guests.
-var bootModules = []string{"virtio_mmio", "virtio_pci", "virtio_blk", "virtio_console"}
+// for is taken as built in). Machines put their devices on microvm's PCIe
+// bus, whose virtio_pci transport the 6.12 cloud kernel builds in, as it
+// does virtio_console; kits made before that loaded virtio_mmio too.
+var bootModules = []string{"virtio_pci", "virtio_blk", "virtio_console"}
 
 // moduleGroup is a set of modules the initramfs carries but does not load:
 // it leaves them (with <name>.order, their load order) in the guest's

@@ -21,6 +21,9 @@ const (
 	ChannelVsock  = "vsock"  // vhost-vsock: the host dials the guest's CID
 )
 
+// devicesPCI is snapMeta.Devices for machines on the PCIe bus.
+const devicesPCI = "pci"
+
 // vhostVsockDevice is the host device vhost-vsock needs.
 var vhostVsockDevice = "/dev/vhost-vsock"
 

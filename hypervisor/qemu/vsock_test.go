@@ -52,10 +52,15 @@ func TestChannelFor(t *testing.T) {
 func TestVsockArgs(t *testing.T) {
 	cfg := VMConfig{Kit: Kit{Kernel: "/k", Initrd: "/i"}, Channel: true, VsockCID: 1234}
 	a := strings.Join(cfg.args("", "/c", "/q", ""), " ")
-	if !strings.Contains(a, "-device vhost-vsock-device,guest-cid=1234") || !strings.Contains(a, "paddock.chan=vsock") ||
+	if !strings.Contains(a, "-device vhost-vsock-pci,guest-cid=1234") || !strings.Contains(a, "paddock.chan=vsock") ||
 		strings.Contains(a, "virtserialport") {
 		t.Errorf("vsock args: %s", a)
 	}
+	cfg.MMIO = true
+	if a := strings.Join(cfg.args("", "/c", "/q", ""), " "); !strings.Contains(a, "vhost-vsock-device,guest-cid=1234") || strings.Contains(a, "pcie=on") {
+		t.Errorf("vsock args on virtio-mmio: %s", a)
+	}
+	cfg.MMIO = false
 	cfg.VsockCID = 0
 	a = strings.Join(cfg.args("", "/c", "/q", "/a.sock"), " ")
 	if strings.Contains(a, "vhost-vsock") || strings.Contains(a, "paddock.chan") || !strings.Contains(a, "virtserialport,chardev=agent,name=paddock.agent") {
@@ -86,8 +91,10 @@ func TestVsockDeviceKnownToQEMU(t *testing.T) {
 	if err != nil {
 		t.Skip("qemu-system-x86_64 not installed")
 	}
-	out, err := exec.Command(bin, "-machine", "microvm", "-device", "vhost-vsock-device,help").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "guest-cid") {
-		t.Errorf("vhost-vsock-device,help: %v\n%s", err, out)
+	for _, c := range [][2]string{{"microvm,pcie=on", "vhost-vsock-pci"}, {"microvm", "vhost-vsock-device"}} {
+		out, err := exec.Command(bin, "-machine", c[0], "-device", c[1]+",help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "guest-cid") {
+			t.Errorf("-machine %s -device %s,help: %v\n%s", c[0], c[1], err, out)
+		}
 	}
 }
