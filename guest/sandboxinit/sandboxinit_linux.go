@@ -227,6 +227,10 @@ func bindFile(c Config, path, content string) error {
 	return unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, "")
 }
 
+// MountOverlays mounts each directory view under root (a VM's PID 1
+// mounts its overlays with it).
+func MountOverlays(root string, ovs []Overlay) error { return mountOverlays(root, ovs) }
+
 // mountOverlays mounts each directory view. Paths in the new root are
 // walked without following symbolic links: the root holds checkpoint
 // layers the sandbox wrote, and nothing runs in it yet to race the walk.

@@ -63,6 +63,7 @@ const (
 	waitingPrefix = "PADDOCK-WAITING "
 	helloPrefix   = "PADDOCK-HELLO "
 	readyPrefix   = "PADDOCK-READY "
+	failedPrefix  = "PADDOCK-FAILED "
 	egressPrefix  = "EGRESS "
 )
 
@@ -110,6 +111,33 @@ type Hello struct {
 	Env       []string `json:"env,omitempty"`
 	Network   string   `json:"network,omitempty"` // "offline", "proxy", "transparent"
 	TrustPEM  string   `json:"trust_pem,omitempty"`
+	// Overlays are copy-on-write views of image directories, mounted by
+	// the guest's PID 1 at each boot (their writes live on the disk).
+	Overlays []Overlay `json:"overlays,omitempty"`
+}
+
+// Overlay is one view: Lower, a directory of the image, shown at Target
+// with the agent's writes kept apart.
+type Overlay struct {
+	Lower  string `json:"lower"`
+	Target string `json:"target"`
+}
+
+// MaxOverlays bounds Hello.Overlays (the host allows fewer).
+const MaxOverlays = 8
+
+// cleanAbs says whether p is a clean absolute path of plain characters
+// (overlayfs options use ':' and ',' as separators).
+func cleanAbs(p string) bool {
+	if p == "" || p == "/" || !strings.HasPrefix(p, "/") || len(p) > 1024 || strings.ContainsAny(p, ":,\\\x00\n") {
+		return false
+	}
+	for _, part := range strings.Split(p[1:], "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate checks what a guest must not take on trust even from its host.
@@ -131,6 +159,14 @@ func (h *Hello) Validate() error {
 		return errors.New("hello: guest_home must be an absolute path")
 	case len(h.Env) > MaxEnv:
 		return errors.New("hello: too many env entries")
+	}
+	if len(h.Overlays) > MaxOverlays {
+		return errors.New("hello: too many overlays")
+	}
+	for _, o := range h.Overlays {
+		if !cleanAbs(o.Lower) || !cleanAbs(o.Target) {
+			return fmt.Errorf("hello: overlay %q on %q: paths must be clean and absolute", o.Lower, o.Target)
+		}
 	}
 	for _, e := range h.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || len(e) > maxEnvEntry {
@@ -276,6 +312,9 @@ func Host(ctx context.Context, conn net.Conn, hello Hello) (*yamux.Session, erro
 			sent = time.Now()
 			continue
 		}
+		if msg, ok := lineAfter(line, failedPrefix); ok && sent != (time.Time{}) {
+			return fail(&GuestError{Msg: msg})
+		}
 		if nonce, ok := lineAfter(line, readyPrefix); ok && nonce == hello.Nonce {
 			break
 		}
@@ -404,6 +443,34 @@ func (p *GuestPort) Accept(ctx context.Context) (*Pending, error) {
 		p.mu.Unlock()
 		return &Pending{Hello: h, p: p}, nil
 	}
+}
+
+// GuestError is a guest's refusal of its hello: the reason it could not
+// apply it (an overlay over a path that is not a directory, say).
+type GuestError struct{ Msg string }
+
+func (e *GuestError) Error() string { return "the guest could not apply its configuration: " + e.Msg }
+
+// maxFailed bounds the reason a guest sends back.
+const maxFailed = 2048
+
+// Fail tells the host why the hello could not be applied; the port is
+// then of no more use to this boot.
+func (pd *Pending) Fail(reason error) error {
+	msg := strings.ToValidUTF8(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, reason.Error()), "?")
+	if len(msg) > maxFailed {
+		msg = msg[:maxFailed]
+	}
+	p := pd.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := io.WriteString(p.rw, failedPrefix+msg+"\n")
+	return err
 }
 
 // Ready tells the host the hello was applied and returns the yamux server

@@ -3,6 +3,8 @@ package vmchan
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -308,6 +310,11 @@ func TestHelloValidate(t *testing.T) {
 		"env":            func(h *Hello) { h.Env = []string{"NOEQUALS"} },
 		"network":        func(h *Hello) { h.Network = "open" },
 		"trust too long": func(h *Hello) { h.TrustPEM = strings.Repeat("c", MaxTrustPEM+1) },
+		"overlay dots":   func(h *Hello) { h.Overlays = []Overlay{{Lower: "/etc/../root", Target: "/srv/x"}} },
+		"overlay colon":  func(h *Hello) { h.Overlays = []Overlay{{Lower: "/etc", Target: "/srv/a:b"}} },
+		"overlay root":   func(h *Hello) { h.Overlays = []Overlay{{Lower: "/", Target: "/srv/x"}} },
+		"overlay rel":    func(h *Hello) { h.Overlays = []Overlay{{Lower: "etc", Target: "/srv/x"}} },
+		"overlays":       func(h *Hello) { h.Overlays = make([]Overlay, MaxOverlays+1) },
 	} {
 		c := h
 		mut(&c)
@@ -325,5 +332,27 @@ func TestReadEgressRefuses(t *testing.T) {
 			t.Errorf("%q: accepted as %q", hdr, name)
 		}
 		b.Close()
+	}
+}
+
+// TestGuestRefusesHello: a guest that cannot apply its hello says why,
+// and the host's handshake fails with that reason (not a timeout, not
+// EOF), bounded and on one line.
+func TestGuestRefusesHello(t *testing.T) {
+	host, guest := pair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() {
+		p := NewGuestPort(guest, "boot")
+		pd, err := p.Accept(ctx)
+		if err != nil {
+			return
+		}
+		pd.Fail(fmt.Errorf("overlay /srv/x: /workspace/evil is a symbolic link\nsecond line %s", strings.Repeat("z", 3*maxFailed)))
+	}()
+	_, err := Host(ctx, host, hello("g"))
+	var ge *GuestError
+	if !errors.As(err, &ge) || !strings.Contains(ge.Msg, "is a symbolic link second line") || len(ge.Msg) > maxFailed {
+		t.Fatalf("handshake: %v", err)
 	}
 }

@@ -37,6 +37,16 @@ import (
 // need CAP_NET_ADMIN); vm-serve itself drops them before it serves (see
 // Serve).
 func Init(args []string) int {
+	if os.Getpid() == 1 {
+		// PID 1 must not exit (the kernel would panic, and the host
+		// would read a panic instead of the reason): whatever ends it,
+		// the machine powers off, which ends QEMU.
+		defer func() {
+			fmt.Fprintln(os.Stderr, "vm-init: powering off")
+			unix.Sync()
+			unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+		}()
+	}
 	if err := mountAll(); err != nil {
 		fmt.Fprintf(os.Stderr, "vm-init: %v\n", err)
 		return 125
@@ -71,6 +81,7 @@ func Init(args []string) int {
 		extra = append(extra, l)
 	}
 	code := agent.RunInitFiles([]string{"/proc/self/exe", ServeSubcommand}, extra)
+	fmt.Fprintf(os.Stderr, "vm-init: the agent exited (%d)\n", code)
 	return code
 }
 
@@ -231,13 +242,17 @@ type identityRequest struct {
 	SetIdentity  bool   `json:"set_identity"` // else only the clock
 	// Transparent asks for transparent egress instead of all the above.
 	Transparent bool `json:"transparent,omitempty"`
+	// Overlays asks for the machine's overlays (and nothing else), their
+	// uppers owned by GuestUser ("uid:gid").
+	Overlays  []vmchan.Overlay `json:"overlays,omitempty"`
+	GuestUser string           `json:"guest_user,omitempty"`
 }
 
 // serveIdentity applies requests from vm-serve, one datagram each,
 // answering "ok" or the error.
 func serveIdentity(f *os.File) {
 	buf := make([]byte, 64<<10)
-	transparent := false
+	transparent, overlays := false, false
 	for {
 		n, err := f.Read(buf)
 		if err != nil || n == 0 {
@@ -247,6 +262,15 @@ func serveIdentity(f *os.File) {
 		answer := "ok"
 		if err := json.Unmarshal(buf[:n], &req); err != nil {
 			answer = err.Error()
+		} else if len(req.Overlays) > 0 {
+			// Once per boot, like transparent egress below.
+			if !overlays {
+				if err := mountOverlays(req.Overlays, req.GuestUser); err != nil {
+					answer = err.Error()
+				} else {
+					overlays = true
+				}
+			}
 		} else if req.Transparent {
 			// Once per boot: the rules live in the kernel, so a machine
 			// restored from a memory checkpoint (this loop's state with
@@ -266,6 +290,46 @@ func serveIdentity(f *os.File) {
 		}
 		f.Write([]byte(answer))
 	}
+}
+
+// OverlayDir holds each overlay's upper and work directories, on the
+// root disk (so checkpoints keep the agent's writes), root-only.
+const OverlayDir = "/var/lib/paddock-overlay"
+
+// mountOverlays mounts the machine's overlays, each over a directory of
+// the image, with its writes in OverlayDir/<n>/upper (the guest user's,
+// so the view is writable by it).
+func mountOverlays(ovs []vmchan.Overlay, guestUser string) error {
+	if err := loadModules("overlay"); err != nil {
+		return err
+	}
+	uid, gid := -1, -1
+	if guestUser != "" {
+		if _, err := fmt.Sscanf(guestUser, "%d:%d", &uid, &gid); err != nil {
+			return fmt.Errorf("guest user %q: %w", guestUser, err)
+		}
+	}
+	if err := os.MkdirAll(OverlayDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(OverlayDir, 0o700); err != nil {
+		return err
+	}
+	var out []sandboxinit.Overlay
+	for i, o := range ovs {
+		dir := filepath.Join(OverlayDir, fmt.Sprint(i))
+		upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+		for _, d := range []string{upper, work} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := os.Lchown(upper, uid, gid); err != nil {
+			return err
+		}
+		out = append(out, sandboxinit.Overlay{Lower: o.Lower, Target: o.Target, Upper: upper, Work: work})
+	}
+	return sandboxinit.MountOverlays("/", out)
 }
 
 // ModulesDir is where the initramfs leaves the kernel modules it did not
@@ -412,8 +476,9 @@ func (g *guest) run(ctx context.Context) error {
 		}
 		if err := g.apply(ctx, pd.Hello); err != nil {
 			// A guest that cannot take its configuration must not
-			// pretend it did: the host's handshake times out and it
-			// reads the console.
+			// pretend it did: it tells the host why (the create fails
+			// with that reason) and the machine powers off.
+			pd.Fail(err)
 			p.Close()
 			return fmt.Errorf("apply hello: %w", err)
 		}
@@ -569,6 +634,12 @@ func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
 		}
 		if err := os.WriteFile(sandboxinit.TrustExtra, []byte(h.TrustPEM), 0o644); err != nil {
 			return fmt.Errorf("trust extra: %w", err)
+		}
+	}
+	if len(h.Overlays) > 0 {
+		// Mounting needs CAP_SYS_ADMIN, which only PID 1 has.
+		if err := g.askPID1(identityRequest{Overlays: h.Overlays, GuestUser: h.GuestUser}); err != nil {
+			return fmt.Errorf("overlays: %w", err)
 		}
 	}
 	if h.Network == "proxy" || h.Network == "transparent" {

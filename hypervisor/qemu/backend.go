@@ -45,6 +45,10 @@ var specLimits = hypervisor.Limits{
 	// channel. Transparent mode's route and nftables rules are installed
 	// by the guest's PID 1 (the initramfs loads the netfilter modules).
 	Networks: []string{hypervisor.NetworkOffline, hypervisor.NetworkProxy, hypervisor.NetworkTransparent},
+	// Overlays are mounted by the guest's PID 1 at each boot, their
+	// writes on the machine's disk (so checkpoints, restores and forks
+	// carry them).
+	Overlays: true,
 }
 
 func init() {

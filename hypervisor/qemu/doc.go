@@ -43,5 +43,9 @@
 // transparent mode's route and nftables rules once per boot (a memory
 // restore keeps them).
 //
-// Not yet: directory overlays, adoption across daemon restarts.
+// Directory overlays: mounted by the guest's PID 1 at each boot, their
+// writes on the machine's disk.
+//
+// Not yet: adoption across daemon restarts (the daemon stops VMs when it
+// exits), a live run of the vsock channel (no /dev/vhost-vsock here).
 package qemu

@@ -257,6 +257,9 @@ func (m *Machine) connect(ctx context.Context, identity string) error {
 		GuestUser:    m.spec.GuestUser, GuestHome: image.GuestHome, Env: m.spec.Env,
 		Network: m.spec.Network, TrustPEM: string(m.spec.TrustPEM),
 	}
+	for _, o := range m.spec.Overlays {
+		hello.Overlays = append(hello.Overlays, vmchan.Overlay{Lower: o.Lower, Target: o.Target})
+	}
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

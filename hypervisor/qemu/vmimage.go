@@ -56,10 +56,11 @@ type moduleGroup struct {
 // inet reject expression (nft_reject, nf_reject_ipv4/6); the 6.12 cloud
 // kernel builds all of them as modules (NF_TABLES_INET and CRYPTO_CRC32C
 // are built in). "vsock" is the agent channel's transport on hosts with
-// /dev/vhost-vsock.
+// /dev/vhost-vsock. "overlay" is overlayfs, for workspace overlays.
 var lazyModules = []moduleGroup{
 	{"netfilter", []string{"nf_tables", "nft_chain_nat", "nft_redir", "nf_conntrack", "nft_reject_inet"}},
 	{"vsock", []string{"vsock", "vmw_vsock_virtio_transport"}},
+	{"overlay", []string{"overlay"}},
 }
 
 // modulesKey names the module lists in the kernel cache, so a cache made
