@@ -481,6 +481,8 @@ func TestCLIServeWalkthrough(t *testing.T) {
 		{[]string{"--state-dir", state, "ledger", "export", s.ID}, `"kind":"restore"`, 0},
 		{[]string{"session", "restore", s.ID, "no-such-tag"}, "", 3},
 		{[]string{"session", "ls"}, s.ID, 0},
+		// A backend this daemon has not enabled is a usage error (400).
+		{[]string{"session", "run", "--backend", "nope"}, "", exitUsage},
 		{[]string{"session", "put", s.ID, small, "/workspace/notes/small.txt", "--mode", "640"}, "wrote /workspace/notes/small.txt", 0},
 		{[]string{"session", "cat", s.ID, "/workspace/notes/small.txt"}, "hello from the host", 0},
 		{[]string{"session", "files", s.ID, "/workspace/notes"}, "0640", 0},
