@@ -23,9 +23,8 @@ import (
 // backend gets a procbox sandbox, runtime.backend "qemu" a virtual
 // machine with its own kernel, an unknown name is 400 listing what is
 // enabled; a qemu session's checkpoint files go with the session; and
-// when the daemon lets go (Detach), the qemu machine, which cannot be
-// adopted, is stopped while the procbox one is left for the next daemon,
-// which adopts it and records the VM session lost.
+// when the daemon lets go (Detach), both sandboxes run on and the next
+// daemon adopts them, the VM with its files and hostname.
 func TestSessionsOnTwoBackends(t *testing.T) {
 	testutil.RequiresRoot(t)
 	ctx := context.Background()
@@ -115,26 +114,42 @@ func TestSessionsOnTwoBackends(t *testing.T) {
 		t.Errorf("%d snapshot directories left after delete", n)
 	}
 
-	// Detach: the procbox sandbox outlives the daemon, the VM does not.
+	// Detach: both sandboxes outlive the daemon, and the next one adopts
+	// them: the VM goes on with what it had (a file, its hostname).
 	vm2, err := m1.Create(ctx, "", session.CreateRequest{Runtime: session.Runtime{Backend: "qemu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, err := m1.Exec(ctx, "", vm2.ID, session.ExecRequest{Command: "echo kept > /workspace/f; hostname"})
+	if err != nil || before.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, before)
+	}
 	m1.Detach(ctx)
 	close1()
-	if out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+state).Output(); len(out) > 0 {
-		t.Errorf("a qemu process outlived Detach: %s", out)
+	if out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+state).Output(); len(out) == 0 {
+		t.Error("the VM did not outlive Detach")
 	}
 	m2, close2 := open()
 	m1, close1 = m2, close2 // the deferred cleanup stops what m2 holds
-	if adopted, lost := m2.Reattach(ctx); adopted != 1 || lost != 1 {
-		t.Fatalf("reattach: adopted %d lost %d, want 1 and 1", adopted, lost)
+	if adopted, lost := m2.Reattach(ctx); adopted != 2 || lost != 0 {
+		t.Fatalf("reattach: adopted %d lost %d, want 2 and 0", adopted, lost)
 	}
 	if res, err := m2.Exec(ctx, "", pbs.ID, session.ExecRequest{Command: "true"}); err != nil || res.ExitCode != 0 {
 		t.Errorf("the adopted procbox session: %v %+v", err, res)
 	}
-	if got, err := m2.Get(ctx, "", vm2.ID); err != nil || got.State != session.StateLost || !strings.Contains(got.Note, "qemu backend cannot adopt") {
-		t.Errorf("the VM session after the restart: %v %+v", err, got)
+	after, err := m2.Exec(ctx, "", vm2.ID, session.ExecRequest{Command: "cat /workspace/f; hostname"})
+	if err != nil || after.Stdout != "kept\n"+before.Stdout {
+		t.Errorf("the adopted VM: %v %+v, before %q", err, after, before.Stdout)
+	}
+	// Deleting the adopted VM's session leaves nothing of it.
+	if err := m2.Delete(ctx, "", vm2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "qemu-system.*"+state).Output(); len(out) > 0 {
+		t.Errorf("a qemu process outlived its session: %s", out)
+	}
+	if n := entries(t, filepath.Join(state, "qemu", "machines")); n != 0 {
+		t.Errorf("%d machine state files left", n)
 	}
 }
 

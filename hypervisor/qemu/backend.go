@@ -59,6 +59,8 @@ func init() {
 type Backend struct {
 	dir   string // <state>/qemu
 	cache string // kernels, busybox, initramfs images
+	// adopt: machines are detachable and keep state files (Adopter).
+	adopt bool
 	// channelOpt is Options["channel"]: ChannelSerial or ChannelVsock to
 	// force one, "" for vsock where the host has it.
 	channelOpt string
@@ -110,6 +112,7 @@ func New(c hypervisor.Config) (*Backend, error) {
 		log:        log.With("backend", Name),
 		machines:   map[string]*Machine{},
 		channelOpt: c.Options["channel"],
+		adopt:      c.AdoptLeftovers,
 	}
 	switch b.channelOpt {
 	case "", ChannelSerial, ChannelVsock:
@@ -352,6 +355,16 @@ func (b *Backend) collect() {
 		m.mu.Unlock()
 	}
 	b.mu.Unlock()
+	// Machines another process left running (to be adopted or swept)
+	// keep their layers until SweepLeftovers removes their state.
+	states, _ := os.ReadDir(b.machinesDir())
+	for _, e := range states {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			if st, err := b.readState(id); err == nil && st.Disk != "" {
+				roots = append(roots, st.Disk)
+			}
+		}
+	}
 	ents, _ := os.ReadDir(b.snapshotsDir())
 	for _, e := range ents {
 		if meta, err := b.loadSnapshot(hypervisor.Snapshot{ID: e.Name()}); err == nil {

@@ -46,6 +46,7 @@
 // Directory overlays: mounted by the guest's PID 1 at each boot, their
 // writes on the machine's disk.
 //
-// Not yet: adoption across daemon restarts (the daemon stops VMs when it
-// exits), a live run of the vsock channel (no /dev/vhost-vsock here).
+// Adoption (adopt.go): a daemon's VMs outlive it and the next one adopts
+// them. Not yet: a live run of the vsock channel (no /dev/vhost-vsock
+// here).
 package qemu

@@ -161,7 +161,7 @@ func (m *Machine) boot(ctx context.Context, incoming string) error {
 	defer cancel()
 	m.mu.Lock()
 	cfg := VMConfig{Kit: m.kit, Dir: m.dir, MemoryMB: int(m.memoryMB), CPUs: m.cpus, Accel: m.accel,
-		Disk: m.disk, Channel: true, Incoming: incoming, MMIO: m.mmio, Append: fmt.Sprintf("paddock.pids=%d", m.spec.PIDs)}
+		Disk: m.disk, Channel: true, Incoming: incoming, MMIO: m.mmio, Detachable: m.b.adopt, Append: fmt.Sprintf("paddock.pids=%d", m.spec.PIDs)}
 	vsockCh := m.channel == ChannelVsock
 	m.mu.Unlock()
 	var vm *VM
@@ -189,7 +189,10 @@ func (m *Machine) boot(ctx context.Context, incoming string) error {
 			return fmt.Errorf("qemu: load memory: %w%s", err, vm.consoleTail())
 		}
 	}
-	return m.connect(ctx, randomID("id-"))
+	if err := m.connect(ctx, randomID("id-")); err != nil {
+		return err
+	}
+	return m.saveState()
 }
 
 // watch notices a VM that exits on its own (a guest poweroff, a crash).
@@ -415,6 +418,9 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 	m.mu.Lock()
 	m.disk = next
 	m.mu.Unlock()
+	if err := m.saveState(); err != nil {
+		m.b.log.Warn("save machine state", "machine", m.spec.ID, "err", err)
+	}
 	var bytes int64
 	if memory {
 		mem := filepath.Join(dir, "memory")
@@ -579,6 +585,9 @@ func (m *Machine) Stop(ctx context.Context) error {
 		}
 	}
 	if err := os.RemoveAll(m.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.Remove(m.b.statePath(m.spec.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
 	m.b.mu.Lock()

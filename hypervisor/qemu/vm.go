@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"paddock.dev/paddock/guest/vmchan"
 )
 
@@ -47,6 +49,10 @@ type VMConfig struct {
 	// built into the kernel (the mmio one is a module: loading it cost
 	// about a tenth of a second of every boot under TCG).
 	MMIO bool
+	// Detachable lets QEMU outlive this process (a daemon that restarts
+	// adopts it): its own session, no parent-death signal, stderr to
+	// Dir/stderr.log instead of a pipe.
+	Detachable bool
 	// Incoming starts the VM paused, loading the migration stream saved
 	// in this file (a memory checkpoint); FinishIncoming resumes it.
 	Incoming string
@@ -66,14 +72,20 @@ type VM struct {
 	stderr  *tailBuffer
 	exited  chan struct{}
 	waitErr error
+	// pid is QEMU's process (its own process group); Pid() reads it.
+	pid int
 }
+
+// Pid is QEMU's process id.
+func (vm *VM) Pid() int { return vm.pid }
 
 // tailBuffer keeps what QEMU writes to stderr (the first 16 KiB) for
 // reading while it runs: a KVM internal error is printed there and leaves
 // the process alive with the guest stopped.
 type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
+	mu   sync.Mutex
+	b    []byte
+	path string // a detachable VM's stderr.log, read instead
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
@@ -86,6 +98,13 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string {
+	if t.path != "" {
+		b, _ := os.ReadFile(t.path)
+		if len(b) > 16<<10 {
+			b = b[:16<<10]
+		}
+		return string(b)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
@@ -205,11 +224,22 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 	cmd := exec.Command(cfg.QEMU, vm.Args...)
 	cmd.Stderr = vm.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cfg.Detachable {
+		f, err := os.OpenFile(filepath.Join(cfg.Dir, "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			vm.cleanup()
+			return nil, err
+		}
+		defer f.Close()
+		cmd.Stderr = f
+		vm.stderr.path = f.Name()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		vm.cleanup()
 		return nil, fmt.Errorf("start %s: %w", cfg.QEMU, err)
 	}
-	vm.cmd = cmd
+	vm.cmd, vm.pid = cmd, cmd.Process.Pid
 	go func() {
 		vm.waitErr = cmd.Wait()
 		if s := strings.TrimSpace(vm.stderr.String()); s != "" {
@@ -267,7 +297,7 @@ func (vm *VM) WaitConsole(ctx context.Context, marker string) (string, error) {
 // 5 s (or when ctx ends), and removes the overlay and socket (the console
 // log stays for diagnosis). It is idempotent.
 func (vm *VM) Stop(ctx context.Context) error {
-	if vm.cmd != nil {
+	if vm.pid != 0 {
 		select {
 		case <-vm.exited:
 		default:
@@ -277,15 +307,15 @@ func (vm *VM) Stop(ctx context.Context) error {
 				cancel()
 			} else {
 				// Never reached over QMP: nothing to ask.
-				syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGKILL)
+				syscall.Kill(-vm.pid, syscall.SIGKILL)
 			}
 			select {
 			case <-vm.exited:
 			case <-time.After(5 * time.Second):
-				syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGKILL)
+				syscall.Kill(-vm.pid, syscall.SIGKILL)
 				<-vm.exited
 			case <-ctx.Done():
-				syscall.Kill(-vm.cmd.Process.Pid, syscall.SIGKILL)
+				syscall.Kill(-vm.pid, syscall.SIGKILL)
 				<-vm.exited
 			}
 		}
@@ -390,4 +420,45 @@ func (vm *VM) SaveMemory(ctx context.Context, file string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Attach takes over a VM that another process started with cfg (Boot
+// with Detachable) and left running as pid: its QMP socket is dialled
+// again, and Exited closes when the process ends (watched through a
+// pidfd, as it is not this process's child).
+func Attach(ctx context.Context, cfg VMConfig, pid int) (*VM, error) {
+	vm := &VM{
+		cfg:     cfg,
+		Overlay: cfg.Disk,
+		Console: filepath.Join(cfg.Dir, "console.log"),
+		Socket:  filepath.Join(cfg.Dir, "qmp.sock"),
+		stderr:  &tailBuffer{path: filepath.Join(cfg.Dir, "stderr.log")},
+		exited:  make(chan struct{}),
+		pid:     pid,
+	}
+	if cfg.Channel && cfg.VsockCID == 0 {
+		vm.Agent = filepath.Join(cfg.Dir, "agent.sock")
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("qemu process %d: %w", pid, err)
+	}
+	go func() {
+		defer unix.Close(fd)
+		for {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if _, err := unix.Poll(fds, -1); err == unix.EINTR {
+				continue
+			}
+			break
+		}
+		vm.waitErr = errors.New("qemu exited")
+		close(vm.exited)
+	}()
+	c, err := Dial(ctx, vm.Socket, DialOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("qmp of an adopted VM: %w", err)
+	}
+	vm.QMP = c
+	return vm, nil
 }
