@@ -85,3 +85,18 @@ func TestChildSpec(t *testing.T) {
 		t.Errorf("an offline parent's child has egress dir %q", c.EgressDir)
 	}
 }
+
+// TestConfigCheck: no state dir is refused; a logger and the images dir
+// are filled in, and what was set is kept.
+func TestConfigCheck(t *testing.T) {
+	if _, err := (Config{}).Check("x"); err == nil || !strings.HasPrefix(err.Error(), "x: ") {
+		t.Errorf("no state dir: %v", err)
+	}
+	c, err := Config{StateDir: "/s"}.Check("x")
+	if err != nil || c.Logger == nil || c.ImagesDir != "/s/images" {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+	if c, _ := (Config{StateDir: "/s", ImagesDir: "/i"}).Check("x"); c.ImagesDir != "/i" {
+		t.Errorf("images dir replaced: %q", c.ImagesDir)
+	}
+}

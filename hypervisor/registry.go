@@ -3,6 +3,7 @@ package hypervisor
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"sync"
 )
@@ -22,6 +23,22 @@ type Config struct {
 	// Options are backend-specific settings (procbox: "store" = "btrfs"
 	// or "tmpfs"; empty picks btrfs when it can).
 	Options map[string]string
+}
+
+// Check refuses a config without a state directory and fills in the
+// defaults every backend uses: a logger that discards, and images under
+// StateDir/images. name prefixes the error.
+func (c Config) Check(name string) (Config, error) {
+	if c.StateDir == "" {
+		return c, fmt.Errorf("%s: a state directory is required", name)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ImagesDir == "" {
+		c.ImagesDir = filepath.Join(c.StateDir, "images")
+	}
+	return c, nil
 }
 
 // Constructor builds a backend. It must not start anything: side effects

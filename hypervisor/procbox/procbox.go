@@ -87,17 +87,11 @@ var _ hypervisor.Machine = (*Machine)(nil)
 // New returns a backend storing its data under c.StateDir/procbox. It
 // starts nothing.
 func New(c hypervisor.Config) (*Backend, error) {
-	if c.StateDir == "" {
-		return nil, errors.New("procbox: a state directory is required")
+	c, err := c.Check(Name)
+	if err != nil {
+		return nil, err
 	}
-	log := c.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	images := c.ImagesDir
-	if images == "" {
-		images = filepath.Join(c.StateDir, "images")
-	}
+	log, images := c.Logger, c.ImagesDir
 	want := c.Options["store"]
 	if want != "" && want != StoreBtrfs && want != StoreTmpfs {
 		return nil, fmt.Errorf("%w: procbox store %q: use %q or %q", hypervisor.ErrInvalidSpec, want, StoreBtrfs, StoreTmpfs)

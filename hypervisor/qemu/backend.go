@@ -89,17 +89,11 @@ var _ hypervisor.Backend = (*Backend)(nil)
 // images are cached in Options["cache"], else next to the images
 // directory (<images>/../vm-cache), so state directories share them.
 func New(c hypervisor.Config) (*Backend, error) {
-	if c.StateDir == "" {
-		return nil, errors.New("qemu: a state directory is required")
+	c, err := c.Check(Name)
+	if err != nil {
+		return nil, err
 	}
-	log := c.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	images := c.ImagesDir
-	if images == "" {
-		images = filepath.Join(c.StateDir, "images")
-	}
+	log, images := c.Logger, c.ImagesDir
 	cache := c.Options["cache"]
 	if cache == "" {
 		cache = filepath.Join(filepath.Dir(filepath.Clean(images)), "vm-cache")
