@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -110,6 +111,32 @@ func TestProcessInputLimits(t *testing.T) {
 	d, err = e.Process(ctx, ProcessInput{Kind: KindExec, Command: strings.Repeat("a;", MaxCommandSeparators), Rules: ProcessRules{Allow: []string{"a"}}})
 	if err != nil || d.Result != Allow {
 		t.Errorf("%d pieces: %+v %v", MaxCommandSeparators, d, err)
+	}
+	// The largest rules compile (their regular expressions included) and
+	// decide, on the fast path and off it.
+	var big ProcessRules
+	for i := range MaxPatterns {
+		p := fmt.Sprintf("p%03d *", i)
+		p += strings.Repeat("*x", (MaxPatternBytes-1-len(p))/2)
+		big.Allow = append(big.Allow, p)
+		big.Deny = append(big.Deny, "d"+p)
+		big.Ask = append(big.Ask, "a"+p)
+	}
+	if err := ValidateProcess(big); err != nil {
+		t.Fatal(err)
+	}
+	x := strings.Repeat("x", 200)
+	for cmd, want := range map[string]string{
+		"p063 " + x:                  "process.allow",
+		"p063 \\" + x:                "process.allow",
+		"p000 " + x + "; dp001 " + x: "process.deny",
+		"ap002 " + x:                 "process.ask",
+		"p000 " + x + "; p001 x":     "process.not_allowed",
+	} {
+		d, err := e.Process(ctx, ProcessInput{Kind: KindExec, Command: cmd, Rules: big})
+		if err != nil || d.Rule != want {
+			t.Errorf("largest rules, %.20q: %+v %v, want %s", cmd, d, err, want)
+		}
 	}
 }
 

@@ -53,8 +53,9 @@ listed := array.concat(allow_patterns, ask_patterns)
 # expression per list (lib.list_regex), one for deny and ask together,
 # the allow-then-ask patterns, whether there is an allow list, and
 # whether a pattern holds a NUL byte (which the lists cannot take;
-# policy.ValidateProcess refuses that and far more long before). It
-# depends on input.rules only, so policy.Engine computes it once per set
+# policy.ValidateProcess refuses that and far more long before), and
+# what the fast paths below need (fast_allow, fast_default, fast_flagged,
+# listed_all). It depends on input.rules only, so policy.Engine computes it once per set
 # of rules and hands it back as input.compiled; without that, it is
 # computed here.
 compiled := {
@@ -67,8 +68,53 @@ compiled := {
 	"listed_groups": lib.groups_template(count(listed)),
 	"listed_patterns": listed,
 	"has_allow": count(allow_patterns) > 0,
-	"nul": contains(concat("", array.concat(listed, deny_patterns)), "\u0000"),
+	"nul": has_nul,
+	"fast_allow": fast_allow,
+	"fast_default": fast_default,
+	"fast_flagged": concat("", [
+		"(?m)^(?:", raw_line, "|(",
+		strings.replace_n(lib.list_escapes, concat("\u0000", array.concat(deny_patterns, ask_patterns))),
+		"))$",
+	]),
+	"listed_all": concat("", ["\\A(?:(?:(", strings.replace_n(lib.list_escapes, concat("\u0000", listed)), "))(?:\n|\\z))+\\z"]),
 }
+
+has_nul := contains(concat("", array.concat(listed, deny_patterns)), "\u0000")
+
+default fast_allow := false
+
+fast_allow if {
+	count(allow_patterns) > 0
+	not has_nul
+}
+
+default fast_default := false
+
+fast_default if {
+	count(allow_patterns) == 0
+	not has_nul
+}
+
+# The fast paths. Most commands are plain: words with single spaces
+# between them and separators (; & | line breaks) between pieces, nothing
+# that normalized would change. For those, the pieces are the maximal
+# runs between separators, trimmed, with inner runs of spaces kept (the
+# regular expression `[^;&|\r\n ]+(?: +[^;&|\r\n ]+)*`), and two
+# whole-text regular expressions decide: the compiled fast_flagged (a line that matches a deny or ask pattern, or
+# that is not plain: raw_line) and listed_all (every line matches an
+# allow or ask pattern). A command with a line that is not plain is
+# flagged, so it leaves the fast path and the general rules below cut it
+# into pieces properly; for the plain ones both ways give the same pieces
+# (policy's FuzzProcessFastPath and process_test.rego's
+# test_compiled_input_gives_the_same_decisions hold them to it). The fast paths need input.compiled, which policy.Engine always
+# passes.
+
+# raw_line matches a piece that the fast path must not judge: it starts
+# with a shell reserved word (see normalized), or holds a character that
+# normalized would act on (a backslash, ( ) `, white space other than a
+# single space: tabs, NEL, NBSP, Unicode's Z category) or two spaces in a
+# row.
+raw_line := `(?:if|then|elif|else|do|while|until|time|!|\{|\}|fi|done|esac)(?: .*)?|.*(?:[\\()\x60\t\v\f\x{85}\x{A0}]|[^\P{Z} ]|  ).*`
 
 regexes := input.compiled if input.compiled
 
@@ -125,6 +171,39 @@ lines := concat("\n", pieces)
 # pattern) and default (no allow list, nothing flagged). Neither can
 # apply when a rule before it in the order above would.
 decision := {
+	"result": "allow",
+	"rule": "process.allow",
+	"pattern": c.listed_patterns[indexof(regex.replace(p0, c.listed, c.listed_groups), p0)],
+	"piece": p0,
+	"reason": "every piece matches an allow pattern",
+} if {
+	# The fast allow (see raw_line): lib.pattern_index written out,
+	# as every call costs.
+	c := input.compiled
+	c.fast_allow
+	ps := regex.find_n(`[^;&|\r\n ]+(?: +[^;&|\r\n ]+)*`, input.command, -1)
+	p0 := ps[0]
+	ls := concat("\n", ps)
+	not regex.match(c.fast_flagged, ls)
+	regex.match(c.listed_all, ls)
+}
+
+else := {
+	"result": "allow",
+	"rule": "process.default",
+	"pattern": "",
+	"piece": "",
+	"reason": "no deny or ask pattern matches, and without process.allow every other command may run",
+} if {
+	# The fast default.
+	c := input.compiled
+	c.fast_default
+	ps := regex.find_n(`[^;&|\r\n ]+(?: +[^;&|\r\n ]+)*`, input.command, -1)
+	count(ps) > 0
+	not regex.match(c.fast_flagged, concat("\n", ps))
+}
+
+else := {
 	"result": "allow",
 	"rule": "process.allow",
 	"pattern": c.listed_patterns[lib.pattern_index(c.listed, c.listed_groups, ps[0])],

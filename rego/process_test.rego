@@ -314,6 +314,28 @@ compiled_cases := [
 	["ls", {}],
 	["", {}],
 	["deploy prod", {"ask": ["deploy *"]}],
+	# What the fast paths must hand to the general rules.
+	["git  push", {"allow": ["git *"], "ask": ["git push*"]}],
+	["git  push", {"ask": ["git push*"]}],
+	["if git push; then ls; fi", {"allow": ["git *", "ls"], "ask": ["git push*"]}],
+	["if git push; then ls; fi", {"ask": ["git push*"]}],
+	["! git push", {"ask": ["git push*"]}],
+	["!git push", {"allow": ["!git *"]}],
+	["iffy x", {"allow": ["iffy *"]}],
+	["{ git push; }", {"allow": ["git *"], "ask": ["git push*"]}],
+	["git\tpush", {"ask": ["git push*"]}],
+	["git\u00a0push", {"allow": ["git *"], "ask": ["git push*"]}],
+	["git\u2028push", {"ask": ["git push*"]}],
+	["git\u3000push", {"allow": ["git *"], "deny": ["git push"]}],
+	["ls $(git push)", {"allow": ["ls *"]}],
+	["ls `git push`", {"ask": ["git push"]}],
+	["git \\\npush", {"allow": ["git *"], "ask": ["git push"]}],
+	["echo a\\b", {"allow": ["echo *"]}],
+	[" ls ;; ls  ", {"allow": ["ls"]}],
+	["ls\r\nls", {"allow": ["ls"]}],
+	["ls ; curl x", {"allow": ["ls"], "ask": ["curl *"]}],
+	["ls", {"allow": ["*"]}],
+	["ls", {"allow": ["ls"], "deny": ["*"]}],
 ]
 
 test_compiled_input_gives_the_same_decisions if {
