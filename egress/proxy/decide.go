@@ -123,8 +123,19 @@ func (p *Proxy) judgeRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Requ
 	out.Host = t.hostHeader()
 	removeHopByHop(out.Header)
 	out.Header.Del("Expect") // the front end answers 100-continue itself
-	// The sandbox's own pool: an upstream connection is never shared
-	// with another sandbox.
+	// Connection is hop-by-hop: a client closing its own connection
+	// after this request says nothing about the upstream one.
+	out.Close = false
+	// The sandbox's own pools: an upstream connection is never shared
+	// with another sandbox. A request without a body goes in this
+	// goroutine (connPool); one with a body through the Transport.
+	if out.Body == nil || out.Body == http.NoBody {
+		cp := p.poolFor(t.sb.id)
+		ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+			return cp.roundTrip(req, addr)
+		})
+		return out, nil
+	}
 	tr := p.transportFor(t.sb.id)
 	ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
 		return tr.RoundTrip(req)

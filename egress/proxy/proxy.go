@@ -167,6 +167,9 @@ type Proxy struct {
 	// sbTransports: each sandbox's own connection pool (clones of
 	// transport), so no upstream connection is shared between sandboxes.
 	sbTransports map[string]*http.Transport
+	// sbPools: each sandbox's connections for requests without a body
+	// (connPool), kept apart the same way.
+	sbPools map[string]*connPool
 
 	ctx    context.Context // cancelled by Close: ends lookups, dials and round trips
 	cancel context.CancelFunc
@@ -289,9 +292,12 @@ func (p *Proxy) Close() error {
 			c.Close()
 		}
 	}
-	trs := p.sbTransports
-	p.sbTransports = nil
+	trs, pools := p.sbTransports, p.sbPools
+	p.sbTransports, p.sbPools = nil, nil
 	p.mu.Unlock()
+	for _, cp := range pools {
+		cp.close()
+	}
 	p.cancel()
 	p.transport.CloseIdleConnections()
 	p.wg.Wait()
@@ -317,6 +323,25 @@ func (p *Proxy) transportFor(id string) *http.Transport {
 		p.sbTransports[id] = tr
 	}
 	return tr
+}
+
+// poolFor is sandbox id's pool for plain HTTP requests without a body.
+func (p *Proxy) poolFor(id string) *connPool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cp, ok := p.sbPools[id]; ok {
+		return cp
+	}
+	cp := newConnPool(p)
+	if p.closed {
+		cp.closed = true
+		return cp
+	}
+	if p.sbPools == nil {
+		p.sbPools = map[string]*connPool{}
+	}
+	p.sbPools[id] = cp
+	return cp
 }
 
 func (p *Proxy) isClosed() bool {
@@ -367,8 +392,9 @@ func (p *Proxy) addConn(id string, c net.Conn) bool {
 // listeners are the caller's to close.
 func (p *Proxy) CloseSandbox(id string) {
 	p.mu.Lock()
-	tr := p.sbTransports[id]
+	tr, cp := p.sbTransports[id], p.sbPools[id]
 	delete(p.sbTransports, id)
+	delete(p.sbPools, id)
 	var cs []net.Conn
 	for c, sb := range p.conns {
 		if sb == id {
@@ -381,6 +407,9 @@ func (p *Proxy) CloseSandbox(id string) {
 	}
 	if tr != nil {
 		tr.CloseIdleConnections()
+	}
+	if cp != nil {
+		cp.close()
 	}
 }
 
