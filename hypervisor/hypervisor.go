@@ -164,6 +164,17 @@ type Machine interface {
 	Wait(ctx context.Context) error
 }
 
+// NetAttacher is a backend whose machines live in a network namespace on
+// this host (procbox): with a hook set, every machine with
+// NetworkTransparent calls it with its id and the path of its network
+// namespace once its init is up, after every boot (create, fork, restore)
+// and adoption, before anything of the sandbox runs; a hook that fails
+// fails the boot. The daemon's egress uses it to link the namespace to
+// the proxy (hostd/egress.Host.AttachLink).
+type NetAttacher interface {
+	SetNetAttach(hook func(id, netnsPath string) error)
+}
+
 // Adopter is a backend whose machines can outlive the process that
 // created them: a daemon that stops (or dies) leaves them running, and the
 // next process on the same state directory takes them over.

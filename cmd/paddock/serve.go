@@ -38,7 +38,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	var backendsFlag []string
 	var gateway, stopSandboxes bool
 	var allowCIDRs []string
-	var resolverAddr string
+	var resolverAddr, egressLink string
 	var sandboxCAs []string
 	var tenantsFile string
 	var socket, socketGroup string
@@ -144,7 +144,12 @@ one session and some operations, need no configuration.`,
 					log.Error("policy: watching the operator's modules failed; they are not reloaded", "dir", policyExt, "err", err)
 				}
 			}()
-			ecfg := hegress.Config{AllowCIDRs: cidrs, Logger: log}
+			switch egressLink {
+			case "auto", "veth", "loopback":
+			default:
+				return usageError{fmt.Errorf("--egress-link %q: use auto, veth or loopback", egressLink)}
+			}
+			ecfg := hegress.Config{AllowCIDRs: cidrs, Logger: log, Links: egressLink != "loopback"}
 			ecfg.GrantApplies = func(sandbox string, gr egress.Grant, r egress.Request) bool {
 				ok, _, err := eng.GrantApplies(context.Background(), policy.GrantInput{Session: sandbox, Grant: gr.ID,
 					Hosts: gr.Hosts, Methods: gr.Methods, Paths: gr.Paths,
@@ -182,6 +187,21 @@ one session and some operations, need no configuration.`,
 			}
 			eg := hegress.New(ecfg)
 			defer eg.Shutdown()
+			if ecfg.Links {
+				if err := eg.Links(); err != nil {
+					if egressLink == "veth" {
+						return fmt.Errorf("--egress-link veth: %w", err)
+					}
+					log.Info("egress: sandboxes reach the proxy through their loopback redirect", "reason", err.Error())
+				} else {
+					for _, be := range append([]hypervisor.Backend{b}, others...) {
+						if na, ok := be.(hypervisor.NetAttacher); ok {
+							na.SetNetAttach(eg.AttachLink)
+						}
+					}
+					log.Info("egress: sandboxes reach the proxy through veth links")
+				}
+			}
 			trust, err := readCAs(sandboxCAs)
 			if err != nil {
 				return usageError{err}
@@ -251,6 +271,7 @@ one session and some operations, need no configuration.`,
 	c.Flags().StringVar(&backend, "backend", "procbox", "default sandbox backend (paddock backends lists them)")
 	c.Flags().StringSliceVar(&backendsFlag, "backends", nil, "the backends a session may ask for in runtime.backend, besides the default (default: every one built in; 'none' for the default alone)")
 	c.Flags().StringArrayVar(&allowCIDRs, "egress-allow-cidr", nil, "a private range sandboxes may reach, e.g. an on-premises service (repeatable; never loopback or metadata)")
+	c.Flags().StringVar(&egressLink, "egress-link", "auto", "how sandboxes' programs that ignore proxy settings reach the proxy: veth (a veth pair to the daemon's egress namespace, whose nftables redirect TCP 80/443 to the proxy and refuse the rest), loopback (nftables inside the sandbox redirect to its agent), or auto (veth when the kernel can make one)")
 	c.Flags().StringVar(&resolverAddr, "egress-resolver", "", "DNS server (IP:PORT) that resolves the names sandboxes may reach (default: the host's resolver)")
 	c.Flags().StringArrayVar(&sandboxCAs, "sandbox-ca", nil, "a PEM file of CA certificates every sandbox trusts besides its image's (repeatable), e.g. a company CA")
 	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")

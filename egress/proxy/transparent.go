@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"paddock.dev/paddock/egress"
 )
 
 // redirectPrefix starts the line the sandbox's agent writes before the
@@ -28,6 +30,12 @@ func (p *Proxy) serveRedirected(sb *sandbox, c net.Conn) {
 		}
 		return
 	}
+	p.serveTo(sb, cc, dst)
+}
+
+// serveTo serves a redirected connection by its original destination's
+// port.
+func (p *Proxy) serveTo(sb *sandbox, cc *clientConn, dst netip.AddrPort) {
 	switch dst.Port() {
 	case 80:
 		p.serveHTTP(sb, cc, 80)
@@ -37,6 +45,23 @@ func (p *Proxy) serveRedirected(sb *sandbox, c net.Conn) {
 		t := &target{sb: sb, host: dst.Addr().String(), ip: dst.Addr(), port: int(dst.Port())}
 		p.deny(t, ErrUnsupported, "", "only connections to ports 80 and 443 are redirected to the proxy")
 	}
+}
+
+// ServeOriginalDst serves one sandbox's redirected connections on l
+// until Close, and closes l, like ServeTransparent, except that a
+// connection does not start with a line naming its original destination:
+// dst tells it (the host's nftables redirected it there, and the
+// connection's SO_ORIGINAL_DST says where it was going).
+func (p *Proxy) ServeOriginalDst(l net.Listener, id string, pol egress.Policy, dst func(net.Conn) (netip.AddrPort, error)) error {
+	return p.serve(l, id, pol, func(sb *sandbox, c net.Conn) {
+		d, err := dst(c)
+		if err != nil {
+			p.log.Warn("egress proxy: original destination unknown; closing", "sandbox", sb.id, "err", err)
+			return
+		}
+		c.SetReadDeadline(time.Now().Add(p.cfg.HeaderTimeout))
+		p.serveTo(sb, p.newClientConn(c), d)
+	})
 }
 
 // readRedirect reads "PADDOCK-REDIRECT <ip>:<port>\n" within

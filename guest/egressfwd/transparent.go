@@ -1,6 +1,7 @@
 package egressfwd
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -105,16 +107,75 @@ func installRules() error {
 	}})
 	// Everything else is refused at once (an ICMP error the sender sees),
 	// not left to time out.
-	c.AddRule(&nftables.Rule{Table: t, Chain: filter, Exprs: []expr.Any{
+	AddRefusals(c, t, filter)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("transparent egress: install nftables rules: %w", err)
+	}
+	return nil
+}
+
+// AddRefusals adds to chain the rules that refuse whatever reaches them at
+// once, rather than leaving it to time out: TCP with a reset, the rest
+// with an ICMP "administratively prohibited".
+func AddRefusals(c *nftables.Conn, t *nftables.Table, chain *nftables.Chain) {
+	c.AddRule(&nftables.Rule{Table: t, Chain: chain, Exprs: []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
 		&expr.Reject{Type: unix.NFT_REJECT_TCP_RST},
 	}})
-	c.AddRule(&nftables.Rule{Table: t, Chain: filter, Exprs: []expr.Any{
+	c.AddRule(&nftables.Rule{Table: t, Chain: chain, Exprs: []expr.Any{
 		&expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED},
 	}})
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("transparent egress: install nftables rules: %w", err)
+}
+
+// LinkTransparent turns the namespace that nsFd names from
+// SetupTransparent's way out to a veth link the host made (hostd/egress):
+// link (already in the namespace) gets addr and comes up, the default
+// route over lo, its address and the nftables table go, and the default
+// route leads through link to gw, where the host's own nftables redirect
+// TCP to ports 80 and 443 to the proxy and refuse the rest. Run from the
+// host (it needs CAP_NET_ADMIN over the namespace, which the sandbox has
+// no longer); what SetupTransparent made and is gone already is skipped,
+// so it can run again for a new link.
+func LinkTransparent(nsFd int, link string, addr *net.IPNet, gw net.IP) error {
+	h, err := netlink.NewHandleAt(netns.NsHandle(nsFd))
+	if err != nil {
+		return fmt.Errorf("link egress: netlink: %w", err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("link egress: %s: %w", link, err)
+	}
+	if err := h.AddrAdd(l, &netlink.Addr{IPNet: addr}); err != nil {
+		return fmt.Errorf("link egress: address: %w", err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("link egress: %s up: %w", link, err)
+	}
+	// Fail closed: the old way goes first, and until the new route is
+	// in, nothing leaves the namespace at all.
+	if lo, err := h.LinkByName("lo"); err == nil {
+		err := h.RouteDel(&netlink.Route{LinkIndex: lo.Attrs().Index, Scope: netlink.SCOPE_LINK,
+			Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}, Src: transparentAddr.IP})
+		if err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("link egress: old default route: %w", err)
+		}
+		if err := h.AddrDel(lo, &netlink.Addr{IPNet: transparentAddr}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			return fmt.Errorf("link egress: old address: %w", err)
+		}
+	}
+	c, err := nftables.New(nftables.WithNetNSFd(nsFd))
+	if err != nil {
+		return fmt.Errorf("link egress: nftables: %w", err)
+	}
+	c.DelTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "paddock"})
+	if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("link egress: remove the old rules: %w", err)
+	}
+	if err := h.RouteAdd(&netlink.Route{LinkIndex: l.Attrs().Index, Gw: gw,
+		Dst: &net.IPNet{IP: net.IPv4zero, Mask: net.CIDRMask(0, 32)}}); err != nil {
+		return fmt.Errorf("link egress: default route: %w", err)
 	}
 	return nil
 }

@@ -51,7 +51,11 @@ type Config struct {
 	// GrantApplies decides whether a grant covers a request (the http
 	// Rego module); nil matches natively.
 	GrantApplies func(sandbox string, g egress.Grant, r egress.Request) bool
-	Logger       *slog.Logger
+	// Links gives sandboxes whose backend asks for it (AttachLink) a veth
+	// pair to the daemon's egress namespace instead of the loopback
+	// redirect, when the kernel can make one (Links says).
+	Links  bool
+	Logger *slog.Logger
 }
 
 // Host serves every sandbox's egress. It implements session.Egress.
@@ -67,12 +71,14 @@ type Host struct {
 
 	mu    sync.Mutex
 	boxes map[string]*box
+	linkState
 }
 
 type box struct {
 	listeners []net.Listener
 	dns       *dns.Server
 	rec       egress.Recorder
+	pol       egress.Policy
 }
 
 // New returns the host's egress; it serves nothing until Open.
@@ -84,7 +90,7 @@ func New(cfg Config) *Host {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
-	h := &Host{log: log, cfg: cfg, boxes: map[string]*box{},
+	h := &Host{log: log, cfg: cfg, boxes: map[string]*box{}, linkState: linkState{links: map[string]*link{}},
 		checker: &addr.Checker{AllowCIDRs: cfg.AllowCIDRs, HostAddrs: hostAddrs}}
 	pc := proxy.Config{
 		Resolver:      cfg.Resolver,
@@ -170,7 +176,7 @@ func (h *Host) Open(sandbox, dir string, pol egress.Policy, rec egress.Recorder)
 	h.opening.Lock()
 	defer h.opening.Unlock()
 	h.close(sandbox)
-	b := &box{rec: func(ev egress.Event) {
+	b := &box{pol: pol, rec: func(ev egress.Event) {
 		ev.Sandbox = sandbox
 		if rec != nil {
 			rec(ev)
@@ -211,7 +217,14 @@ func (h *Host) Open(sandbox, dir string, pol egress.Policy, rec egress.Recorder)
 		Record: b.rec, Logger: h.log.With("part", "egress-dns", "sandbox", sandbox)})
 	h.mu.Lock()
 	h.boxes[sandbox] = b
+	lk := h.links[sandbox]
 	h.mu.Unlock()
+	if lk != nil {
+		if err := h.serveLink(sandbox, b, lk); err != nil {
+			h.close(sandbox)
+			return err
+		}
+	}
 	go h.serve("proxy", sandbox, func() error { return h.proxy.Serve(pl, sandbox, pol) })
 	go h.serve("redirect", sandbox, func() error { return h.proxy.ServeTransparent(rl, sandbox, pol) })
 	go h.serve("dns", sandbox, func() error { return b.dns.Serve(dl) })
@@ -224,11 +237,13 @@ func (h *Host) serve(what, sandbox string, fn func() error) {
 	}
 }
 
-// Close implements session.Egress.
+// Close implements session.Egress: the sandbox's sockets and its link
+// go.
 func (h *Host) Close(sandbox string) {
 	h.opening.Lock()
 	defer h.opening.Unlock()
 	h.close(sandbox)
+	h.dropLink(sandbox)
 }
 
 func (h *Host) close(sandbox string) {
@@ -261,5 +276,20 @@ func (h *Host) Shutdown() {
 	for _, id := range ids {
 		h.Close(id)
 	}
+	h.opening.Lock()
+	h.mu.Lock()
+	ids = ids[:0]
+	for id := range h.links {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		h.dropLink(id)
+	}
+	if h.lns != nil {
+		h.lns.close()
+		h.lns = nil
+	}
+	h.opening.Unlock()
 	h.proxy.Close()
 }

@@ -17,6 +17,7 @@ import (
 	"paddock.dev/paddock/egress/rules"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hypervisor/procbox"
 )
 
 // zone is a DNS server on loopback for the test's names; it counts the
@@ -78,7 +79,7 @@ func (z *zone) asked(name string) int {
 // upstream; names that resolve to loopback or metadata are refused; UDP
 // to an outside resolver fails; decisions are ledgered.
 func TestEgressFromASandbox(t *testing.T) {
-	onBackends(t, allBackends, egressFromASandbox)
+	onBackends(t, append([]string{procbox.Name + loopbackSuffix}, allBackends...), egressFromASandbox)
 }
 
 func egressFromASandbox(t *testing.T, backend string) {
@@ -110,7 +111,9 @@ func egressFromASandbox(t *testing.T, backend string) {
 		"10.99.0.11:80":  other.Listener.Addr().String(),
 	})
 	z := tn.zone
-	eg := hegress.New(tn.egressConfig())
+	ecfg := tn.egressConfig()
+	ecfg.Links = linksOn(backend)
+	eg := hegress.New(ecfg)
 	defer eg.Shutdown()
 	m, _ := daemonFor(t, backend, eg, nil)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{
@@ -247,6 +250,39 @@ try:
 except OSError as e: print('tcp22 failed', e)
 "`); strings.Contains(res.Stdout, "answered") || strings.Contains(res.Stdout, "connected") {
 		t.Errorf("a way out besides the proxy: %q %q", res.Stdout, res.Stderr)
+	}
+	// The sandbox's interfaces: with links, lo and the veth end eth0,
+	// whose gateway (the egress namespace) takes nothing but the
+	// redirected connections: neither its proxy listener dialled
+	// straight, nor any other port, nor UDP; with the loopback redirect,
+	// lo alone.
+	if strings.HasPrefix(backend, procbox.Name) {
+		res := run("ls /sys/class/net | tr '\\n' ' '")
+		want := "eth0 lo "
+		if !linksOn(backend) || eg.Links() != nil {
+			want = "lo "
+		}
+		if res.Stdout != want {
+			t.Errorf("the sandbox's interfaces: %q, want %q", res.Stdout, want)
+		}
+		if want == "eth0 lo " {
+			if res := run(`python3 -c "
+import socket,struct
+gw=[l.split() for l in open('/proc/net/route') if l.split()[1]=='00000000'][0][2]
+gw=socket.inet_ntoa(struct.pack('<I',int(gw,16)))
+for port in (3129,22,80,443):
+    try:
+        socket.create_connection((gw,port),timeout=3); print('tcp',port,'connected')
+    except OSError as e: print('tcp',port,'failed',e)
+u=socket.socket(socket.AF_INET,socket.SOCK_DGRAM); u.settimeout(2)
+try:
+    u.sendto(b'x'*16,(gw,53)); u.recv(64); print('udp answered')
+except OSError as e: print('udp failed', e)
+"`); strings.Contains(res.Stdout, "3129 connected") || strings.Contains(res.Stdout, "22 connected") ||
+				strings.Contains(res.Stdout, "answered") || strings.Count(res.Stdout, "failed") < 3 {
+				t.Errorf("the link's gateway: %q %q", res.Stdout, res.Stderr)
+			}
+		}
 	}
 	// The lower sandbox API's allow_hosts is the same policy.
 	sb, err := m.CreateSandbox(ctx, "", session.SandboxRequest{AllowHosts: []string{"allowed.test"}})

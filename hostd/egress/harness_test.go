@@ -71,6 +71,7 @@ func (n *testNet) egressConfig() hegress.Config {
 			return ok && err == nil
 		},
 		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
+		Links:      true,
 		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, network, n.zone.addr)
@@ -94,6 +95,13 @@ var (
 	// cannot run.
 	allBackends = []string{procbox.Name, qemu.Name}
 )
+
+// loopbackSuffix on a backend's name (procbox-loopback) runs the test on
+// that backend with Config.Links off: the sandbox's programs that ignore
+// proxy settings take the loopback redirect instead of a veth link.
+const loopbackSuffix = "-loopback"
+
+func linksOn(backend string) bool { return !strings.HasSuffix(backend, loopbackSuffix) }
 
 // onBackends runs fn as a subtest per backend: those PADDOCK_BACKENDS
 // names (a comma list, as for the conformance suite), else dflt.
@@ -126,7 +134,7 @@ func daemonFor(t *testing.T, backend string, eg *hegress.Host, trust []byte) (*s
 func daemonWith(t *testing.T, backend string, eg *hegress.Host, trust []byte, eng *policy.Engine) (*session.Manager, *store.Store) {
 	t.Helper()
 	testutil.RequiresRoot(t)
-	ctor, err := hypervisor.Lookup(backend)
+	ctor, err := hypervisor.Lookup(strings.TrimSuffix(backend, loopbackSuffix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +154,11 @@ func daemonWith(t *testing.T, backend string, eg *hegress.Host, trust []byte, en
 	}
 	if c := b.Capabilities(); !c.Available {
 		t.Skipf("backend %s cannot run here: %s", backend, c.Reason)
+	}
+	// As paddock serve does: sandboxes get veth links when the host's
+	// egress can make them.
+	if na, ok := b.(hypervisor.NetAttacher); ok && eg != nil && eg.Links() == nil {
+		na.SetNetAttach(eg.AttachLink)
 	}
 	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.DebianImageName,
 		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: trust, Policy: eng})

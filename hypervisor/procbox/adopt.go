@@ -149,6 +149,12 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 		m.Stop(context.Background())
 		return nil, fmt.Errorf("%w: machine %s: its guest agent does not answer (%v)", hypervisor.ErrNotFound, id, err)
 	}
+	// The link an earlier daemon gave it ended with that daemon. Without
+	// a new one the sandbox has no way out at all (it fails closed) but
+	// keeps its work.
+	if err := b.attachNet(st.Spec, st.PID); err != nil {
+		m.log.Warn("adopted sandbox left without network", "err", err)
+	}
 	m.log.Info("adopted a running sandbox", "pid", st.PID)
 	return m, nil
 }

@@ -262,6 +262,9 @@ func (m *Machine) boot(ctx context.Context) error {
 	if err := m.waitReady(ctx, exited); err != nil {
 		return err
 	}
+	if err := m.b.attachNet(m.spec, cmd.Process.Pid); err != nil {
+		return err
+	}
 	// What a later process needs to adopt this machine.
 	return m.writeState()
 }

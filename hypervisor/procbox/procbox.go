@@ -79,9 +79,38 @@ type Backend struct {
 
 	capsOnce sync.Once
 	caps     hypervisor.Capabilities
+
+	netAttach func(id, netnsPath string) error // see SetNetAttach
 }
 
-var _ hypervisor.Backend = (*Backend)(nil)
+var (
+	_ hypervisor.Backend     = (*Backend)(nil)
+	_ hypervisor.NetAttacher = (*Backend)(nil)
+)
+
+// SetNetAttach implements hypervisor.NetAttacher. Set it before the
+// first Create or Adopt.
+func (b *Backend) SetNetAttach(hook func(id, netnsPath string) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.netAttach = hook
+}
+
+// attachNet runs the hook for a machine with transparent egress whose
+// init is pid.
+func (b *Backend) attachNet(spec hypervisor.MachineSpec, pid int) error {
+	b.mu.Lock()
+	hook := b.netAttach
+	b.mu.Unlock()
+	if hook == nil || spec.Network != hypervisor.NetworkTransparent {
+		return nil
+	}
+	if err := hook(spec.ID, fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil {
+		return fmt.Errorf("link the sandbox's network: %w", err)
+	}
+	return nil
+}
+
 var _ hypervisor.Machine = (*Machine)(nil)
 
 // New returns a backend storing its data under c.StateDir/procbox. It
