@@ -332,7 +332,7 @@ func (p *Proxy) poolFor(id string) *connPool {
 	if cp, ok := p.sbPools[id]; ok {
 		return cp
 	}
-	cp := newConnPool(p)
+	cp := newConnPool(p, id)
 	if p.closed {
 		cp.closed = true
 		return cp
@@ -342,6 +342,15 @@ func (p *Proxy) poolFor(id string) *connPool {
 	}
 	p.sbPools[id] = cp
 	return cp
+}
+
+// dropPool forgets cp, an empty pool, unless it was replaced already.
+func (p *Proxy) dropPool(cp *connPool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sbPools[cp.id] == cp {
+		delete(p.sbPools, cp.id)
+	}
 }
 
 func (p *Proxy) isClosed() bool {

@@ -36,12 +36,14 @@ import (
 // request that found it closed anyway, before any byte of an answer, is
 // sent once more on a new connection when it can be replayed.
 type connPool struct {
-	p *Proxy
+	p  *Proxy
+	id string // the sandbox
 
 	mu     sync.Mutex
 	idle   map[netip.AddrPort][]*upConn // most recently used last
 	nidle  int
 	closed bool
+	reaper *time.Timer // armed while connections are kept
 }
 
 const (
@@ -49,18 +51,38 @@ const (
 	maxIdle        = 64
 )
 
-func newConnPool(p *Proxy) *connPool {
-	return &connPool{p: p, idle: map[netip.AddrPort][]*upConn{}}
+func newConnPool(p *Proxy, id string) *connPool {
+	return &connPool{p: p, id: id, idle: map[netip.AddrPort][]*upConn{}}
 }
 
 // upConn is one upstream connection with its buffers.
 type upConn struct {
 	addr   netip.AddrPort
 	raw    net.Conn // as dialled: closing it ends the connection
+	rd     upReader
 	lim    headLimit
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	idleAt time.Time
+}
+
+// upReader reads an upstream connection within a deadline: until, while
+// a response head is awaited (the whole head must come by then, as with
+// the Transport's ResponseHeaderTimeout), else IdleTimeout from each read
+// (a body may stream for as long as it keeps coming).
+type upReader struct {
+	c     net.Conn
+	idle  time.Duration
+	until time.Time
+}
+
+func (r *upReader) Read(p []byte) (int, error) {
+	if r.until.IsZero() {
+		r.c.SetReadDeadline(time.Now().Add(r.idle))
+	} else {
+		r.c.SetReadDeadline(r.until)
+	}
+	return r.c.Read(p)
 }
 
 func (p *connPool) newConn(ctx context.Context, addr netip.AddrPort) (*upConn, error) {
@@ -68,11 +90,10 @@ func (p *connPool) newConn(ctx context.Context, addr netip.AddrPort) (*upConn, e
 	if err != nil {
 		return nil, err
 	}
-	uc := &upConn{addr: addr, raw: c}
-	ic := &idleConn{Conn: c, idle: p.p.cfg.IdleTimeout}
-	uc.lim = headLimit{r: ic, n: -1}
+	uc := &upConn{addr: addr, raw: c, rd: upReader{c: c, idle: p.p.cfg.IdleTimeout}}
+	uc.lim = headLimit{r: &uc.rd, n: -1}
 	uc.br = bufio.NewReaderSize(&uc.lim, 16<<10)
-	uc.bw = bufio.NewWriterSize(ic, 8<<10)
+	uc.bw = bufio.NewWriterSize(&idleConn{Conn: c, idle: p.p.cfg.IdleTimeout}, 8<<10)
 	return uc, nil
 }
 
@@ -114,7 +135,54 @@ func (p *connPool) put(uc *upConn) {
 	}
 	p.idle[uc.addr] = append(p.idle[uc.addr], uc)
 	p.nidle++
+	if p.reaper == nil {
+		p.reaper = time.AfterFunc(p.p.cfg.IdleTimeout, p.reap)
+	}
 	p.mu.Unlock()
+}
+
+// reap closes the connections kept longer than IdleTimeout, and comes
+// back while any are kept. An empty pool leaves the proxy's map (a
+// request that still holds it only puts a connection back that the next
+// reap closes).
+func (p *connPool) reap() {
+	cutoff := time.Now().Add(-p.p.cfg.IdleTimeout)
+	var old []*upConn
+	p.mu.Lock()
+	if p.closed || p.reaper == nil {
+		p.mu.Unlock()
+		return // close took everything
+	}
+	for a, cs := range p.idle {
+		keep := cs[:0]
+		for _, uc := range cs {
+			if uc.idleAt.After(cutoff) {
+				keep = append(keep, uc)
+			} else {
+				old = append(old, uc)
+			}
+		}
+		clear(cs[len(keep):])
+		if len(keep) == 0 {
+			delete(p.idle, a)
+		} else {
+			p.idle[a] = keep
+		}
+	}
+	p.nidle -= len(old)
+	empty := p.nidle == 0
+	if empty {
+		p.reaper = nil
+	} else {
+		p.reaper.Reset(p.p.cfg.IdleTimeout / 2)
+	}
+	p.mu.Unlock()
+	for _, uc := range old {
+		uc.raw.Close()
+	}
+	if empty {
+		p.p.dropPool(p)
+	}
 }
 
 // close closes every kept connection; later ones are closed when done.
@@ -122,6 +190,10 @@ func (p *connPool) close() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.nidle, p.closed = map[netip.AddrPort][]*upConn{}, 0, true
+	if p.reaper != nil {
+		p.reaper.Stop()
+		p.reaper = nil
+	}
 	p.mu.Unlock()
 	for _, cs := range idle {
 		for _, uc := range cs {
@@ -153,16 +225,31 @@ func stillOpen(c net.Conn) bool {
 	return open
 }
 
-// errBeforeAnswer marks a failure before any byte of an answer came. On a
-// kept connection it means the upstream closed it while it was idle.
+// errBeforeAnswer marks a connection that the upstream closed (or
+// reset) before any byte of an answer came: on a kept connection, one it
+// closed while it was idle. A timeout is not one: the upstream may be
+// working on the request.
 var errBeforeAnswer = errors.New("the connection ended before any answer")
+
+// beforeAnswer wraps err in errBeforeAnswer when it says the connection
+// was closed or reset.
+func beforeAnswer(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("%w: %w", errBeforeAnswer, err)
+	}
+	return err
+}
 
 // roundTrip sends req (which has no body) to addr and returns the
 // response; its body, read to the end, gives the connection back.
 func (p *connPool) roundTrip(req *http.Request, addr netip.AddrPort) (*http.Response, error) {
 	ctx := req.Context()
 	for try := 0; ; try++ {
-		uc := p.get(addr)
+		var uc *upConn
+		if try == 0 {
+			uc = p.get(addr)
+		} // a retry goes on a new connection
 		kept := uc != nil
 		if !kept {
 			var err error
@@ -199,13 +286,15 @@ func (p *connPool) roundTrip(req *http.Request, addr netip.AddrPort) (*http.Resp
 // interim answers), within the proxy's limits on head size and time.
 func (p *connPool) exchange(uc *upConn, req *http.Request) (*http.Response, error) {
 	if err := req.Write(uc.bw); err != nil {
-		return nil, fmt.Errorf("%w: %w", errBeforeAnswer, err)
+		return nil, beforeAnswer(err)
 	}
 	if err := uc.bw.Flush(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errBeforeAnswer, err)
+		return nil, beforeAnswer(err)
 	}
+	uc.rd.until = time.Now().Add(p.p.cfg.IdleTimeout) // for the whole head
+	defer func() { uc.rd.until = time.Time{} }()
 	if _, err := uc.br.Peek(1); err != nil {
-		return nil, fmt.Errorf("%w: %w", errBeforeAnswer, err)
+		return nil, beforeAnswer(err)
 	}
 	for range 8 {
 		uc.lim.set(maxResponseHeaderBytes)

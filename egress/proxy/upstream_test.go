@@ -323,3 +323,100 @@ func TestPoolLimitsAndCloseSandbox(t *testing.T) {
 		}
 	}
 }
+
+// Kept connections idle longer than IdleTimeout are closed by the pool's
+// reaper, and the empty pool is let go.
+func TestPoolReapsIdleConnections(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
+	s := newScripted(t, e, func(n int, c net.Conn, br *bufio.Reader) {
+		for {
+			if _, ok := readReq(br); !ok {
+				return
+			}
+			answer(c, "ok")
+		}
+	})
+	if code, _ := e.do(t, "GET", "http://scripted.test/"); code != 200 {
+		t.Fatalf("GET: %d", code)
+	}
+	select {
+	case <-s.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a kept connection outlived IdleTimeout by seconds")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		e.p.mu.Lock()
+		_, kept := e.p.sbPools[sandboxID]
+		e.p.mu.Unlock()
+		if !kept {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the empty pool was not let go")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// An upstream that takes longer than IdleTimeout to answer on a kept
+// connection is a 502 after one wait, not a replay (it may be working on
+// the request); and one that trickles its head gets no longer than
+// IdleTimeout for the whole of it.
+func TestPoolTimeoutsAreNotRetried(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.IdleTimeout = 500 * time.Millisecond })
+	var mu sync.Mutex
+	seen := 0
+	newScripted(t, e, func(n int, c net.Conn, br *bufio.Reader) {
+		for {
+			req, ok := readReq(br)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			seen++
+			mu.Unlock()
+			switch req.URL.Path {
+			case "/slow":
+				time.Sleep(1500 * time.Millisecond)
+				return
+			case "/trickle":
+				for {
+					for _, b := range []byte("HTTP/1.1 102 Processing\r\n\r\n") {
+						if _, err := c.Write([]byte{b}); err != nil {
+							return
+						}
+						time.Sleep(50 * time.Millisecond)
+					}
+				}
+			default:
+				answer(c, "ok")
+			}
+		}
+	})
+	if code, _ := e.do(t, "GET", "http://scripted.test/"); code != 200 {
+		t.Fatalf("GET: %d", code)
+	}
+	mu.Lock()
+	seen = 0
+	mu.Unlock()
+	t0 := time.Now()
+	if code, _ := e.do(t, "GET", "http://scripted.test/slow"); code != http.StatusBadGateway {
+		t.Errorf("a slow upstream on a kept connection: %d, want 502", code)
+	}
+	if d := time.Since(t0); d > 1400*time.Millisecond {
+		t.Errorf("the slow request took %v: waited more than once", d)
+	}
+	mu.Lock()
+	if seen != 1 {
+		t.Errorf("the upstream saw the slow request %d times, want 1", seen)
+	}
+	mu.Unlock()
+	t0 = time.Now()
+	if code, _ := e.do(t, "GET", "http://scripted.test/trickle"); code != http.StatusBadGateway {
+		t.Errorf("a trickled head: %d, want 502", code)
+	}
+	if d := time.Since(t0); d > 1500*time.Millisecond {
+		t.Errorf("a head trickled a byte every 50 ms held the request %v, want about IdleTimeout (500ms)", d)
+	}
+}

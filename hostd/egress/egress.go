@@ -286,6 +286,7 @@ func (h *Host) Shutdown() {
 	for _, id := range ids {
 		h.dropLink(id)
 	}
+	h.shut = true
 	if h.lns != nil {
 		h.lns.close()
 		h.lns = nil

@@ -285,12 +285,21 @@ func (h *Host) Links() error {
 	if !h.cfg.Links {
 		return errors.New("links are off")
 	}
+	h.opening.Lock()
+	defer h.opening.Unlock()
 	_, err := h.linkNS()
 	return err
 }
 
-// linkNS makes the egress namespace on first use, and probes it.
+// errShutDown: the host was shut down, its egress namespace with it.
+var errShutDown = errors.New("the daemon's egress is shut down")
+
+// linkNS makes the egress namespace on first use, and probes it. Called
+// with h.opening held (Shutdown closes the namespace under it).
 func (h *Host) linkNS() (*linkNS, error) {
+	if h.shut {
+		return nil, errShutDown
+	}
 	h.lnsOnce.Do(func() {
 		ln, err := newLinkNS()
 		if err == nil {
@@ -315,18 +324,27 @@ func (h *Host) linkNS() (*linkNS, error) {
 // namespace. The backend calls it once the sandbox's init is up
 // (hypervisor.NetAttacher).
 func (h *Host) AttachLink(sandbox, nsPath string) error {
+	h.opening.Lock()
+	defer h.opening.Unlock()
 	ln, err := h.linkNS()
 	if err != nil {
 		return err
 	}
-	h.opening.Lock()
-	defer h.opening.Unlock()
 	h.dropLink(sandbox)
 	sfd, err := netns.GetFromPath(nsPath)
 	if err != nil {
 		return fmt.Errorf("link: the sandbox's namespace: %w", err)
 	}
 	defer sfd.Close()
+	// An eth0 the sandbox still has is the end of a link that has not
+	// quite gone (an earlier daemon's namespace is torn down in the
+	// background): it goes now, and its other end with it.
+	if sh, err := netlink.NewHandleAt(sfd); err == nil {
+		if old, err := sh.LinkByName("eth0"); err == nil {
+			sh.LinkDel(old)
+		}
+		sh.Close()
+	}
 	p, err := ln.freePrefix(sandbox)
 	if err != nil {
 		return err
@@ -410,6 +428,7 @@ type linkState struct {
 	lnsOnce sync.Once
 	lns     *linkNS
 	lnsErr  error
+	shut    bool // Shutdown ran: no more links
 	links   map[string]*link
 }
 

@@ -152,7 +152,7 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 	// The link an earlier daemon gave it ended with that daemon. Without
 	// a new one the sandbox has no way out at all (it fails closed) but
 	// keeps its work.
-	if err := b.attachNet(st.Spec, st.PID); err != nil {
+	if err := b.attachNet(st.Spec, st.PID, st.StartTime); err != nil {
 		m.log.Warn("adopted sandbox left without network", "err", err)
 	}
 	m.log.Info("adopted a running sandbox", "pid", st.PID)

@@ -262,7 +262,7 @@ func (m *Machine) boot(ctx context.Context) error {
 	if err := m.waitReady(ctx, exited); err != nil {
 		return err
 	}
-	if err := m.b.attachNet(m.spec, cmd.Process.Pid); err != nil {
+	if err := m.b.attachNet(m.spec, cmd.Process.Pid, 0); err != nil {
 		return err
 	}
 	// What a later process needs to adopt this machine.

@@ -97,15 +97,33 @@ func (b *Backend) SetNetAttach(hook func(id, netnsPath string) error) {
 }
 
 // attachNet runs the hook for a machine with transparent egress whose
-// init is pid.
-func (b *Backend) attachNet(spec hypervisor.MachineSpec, pid int) error {
+// init is pid, started at start (/proc/<pid>/stat's start time; 0: read
+// it now). The hook gets the namespace as an open descriptor
+// (/proc/self/fd/N), taken while pid is still that process, so a pid used
+// again by another process cannot lead it anywhere else.
+func (b *Backend) attachNet(spec hypervisor.MachineSpec, pid int, start uint64) error {
 	b.mu.Lock()
 	hook := b.netAttach
 	b.mu.Unlock()
 	if hook == nil || spec.Network != hypervisor.NetworkTransparent {
 		return nil
 	}
-	if err := hook(spec.ID, fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil {
+	if start == 0 {
+		t, err := procStartTime(pid)
+		if err != nil {
+			return fmt.Errorf("link the sandbox's network: its init: %w", err)
+		}
+		start = t
+	}
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return fmt.Errorf("link the sandbox's network: %w", err)
+	}
+	defer ns.Close()
+	if t, err := procStartTime(pid); err != nil || t != start {
+		return fmt.Errorf("link the sandbox's network: its init (pid %d) is gone", pid)
+	}
+	if err := hook(spec.ID, fmt.Sprintf("/proc/self/fd/%d", ns.Fd())); err != nil {
 		return fmt.Errorf("link the sandbox's network: %w", err)
 	}
 	return nil
