@@ -20,7 +20,8 @@ import (
 	"paddock.dev/paddock/hypervisor/procbox"
 )
 
-// zone is a DNS server on loopback for the test's names; it counts the
+// zone is a DNS server for the test's names (in the upstream namespace,
+// or on loopback); it counts the
 // questions it gets per name. A record "a|b" answers a, then b, then a…
 // (DNS rebinding).
 type zone struct {
@@ -31,10 +32,16 @@ type zone struct {
 	seenA map[string]int
 }
 
-func startZone(t *testing.T, records map[string]string) *zone {
+func startZone(t *testing.T, records map[string]string, ns *upstreamNS) *zone {
 	t.Helper()
 	z := &zone{seen: map[string]int{}, seenA: map[string]int{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	var pc net.PacketConn
+	var err error
+	if ns != nil {
+		pc, err = ns.listenPacket(netip.AddrPortFrom(zoneAddr, 53))
+	} else {
+		pc, err = net.ListenPacket("udp", "127.0.0.1:0")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

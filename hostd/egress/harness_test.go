@@ -25,20 +25,43 @@ import (
 	"paddock.dev/paddock/policy"
 )
 
-// testNet is the "internet" of a test: names in a DNS zone on loopback,
-// 10.99.0.0/24 let through as an operator's range, and each address:port
-// routed to one of the test's loopback servers.
+// testNet is the "internet" of a test: 10.99.0.0/24, let through as an
+// operator's range, in a network namespace the test makes (upstreamNS),
+// joined to the host by a veth pair. Its DNS zone answers on 10.99.0.53,
+// and each route's address:port there serves what one of the test's
+// servers serves, so the proxy's dials are real dials to those
+// addresses. A kernel that cannot make the namespace's veth falls back to
+// loopback: the zone on 127.0.0.1 and each route's address:port dialled
+// as the server's loopback address instead.
 type testNet struct {
 	zone   *zone
 	routes map[netip.AddrPort]string
-	dialed sync.Map // netip.AddrPort → true: every address the proxy dialled
+	ns     *upstreamNS // nil: the loopback fallback
+	dialed sync.Map    // netip.AddrPort → true: every address the proxy dialled
 }
+
+// zoneAddr is the DNS zone's address in the upstream namespace.
+var zoneAddr = netip.MustParseAddr("10.99.0.53")
 
 func newTestNet(t *testing.T, names map[string]string, routes map[string]string) *testNet {
 	t.Helper()
-	n := &testNet{zone: startZone(t, names), routes: map[netip.AddrPort]string{}}
+	n := &testNet{routes: map[netip.AddrPort]string{}}
+	addrs := []netip.Addr{zoneAddr}
 	for a, to := range routes {
-		n.routes[netip.MustParseAddrPort(a)] = to
+		ap := netip.MustParseAddrPort(a)
+		n.routes[ap] = to
+		addrs = append(addrs, ap.Addr())
+	}
+	ns, err := newUpstreamNS(t, addrs)
+	if err != nil {
+		t.Logf("upstreams on loopback through the dial map: %v", err)
+		n.zone = startZone(t, names, nil)
+		return n
+	}
+	n.ns = ns
+	n.zone = startZone(t, names, ns)
+	for ap, to := range n.routes {
+		ns.relay(t, ap, to)
 	}
 	return n
 }
@@ -78,11 +101,17 @@ func (n *testNet) egressConfig() hegress.Config {
 		}},
 		Dial: func(ctx context.Context, a netip.AddrPort) (net.Conn, error) {
 			n.dialed.Store(a, true)
+			var d net.Dialer
+			if n.ns != nil {
+				if !n.ns.prefix.Contains(a.Addr()) {
+					return nil, fmt.Errorf("%s is outside this test's network", a)
+				}
+				return d.DialContext(ctx, "tcp", a.String()) // through the veth
+			}
 			to, ok := n.routes[a]
 			if !ok {
 				return nil, fmt.Errorf("no route to %s in this test", a)
 			}
-			var d net.Dialer
 			return d.DialContext(ctx, "tcp", to)
 		},
 	}
