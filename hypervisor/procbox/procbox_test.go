@@ -3,6 +3,7 @@ package procbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -365,5 +366,69 @@ func TestBtrfsQgroupsDoNotPileUp(t *testing.T) {
 	}
 	if stale := strings.Count(string(out), "<stale>"); stale > 0 {
 		t.Errorf("%d stale qgroups after 6 machines came and went:\n%s", stale, out)
+	}
+}
+
+// TestGuestBinarySealed checks that the guest agent runs from a sealed
+// memfd: even root on the host cannot write, grow or shrink the file the
+// sandbox's PID 1 executes, so nothing inside (which could at most reach
+// /proc/1/exe) can change the agent, of this sandbox or the next.
+func TestGuestBinarySealed(t *testing.T) {
+	testutil.RequiresRoot(t)
+	b, err := New(hypervisor.Config{StateDir: t.TempDir(), GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m, err := b.Create(context.Background(), hypervisor.MachineSpec{Image: "mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop(context.Background())
+	exe := fmt.Sprintf("/proc/%d/exe", m.(*Machine).PID())
+	target, err := os.Readlink(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(target, "/memfd:") {
+		t.Errorf("PID 1 runs %q, want a memfd", target)
+	}
+	ro, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	seals, err := unix.FcntlInt(ro.Fd(), unix.F_GET_SEALS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []int{unix.F_SEAL_SEAL, unix.F_SEAL_WRITE, unix.F_SEAL_GROW, unix.F_SEAL_SHRINK} {
+		if seals&s == 0 {
+			t.Errorf("seals %#x lack %#x", seals, s)
+		}
+	}
+	if _, err := unix.FcntlInt(ro.Fd(), unix.F_ADD_SEALS, 0); err == nil {
+		t.Error("seals could still be changed")
+	}
+	if f, err := os.OpenFile(exe, os.O_WRONLY, 0); err == nil {
+		_, werr := f.Write([]byte("x"))
+		f.Close()
+		t.Errorf("the sealed guest binary opened for writing (write: %v)", werr)
+	} else if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.ETXTBSY) {
+		t.Errorf("opening it for writing: %v, want EPERM (the write seal) or ETXTBSY (it runs)", err)
+	}
+	// The backend's own descriptor was made writable (memfd_create); the
+	// seals refuse it every change.
+	b.mu.Lock()
+	gf := b.guestFile
+	b.mu.Unlock()
+	if gf == nil {
+		t.Fatal("the backend holds no guest memfd")
+	}
+	if _, err := gf.WriteAt([]byte("x"), 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("writing through the backend's descriptor: %v, want EPERM (the write seal)", err)
+	}
+	if err := gf.Truncate(1); !errors.Is(err, unix.EPERM) {
+		t.Errorf("truncating it: %v, want EPERM (the shrink seal)", err)
 	}
 }
