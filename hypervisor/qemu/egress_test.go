@@ -1,14 +1,10 @@
 package qemu
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,63 +12,14 @@ import (
 
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
-	"paddock.dev/paddock/guest/egressfwd"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/internal/testutil"
+	"paddock.dev/paddock/internal/testutil/egressstub"
 )
 
-// egressStandIns serves what the host's egress would on its three
-// sockets in dir: an HTTP proxy that names what it was asked (prefixed by
-// who), a resolver that answers any query with the query upper-cased, and
-// a redirect socket that answers the header line it got (prefixed by who).
-func egressStandIns(t *testing.T, dir, who string) {
-	t.Helper()
-	listen := func(name string) net.Listener {
-		l, err := net.Listen("unix", filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		return l
-	}
-	pl := listen(egressfwd.ProxySocket)
-	go http.Serve(pl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s-proxy %s %s\n", who, r.Method, r.URL)
-	}))
-	accept := func(l net.Listener, h func(net.Conn)) {
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				go func() { defer c.Close(); h(c) }()
-			}
-		}()
-	}
-	accept(listen(egressfwd.DNSSocket), func(c net.Conn) {
-		var l [2]byte
-		if _, err := io.ReadFull(c, l[:]); err != nil {
-			return
-		}
-		q := make([]byte, binary.BigEndian.Uint16(l[:]))
-		io.ReadFull(c, q)
-		c.Write(append(l[:], []byte(strings.ToUpper(string(q)))...))
-	})
-	accept(listen(egressfwd.RedirectSocket), func(c net.Conn) {
-		br := bufio.NewReader(c)
-		line, _ := br.ReadString('\n')
-		// Read the client's request head before answering: closing
-		// while it still writes would hand it a SIGPIPE.
-		for {
-			l, err := br.ReadString('\n')
-			if err != nil || l == "\r\n" {
-				break
-			}
-		}
-		io.WriteString(c, who+" "+line)
-	})
-}
+// egressStandIns serves stand-ins for the host's egress sockets in dir,
+// answering as who (egressstub).
+func egressStandIns(t *testing.T, dir, who string) { egressstub.Serve(t, dir, who) }
 
 // egressBackend is a qemu backend on the mini image, or a skip saying why
 // VMs cannot run here.
