@@ -104,6 +104,29 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A tenant taken out of the tenants file takes its sessions' tokens
+	// with it (at once, for calls under way too); back in, they work.
+	if err := v.SetTenants(tenantsFor(t, map[string]string{"beta": "beta-token-0123456789"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(ctx, stok); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "no longer has") {
+		t.Errorf("session token of a removed tenant: %v", err)
+	}
+	if err := v.Recheck(ctx, id); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("recheck after the tenant went: %v", err)
+	}
+	if err := v.SetTenants(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(ctx, stok); !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Errorf("session token of a tenant, no tenants at all: %v", err)
+	}
+	if err := v.SetTenants(tenantsFor(t, map[string]string{"acme": acme, "beta": "beta-token-0123456789"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(ctx, stok); err != nil {
+		t.Errorf("the tenant back: %v", err)
+	}
 	now = now.Add(time.Minute)
 	if _, err := v.Verify(ctx, stok); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("at expiry: %v", err)

@@ -53,6 +53,11 @@ func (t *Tenants) Names() []string {
 	return slices.Clone(t.names)
 }
 
+// has reports whether name is one of the tenants (a nil set has none).
+func (t *Tenants) has(name string) bool {
+	return t != nil && slices.Contains(t.names, name)
+}
+
 // Len is how many tenants there are.
 func (t *Tenants) Len() int {
 	if t == nil {

@@ -125,12 +125,19 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 		Ops: slices.Clone(rec.Ops), ExpiresAt: rec.ExpiresAt.UTC()}, nil
 }
 
+// live says whether a session token may still act: not revoked, not
+// expired, and its session's tenant (if any) still one of the daemon's
+// tenants (a tenant taken out of the tenants file takes its sessions'
+// tokens with it).
 func (v *Verifier) live(rec SessionTokenRecord) error {
 	if rec.Revoked {
 		return fmt.Errorf("%w: session token %s was revoked", ErrUnauthenticated, rec.ID)
 	}
 	if !v.now().Before(rec.ExpiresAt) {
 		return fmt.Errorf("%w: session token %s expired at %s", ErrUnauthenticated, rec.ID, rec.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if rec.Tenant != "" && !v.tenants.Load().has(rec.Tenant) {
+		return fmt.Errorf("%w: session token %s belongs to tenant %s, which this daemon no longer has", ErrUnauthenticated, rec.ID, rec.Tenant)
 	}
 	return nil
 }
