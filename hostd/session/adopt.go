@@ -170,6 +170,7 @@ func (m *Manager) Detach(ctx context.Context) {
 	}
 	m.mu.Lock()
 	m.machines, m.done = map[string]hypervisor.Machine{}, true
+	m.stopExpiryLocked()
 	m.mu.Unlock()
 	for _, b := range m.backends {
 		if ad, ok := b.(hypervisor.Adopter); ok {

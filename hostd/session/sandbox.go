@@ -210,7 +210,24 @@ func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxR
 // so the machine does not linger until the next sweep. Reattach arms it
 // again for the sandboxes a restarted daemon adopts.
 func (m *Manager) removeAtExpiry(id string, at time.Time) {
-	time.AfterFunc(at.Sub(m.now())+sandboxExpirySlack, func() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done {
+		return
+	}
+	if old := m.expiry[id]; old != nil {
+		old.Stop()
+	}
+	if m.expiry == nil {
+		m.expiry = map[string]*time.Timer{}
+	}
+	var t *time.Timer
+	t = time.AfterFunc(at.Sub(m.now())+sandboxExpirySlack, func() {
+		m.mu.Lock()
+		if m.expiry[id] == t {
+			delete(m.expiry, id)
+		}
+		m.mu.Unlock()
 		if m.stopped() {
 			return // this manager has let go of its sandboxes
 		}
@@ -222,6 +239,22 @@ func (m *Manager) removeAtExpiry(id string, at time.Time) {
 		}
 		m.sweepSandbox(ctx, row, m.now())
 	})
+	m.expiry[id] = t
+}
+
+// expiryTimers is how many sandboxes have a removal armed (tests).
+func (m *Manager) expiryTimers() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.expiry)
+}
+
+// stopExpiryLocked disarms every removal at expiry; m.mu is held.
+func (m *Manager) stopExpiryLocked() {
+	for id, t := range m.expiry {
+		t.Stop()
+		delete(m.expiry, id)
+	}
 }
 
 // recordKind reads the kind out of a stored record.

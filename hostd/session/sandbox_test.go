@@ -114,6 +114,33 @@ func TestSweepRemovesExpiredSandboxes(t *testing.T) {
 	}
 }
 
+// TestExpiryTimerStoppedOnDelete: a sandbox deleted before its TTL takes
+// its removal timer with it, and Shutdown disarms the rest.
+func TestExpiryTimerStoppedOnDelete(t *testing.T) {
+	m, _, _, _ := sandboxManager(t)
+	ctx := context.Background()
+	a, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.expiryTimers(); n != 2 {
+		t.Fatalf("%d removal timers for two sandboxes", n)
+	}
+	if err := m.DeleteSandbox(ctx, "", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.expiryTimers(); n != 1 {
+		t.Errorf("%d removal timers after deleting one of two sandboxes, want 1", n)
+	}
+	m.Shutdown(ctx)
+	if n := m.expiryTimers(); n != 0 {
+		t.Errorf("%d removal timers after Shutdown, want 0", n)
+	}
+}
+
 func ledgerKinds(t *testing.T, led *ledger.Ledger, id string) string {
 	t.Helper()
 	es, err := led.List(context.Background(), id, 0, 100)

@@ -212,6 +212,7 @@ type Manager struct {
 	machines  map[string]hypervisor.Machine // session id → running sandbox
 	gate      map[string]string             // session id → lifecycle op in flight
 	done      bool                          // Shutdown or Detach ran: no more background work
+	expiry    map[string]*time.Timer        // sandbox id → its removal at expiry (removeAtExpiry)
 	egressLog egressLog
 	life      lifecycleState // execs in flight, markers, test hooks (gate.go)
 
@@ -735,6 +736,10 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	m.mu.Lock()
 	mc := m.machines[id]
 	delete(m.machines, id)
+	if t := m.expiry[id]; t != nil {
+		t.Stop()
+		delete(m.expiry, id)
+	}
 	m.mu.Unlock()
 	if mc != nil {
 		if err := mc.Stop(ctx); err != nil {
@@ -811,6 +816,7 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	m.done = true
 	machines := m.machines
 	m.machines = map[string]hypervisor.Machine{}
+	m.stopExpiryLocked()
 	m.mu.Unlock()
 	for id, mc := range machines {
 		m.stopMachine(ctx, id, mc)
