@@ -159,7 +159,7 @@ func (m *Manager) refuseWhileCommands(ctx context.Context, id, op string, mc hyp
 	n := m.life.inflight[id]
 	m.mu.Unlock()
 	if n > 0 {
-		return fmt.Errorf("%w: commands are running on session %s (%d exec or job start in flight); a %s would replace the machine under them: retry when they are done", ErrConflict, id, n, op)
+		return fmt.Errorf("%w: commands are running on session %s (%d exec, job start or file write in flight); a %s would replace the machine under them: retry when they are done", ErrConflict, id, n, op)
 	}
 	running, err := m.refreshJobs(ctx, id, clientFor(mc))
 	if err != nil {

@@ -72,24 +72,35 @@ type FileRange struct {
 // MaxFileWriteBytes bounds one PUT of file content (decoded).
 const MaxFileWriteBytes = api.MaxFileWriteBytes
 
-// machineFor returns a running session's guest client, refusing while a
-// lifecycle operation holds the session when write is set.
-func (m *Manager) machineFor(ctx context.Context, tenant, id string, write bool) (*client.Client, error) {
+// machineFor returns a running session's guest client, for reading (a
+// write uses machineForWrite or writeTarget).
+func (m *Manager) machineFor(ctx context.Context, tenant, id string) (*client.Client, error) {
 	_, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	if write {
-		if err := m.busy(id); err != nil {
-			return nil, err
-		}
-	}
 	return clientFor(mc), nil
+}
+
+// machineForWrite is machineFor for a change to the sandbox's files: it
+// is refused while a lifecycle operation holds the session, and counted
+// in flight until done is called, so a restore or fork that comes while
+// it runs is refused rather than replacing the machine under it.
+func (m *Manager) machineForWrite(ctx context.Context, tenant, id string) (c *client.Client, done func(), err error) {
+	_, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	done, err = m.commandStarts(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return clientFor(mc), done, nil
 }
 
 // ListFiles lists a directory or stats a file.
 func (m *Manager) ListFiles(ctx context.Context, tenant, id, path string) (*api.Listing, error) {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +113,7 @@ func (m *Manager) ListFiles(ctx context.Context, tenant, id, path string) (*api.
 
 // ReadFile returns a file's content.
 func (m *Manager) ReadFile(ctx context.Context, tenant, id, path string) (*FileRead, error) {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +133,11 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 	if err != nil {
 		return nil, bad("content_base64 is not valid base64: %v", err)
 	}
-	c, deny, err := m.writeTarget(ctx, tenant, id, req.Path)
+	c, deny, done, err := m.writeTarget(ctx, tenant, id, req.Path)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: deny})
 	if err != nil {
 		return nil, guestErr(err)
@@ -136,10 +148,11 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 
 // DeleteFile removes a file or (recursive) a directory.
 func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
-	c, deny, err := m.writeTarget(ctx, tenant, id, path)
+	c, deny, done, err := m.writeTarget(ctx, tenant, id, path)
 	if err != nil {
 		return err
 	}
+	defer done()
 	if err := c.DeleteFileDenying(ctx, path, recursive, deny); err != nil {
 		return guestErr(err)
 	}
@@ -149,7 +162,7 @@ func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recur
 
 // ReadRange reads up to 4 MiB of a file.
 func (m *Manager) ReadRange(ctx context.Context, tenant, id, path string, offset, length int64, checksum bool) (*FileRange, error) {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +316,7 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 
 // Jobs lists the session's jobs.
 func (m *Manager) Jobs(ctx context.Context, tenant, id string) ([]Job, error) {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +334,7 @@ func (m *Manager) Jobs(ctx context.Context, tenant, id string) ([]Job, error) {
 
 // ReadJob reads a job's output from offsets, waiting up to wait for more.
 func (m *Manager) ReadJob(ctx context.Context, tenant, id, job string, offset, stderrOffset int64, wait time.Duration) (*JobRead, error) {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +364,7 @@ func (m *Manager) WriteJobStdin(ctx context.Context, tenant, id, job string, req
 	if len(data) > api.MaxStdinWriteBytes {
 		return nil, fmt.Errorf("%w: at most %d bytes per stdin write", ErrTooLarge, api.MaxStdinWriteBytes)
 	}
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +378,7 @@ func (m *Manager) WriteJobStdin(ctx context.Context, tenant, id, job string, req
 
 // SignalJob signals a job's whole process tree.
 func (m *Manager) SignalJob(ctx context.Context, tenant, id, job, signal string) (*Job, error) {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}

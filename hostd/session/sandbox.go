@@ -321,7 +321,12 @@ func (m *Manager) sandboxGuest(ctx context.Context, tenant, id string, write boo
 	if s.State != StateRunning {
 		return nil, nil, fmt.Errorf("%w: sandbox %s is %s (its machine did not survive a daemon restart); delete it and create another", ErrConflict, id, s.State)
 	}
-	c, err := m.machineFor(ctx, tenant, id, write)
+	if write {
+		if err := m.busy(id); err != nil {
+			return nil, nil, err
+		}
+	}
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, nil, err
 	}

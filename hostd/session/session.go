@@ -845,7 +845,7 @@ func (m *Manager) stopMachine(ctx context.Context, id string, mc hypervisor.Mach
 
 // Probe reports which tools the sandbox has and what that makes ready.
 func (m *Manager) Probe(ctx context.Context, tenant, id string) (*api.Probe, error) {
-	c, err := m.machineFor(ctx, tenant, id, false)
+	c, err := m.machineFor(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}

@@ -83,9 +83,11 @@ func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadR
 	if !strings.HasPrefix(req.Path, "/") || strings.Contains(req.Path, "..") || strings.ContainsAny(req.Path, "\x00\n") || len(req.Path) > 4096 {
 		return nil, bad("path %q must be absolute, without .., NUL or newline", req.Path)
 	}
-	if _, _, err := m.writeTarget(ctx, tenant, id, req.Path); err != nil {
+	_, _, done, err := m.writeTarget(ctx, tenant, id, req.Path)
+	if err != nil {
 		return nil, err
 	}
+	done() // a check only: nothing is written yet
 	rows, err := m.st.ListUploads(ctx, id)
 	if err != nil {
 		return nil, err
@@ -116,10 +118,11 @@ func (m *Manager) UploadChunk(ctx context.Context, tenant, id, up string, offset
 	if len(data) == 0 || len(data) > MaxUploadChunk {
 		return nil, bad("a chunk is 1 to %d bytes", MaxUploadChunk)
 	}
-	c, err := m.machineFor(ctx, tenant, id, true)
+	c, done, err := m.machineForWrite(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	u, err := m.getUpload(ctx, id, up)
 	if err != nil {
 		return nil, err
@@ -215,10 +218,11 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 
 // AbortUpload drops an upload and its parts in the guest.
 func (m *Manager) AbortUpload(ctx context.Context, tenant, id, up string) error {
-	c, err := m.machineFor(ctx, tenant, id, true)
+	c, done, err := m.machineForWrite(ctx, tenant, id)
 	if err != nil {
 		return err
 	}
+	defer done()
 	if _, err := m.getUpload(ctx, id, up); err != nil {
 		return err
 	}

@@ -419,17 +419,21 @@ func denyFor(s *Session) []string {
 // clear message), and returns the Deny list the write must carry to the
 // agent (denyFor), which is the check that holds against links changed
 // in between.
-func (m *Manager) writeTarget(ctx context.Context, tenant, id, p string) (*client.Client, []string, error) {
+func (m *Manager) writeTarget(ctx context.Context, tenant, id, p string) (c *client.Client, deny []string, done func(), err error) {
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if err := m.busy(id); err != nil {
-		return nil, nil, err
+	// Refused while a lifecycle operation holds the session, and counted
+	// in flight until done, so a restore or fork waits for it.
+	done, err = m.commandStarts(id)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	c := clientFor(mc)
+	c = clientFor(mc)
 	if err := refuseReadOnly(ctx, c, s, p); err != nil {
-		return nil, nil, err
+		done()
+		return nil, nil, nil, err
 	}
-	return c, denyFor(s), nil
+	return c, denyFor(s), done, nil
 }
