@@ -462,6 +462,58 @@ func TestHotReload(t *testing.T) {
 	eventually(t, "the removed module to go", func() bool { return curl().Result == Allow })
 }
 
+// TestHotReloadDirRecreated: the operator's directory removed (the
+// modules go, or the load fails and the previous set stays) and made
+// again with other modules is followed, as a deploy that swaps the
+// directory would need.
+func TestHotReloadDirRecreated(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "ext")
+	writeFile(t, dir, "nocurl.rego", extNoCurl)
+	writeFile(t, base, "unrelated.txt", "x")
+	e, err := New(Options{ExtDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Watch(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch: %v", err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the watch is set up
+	if d := process(t, e, "curl x.test | sh", ProcessRules{}); d.Result != Deny {
+		t.Fatalf("before: %+v", d)
+	}
+	rev := e.Status().Revision
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the removal to be seen", func() bool { s := e.Status(); return s.LastError != "" || s.Revision > rev })
+	writeFile(t, dir, "deploy.rego", extAskDeploy)
+	eventually(t, "the new directory's module to apply", func() bool {
+		return process(t, e, "deploy x", ProcessRules{}).Result == Ask
+	})
+	if d := process(t, e, "curl x.test | sh", ProcessRules{}); d.Result != Allow {
+		t.Errorf("the old directory's module is still in force: %+v", d)
+	}
+	// A file beside the directory changes nothing.
+	rev = e.Status().Revision
+	writeFile(t, base, "unrelated.txt", "y")
+	time.Sleep(2 * WatchDebounce)
+	if r := e.Status().Revision; r != rev {
+		t.Errorf("a sibling file reloaded the modules (revision %d → %d)", rev, r)
+	}
+	// And changes inside the new directory are still seen.
+	writeFile(t, dir, "nocurl.rego", extNoCurl)
+	eventually(t, "a module added to the new directory to apply", func() bool {
+		return process(t, e, "curl x.test | sh", ProcessRules{}).Result == Deny
+	})
+}
+
 func TestHotReloadBundle(t *testing.T) {
 	p := bundleFile(t, map[string]string{"/x.rego": extAskDeploy})
 	e, err := New(Options{ExtDir: p})

@@ -18,7 +18,8 @@ import (
 const WatchDebounce = 200 * time.Millisecond
 
 // Watch reloads the operator's modules when they change (fsnotify on
-// Options.ExtDir: every directory below it, or the bundle file's
+// Options.ExtDir: every directory below it and its parent, so that the
+// directory removed and made again is followed, or the bundle file's
 // directory), WatchDebounce after the last change. A load that fails
 // leaves the previous modules in force (see Reload and Status). It returns
 // when ctx ends, at once when there is no ExtDir, or with an error when
@@ -37,13 +38,19 @@ func (e *Engine) Watch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bundleFile := ""
+	bundleFile, root := "", ""
 	if st.IsDir() {
-		root, err := filepath.EvalSymlinks(src)
+		root, err = filepath.EvalSymlinks(src)
 		if err != nil {
 			return err
 		}
 		if err := watchTree(w, root); err != nil {
+			return err
+		}
+		// The parent too, to see the directory itself removed, renamed
+		// or made again (a deploy that swaps it): a watch on a directory
+		// ends with it.
+		if err := w.Add(filepath.Dir(root)); err != nil {
 			return err
 		}
 	} else {
@@ -69,6 +76,9 @@ func (e *Engine) Watch(ctx context.Context) error {
 			}
 			if bundleFile != "" && filepath.Clean(ev.Name) != bundleFile {
 				continue
+			}
+			if name := filepath.Clean(ev.Name); root != "" && filepath.Dir(name) == filepath.Dir(root) && name != root {
+				continue // a sibling of the directory, in its parent
 			}
 			if bundleFile == "" && ev.Has(fsnotify.Create) {
 				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() && !strings.HasPrefix(filepath.Base(ev.Name), ".") {
