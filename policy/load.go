@@ -251,6 +251,9 @@ type extRule struct {
 // or could not read.
 func findExtRules(mods map[string]*ast.Module) ([]extRule, error) {
 	seen := map[string]bool{}
+	// http packages with an inspect rule, and the first rule of each that
+	// reads a request's method or path.
+	inspects, readers := map[string]bool{}, map[string]string{}
 	var out []extRule
 	names := make([]string, 0, len(mods))
 	for n := range mods {
@@ -282,6 +285,14 @@ func findExtRules(mods map[string]*ast.Module) ([]extRule, error) {
 			case last != "inspect" && (r.Head.RuleKind() != ast.MultiValue || !ground):
 				return nil, fmt.Errorf("%s:%d: %s must be a set of reasons: write `%s contains reason if { … }`", file, r.Location.Row, last, last)
 			}
+			if cat == "http" {
+				pkg := path[:len(path)-1].String()
+				if last == "inspect" {
+					inspects[pkg] = true
+				} else if what := readsMethodOrPath(r); what != "" && readers[pkg] == "" {
+					readers[pkg] = fmt.Sprintf("%s:%d: %s reads %s", file, r.Location.Row, pkgName(path), what)
+				}
+			}
 			key := path.String()
 			if seen[key] {
 				continue
@@ -295,7 +306,34 @@ func findExtRules(mods map[string]*ast.Module) ([]extRule, error) {
 			})
 		}
 	}
+	pkgs := make([]string, 0, len(readers))
+	for pkg := range readers {
+		pkgs = append(pkgs, pkg)
+	}
+	sort.Strings(pkgs)
+	for _, pkg := range pkgs {
+		if !inspects[pkg] {
+			return nil, fmt.Errorf("%s, which an HTTPS request only shows when its tunnel is intercepted: add `inspect if { … }` naming the hosts it judges, or the rule never sees their HTTPS requests (docs/policy.md)", readers[pkg])
+		}
+	}
 	return out, nil
+}
+
+// readsMethodOrPath names the first of input.request.method and
+// input.request.path that r's body reads, or "". It sees the references
+// written out; one reached through a variable (r := input.request) is
+// not seen.
+func readsMethodOrPath(r *ast.Rule) string {
+	found := ""
+	ast.WalkRefs(r, func(ref ast.Ref) bool {
+		for _, f := range []string{"method", "path"} {
+			if found == "" && ref.HasPrefix(ast.MustParseRef("input.request."+f)) {
+				found = "input.request." + f
+			}
+		}
+		return found != ""
+	})
+	return found
 }
 
 func lastSegment(r ast.Ref) string {

@@ -54,6 +54,9 @@ deny contains "the admin pages are off limits" if {
 	input.action == "request"
 	startswith(input.request.path, "/admin")
 }
+
+# A path is judged per request: HTTPS to this host must be intercepted.
+inspect if input.request.host == "allowed.test"
 `)
 	eng, err := policy.New(policy.Options{ExtDir: ext})
 	if err != nil {
