@@ -34,6 +34,10 @@ type Options struct {
 	// (searched recursively) or an OPA bundle (.tar.gz). Empty: the
 	// built-in modules alone.
 	ExtDir string
+	// BundleKey, when set, makes ExtDir have to be an OPA bundle signed
+	// with its private half (LoadBundleKey); a directory, an unsigned
+	// bundle or one whose files do not match their signature is refused.
+	BundleKey *BundleKey
 	// Logger receives loads, refused loads and evaluation errors. Nil:
 	// nothing is logged.
 	Logger *slog.Logger
@@ -119,7 +123,7 @@ func (e *Engine) Reload() error {
 	if prev != nil {
 		rev = prev.revision + 1
 	}
-	l, err := load(ctx, e.opts.ExtDir, rev, e.cache)
+	l, err := load(ctx, e.opts.ExtDir, e.opts.BundleKey, rev, e.cache)
 	now := time.Now()
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
@@ -176,12 +180,12 @@ func newCompiler() *ast.Compiler {
 }
 
 // sources reads, parses and checks the built-in and operator modules.
-func sources(extDir string) (builtin, operator map[string]*ast.Module, err error) {
+func sources(extDir string, key *BundleKey) (builtin, operator map[string]*ast.Module, err error) {
 	builtin, err = parseModules(builtinFiles(), false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("built-in modules: %w", err) // a bug, caught by the tests
 	}
-	files, err := readExt(extDir)
+	files, err := readExt(extDir, key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -194,8 +198,8 @@ func sources(extDir string) (builtin, operator map[string]*ast.Module, err error
 
 // load builds a new set: parse, check, run the tests, compile the
 // decision modules (tests left out), prepare the queries.
-func load(ctx context.Context, extDir string, rev int, c cache.InterQueryValueCache) (*loaded, error) {
-	builtin, operator, err := sources(extDir)
+func load(ctx context.Context, extDir string, key *BundleKey, rev int, c cache.InterQueryValueCache) (*loaded, error) {
+	builtin, operator, err := sources(extDir, key)
 	if err != nil {
 		return nil, err
 	}

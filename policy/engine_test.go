@@ -367,7 +367,7 @@ func TestBundle(t *testing.T) {
 	if st := e.Status(); st.Source != p || len(st.Operator) != 2 || !strings.HasPrefix(st.Operator[0], p+"#/nocurl/") {
 		t.Errorf("Status = %+v", st)
 	}
-	rep, err := RunTests(context.Background(), p)
+	rep, err := RunTests(context.Background(), p, nil)
 	if err != nil || rep.Failed != 0 || rep.Passed < 2 {
 		t.Errorf("RunTests(bundle) = %+v, %v", rep, err)
 	}

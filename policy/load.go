@@ -1,6 +1,11 @@
 package policy
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
@@ -46,7 +51,7 @@ func builtinFiles() []moduleFile {
 // readExt reads an operator's modules: every .rego file below a directory
 // (hidden directories skipped, symbolic links to directories not
 // followed), or the modules of an OPA bundle (.tar.gz). "" is none.
-func readExt(src string) ([]moduleFile, error) {
+func readExt(src string, key *BundleKey) ([]moduleFile, error) {
 	if src == "" {
 		return nil, nil
 	}
@@ -55,10 +60,13 @@ func readExt(src string) ([]moduleFile, error) {
 		return nil, fmt.Errorf("operator policy %s: %w", src, err)
 	}
 	if st.IsDir() {
+		if key != nil {
+			return nil, fmt.Errorf("operator policy %s is a directory, and a bundle signing key is set: only a signed OPA bundle is taken (opa build --bundle DIR --signing-key KEY)", src)
+		}
 		return readExtDir(src)
 	}
 	if strings.HasSuffix(src, ".tar.gz") || strings.HasSuffix(src, ".tgz") {
-		return readBundle(src)
+		return readBundle(src, key)
 	}
 	return nil, fmt.Errorf("operator policy %s is neither a directory of .rego files nor an OPA bundle (.tar.gz)", src)
 }
@@ -135,9 +143,10 @@ func readLimited(p string, max int) ([]byte, error) {
 // readBundle reads an OPA bundle. The archive is checked against the
 // limits first (its size, the number of files, each file's and the total
 // unpacked size), then read by OPA's bundle reader. A bundle may carry
-// Rego modules and a manifest; data files are refused, and signatures
-// are not checked.
-func readBundle(p string) ([]moduleFile, error) {
+// Rego modules and a manifest; data files are refused. With a key, the
+// bundle must carry a signature (.signatures.json) that the key verifies,
+// covering every file; without one, signatures are not checked.
+func readBundle(p string, key *BundleKey) ([]moduleFile, error) {
 	raw, err := readLimited(p, MaxExtTotalBytes)
 	if err != nil {
 		return nil, err
@@ -145,11 +154,17 @@ func readBundle(p string) ([]moduleFile, error) {
 	if err := checkArchive(raw); err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", p, err)
 	}
-	b, err := bundle.NewCustomReader(bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), "")).
+	r := bundle.NewCustomReader(bundle.NewTarballLoaderWithBaseURL(bytes.NewReader(raw), "")).
 		WithRegoVersion(ast.RegoV1).
-		WithSizeLimitBytes(MaxExtFileBytes).
-		WithSkipBundleVerification(true).
-		Read()
+		WithSizeLimitBytes(MaxExtFileBytes)
+	if key == nil {
+		r = r.WithSkipBundleVerification(true)
+	} else {
+		r = r.WithBundleVerificationConfig(bundle.NewVerificationConfig(map[string]*bundle.KeyConfig{
+			bundleKeyID: {Key: key.PEM, Algorithm: key.Algorithm},
+		}, bundleKeyID, "", nil))
+	}
+	b, err := r.Read()
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", p, err)
 	}
@@ -345,4 +360,55 @@ func lastSegment(r ast.Ref) string {
 		return ""
 	}
 	return string(s)
+}
+
+// BundleKey is the public key operator bundles must be signed with
+// (Options.BundleKey): PEM text and the JWS algorithm it signs with.
+type BundleKey struct {
+	PEM       string
+	Algorithm string // RS256, ES256 or ES384, from the key's type
+}
+
+// bundleKeyID is the id the key is known by when a bundle's signature is
+// checked: it is used whatever key id the signature names.
+const bundleKeyID = "paddock"
+
+// maxKeyBytes bounds a bundle key file.
+const maxKeyBytes = 64 << 10
+
+// LoadBundleKey reads a PEM public key (an RSA key of 2048 bits or more,
+// or an ECDSA P-256 or P-384 key) for verifying operator bundles.
+func LoadBundleKey(path string) (*BundleKey, error) {
+	raw, err := readLimited(path, maxKeyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("bundle key: %w", err)
+	}
+	blk, _ := pem.Decode(raw)
+	if blk == nil {
+		return nil, fmt.Errorf("bundle key %s: no PEM block", path)
+	}
+	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("bundle key %s: want a PEM public key (PUBLIC KEY): %w", path, err)
+	}
+	k := &BundleKey{PEM: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: blk.Bytes}))}
+	switch pub := pub.(type) {
+	case *rsa.PublicKey:
+		if pub.N.BitLen() < 2048 {
+			return nil, fmt.Errorf("bundle key %s: an RSA key of %d bits; use 2048 or more", path, pub.N.BitLen())
+		}
+		k.Algorithm = "RS256"
+	case *ecdsa.PublicKey:
+		switch pub.Curve {
+		case elliptic.P256():
+			k.Algorithm = "ES256"
+		case elliptic.P384():
+			k.Algorithm = "ES384"
+		default:
+			return nil, fmt.Errorf("bundle key %s: an ECDSA key on %s; use P-256 or P-384", path, pub.Curve.Params().Name)
+		}
+	default:
+		return nil, fmt.Errorf("bundle key %s: a %T; use an RSA or ECDSA key", path, pub)
+	}
+	return k, nil
 }

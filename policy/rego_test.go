@@ -12,7 +12,7 @@ import (
 // test ./policy` (and so `make test`) fails when a Rego test fails, or
 // when the tests leave more than a tenth of the built-in modules unrun.
 func TestRegoModules(t *testing.T) {
-	rep, err := RunTests(context.Background(), "")
+	rep, err := RunTests(context.Background(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestRunTestsReportsFailures(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "nocurl.rego", extNoCurl)
 	writeFile(t, dir, "nocurl_test.rego", extNoCurlTest+"\ntest_wrong if {\n\tcount(process.deny) == 1 with input as {\"command\": \"ls\"}\n}\n")
-	rep, err := RunTests(context.Background(), dir)
+	rep, err := RunTests(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRunTestsReportsFailures(t *testing.T) {
 	if op == nil || op.Builtin || op.Percent != 100 {
 		t.Errorf("operator coverage: %+v", op)
 	}
-	if _, err := RunTests(context.Background(), dir+"/nothing"); err == nil {
+	if _, err := RunTests(context.Background(), dir+"/nothing", nil); err == nil {
 		t.Error("RunTests on a missing directory")
 	}
 }
@@ -84,7 +84,7 @@ func TestRunTestsReportsFailures(t *testing.T) {
 // load, their tests pass, and they decide as the guide shows.
 func TestDocsExample(t *testing.T) {
 	const dir = "../docs/policy-ext-example"
-	rep, err := RunTests(context.Background(), dir)
+	rep, err := RunTests(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

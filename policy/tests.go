@@ -47,10 +47,11 @@ type FileCoverage struct {
 
 // RunTests runs every test rule ("test_…") of the built-in modules and,
 // when extDir is not empty, the operator's (a directory or a bundle, read
-// as the engine reads it), with coverage. A failing test is in the report,
+// as the engine reads it: a bundle's signature checked with key, when
+// set), with coverage. A failing test is in the report,
 // not an error; the error is for modules that cannot be read or compiled.
-func RunTests(ctx context.Context, extDir string) (*TestReport, error) {
-	builtin, operator, err := sources(extDir)
+func RunTests(ctx context.Context, extDir string, key *BundleKey) (*TestReport, error) {
+	builtin, operator, err := sources(extDir, key)
 	if err != nil {
 		return nil, err
 	}

@@ -43,10 +43,22 @@ run the same engine locally. See docs/policy.md.`,
 	return cmd
 }
 
+// bundleKey reads --ext-key / --policy-ext-key ("" is none).
+func bundleKey(path string) (*policy.BundleKey, error) {
+	if path == "" {
+		return nil, nil
+	}
+	k, err := policy.LoadBundleKey(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return k, nil
+}
+
 func newPolicyTestCmd(g *globals) *cobra.Command {
-	var ext string
+	var ext, extKey string
 	c := &cobra.Command{
-		Use:   "test [--ext DIR|BUNDLE]",
+		Use:   "test [--ext DIR|BUNDLE [--ext-key PEM]]",
 		Short: "Run the Rego tests (built-in, and the operator's with --ext) with coverage",
 		Long: `Run every test rule (test_…) of the built-in modules and, with --ext, of an
 operator's modules (a directory of .rego files searched recursively, or an
@@ -59,7 +71,11 @@ Exit status: 0 when every test passes, 1 when one fails or the modules
 cannot be read or compiled, 2 on bad flags.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rep, err := policy.RunTests(c.Context(), ext)
+			key, err := bundleKey(extKey)
+			if err != nil {
+				return err
+			}
+			rep, err := policy.RunTests(c.Context(), ext, key)
 			if err != nil {
 				return err
 			}
@@ -80,6 +96,7 @@ cannot be read or compiled, 2 on bad flags.`,
 		},
 	}
 	c.Flags().StringVar(&ext, "ext", "", "the operator's modules: a directory of .rego files, or an OPA bundle (.tar.gz)")
+	c.Flags().StringVar(&extKey, "ext-key", "", "a PEM public key (RSA, ECDSA P-256/P-384): --ext must be an OPA bundle signed with it, as paddock serve --policy-ext-key checks")
 	return c
 }
 
@@ -113,8 +130,8 @@ func printTestReport(w io.Writer, rep *policy.TestReport) {
 
 // evalFlags are `paddock policy eval`'s flags.
 type evalFlags struct {
-	command, request, policyFile, ext, enforce, kind string
-	allow, deny, ask                                 []string
+	command, request, policyFile, ext, extKey, enforce, kind string
+	allow, deny, ask                                         []string
 }
 
 func newPolicyEvalCmd(g *globals) *cobra.Command {
@@ -144,7 +161,11 @@ bad flags or rules.`,
 			if (f.command == "") == (f.request == "") {
 				return usageError{errors.New("give exactly one of --command and --request")}
 			}
-			e, err := policy.New(policy.Options{ExtDir: f.ext})
+			key, err := bundleKey(f.extKey)
+			if err != nil {
+				return err
+			}
+			e, err := policy.New(policy.Options{ExtDir: f.ext, BundleKey: key})
 			if err != nil {
 				return err
 			}
@@ -163,6 +184,7 @@ bad flags or rules.`,
 	fl.StringVar(&f.request, "request", "", "the request to judge: 'METHOD URL'")
 	fl.StringVar(&f.policyFile, "policy", "", "a session policy as JSON (the create body's \"policy\"); - reads standard input")
 	fl.StringVar(&f.ext, "ext", "", "the operator's modules: a directory of .rego files, or an OPA bundle (.tar.gz)")
+	fl.StringVar(&f.extKey, "ext-key", "", "a PEM public key: --ext must be an OPA bundle signed with it")
 	fl.StringArrayVar(&f.allow, "allow", nil, "a process.allow pattern (repeatable; adds to --policy's)")
 	fl.StringArrayVar(&f.deny, "deny", nil, "a process.deny pattern (repeatable)")
 	fl.StringArrayVar(&f.ask, "ask", nil, "a process.ask pattern (repeatable)")

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +78,27 @@ func TestCLIPolicy(t *testing.T) {
 		_, se, code := run("", "policy", "test", "--ext", filepath.Join(dir, "missing"))
 		if code != exitError || !strings.Contains(se, "no such file") {
 			t.Errorf("missing --ext: %d %s", code, se)
+		}
+	})
+
+	t.Run("--ext-key", func(t *testing.T) {
+		// A key that signed nothing here: the example directory is
+		// refused (a signed bundle is needed), a bad key is a usage error.
+		priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+		key := filepath.Join(t.TempDir(), "key.pem")
+		os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+		_, se, code := run("", "policy", "test", "--ext", example, "--ext-key", key)
+		if code != exitError || !strings.Contains(se, "signed OPA bundle") {
+			t.Errorf("--ext DIR --ext-key: %d %s", code, se)
+		}
+		_, se, code = run("", "policy", "eval", "--command", "ls", "--ext", example, "--ext-key", key)
+		if code != exitError || !strings.Contains(se, "signed OPA bundle") {
+			t.Errorf("eval --ext DIR --ext-key: %d %s", code, se)
+		}
+		_, se, code = run("", "policy", "test", "--ext", example, "--ext-key", sessionPolicy)
+		if code != exitUsage || !strings.Contains(se, "PEM") {
+			t.Errorf("--ext-key not a key: %d %s", code, se)
 		}
 	})
 

@@ -38,7 +38,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	var backendsFlag []string
 	var gateway, stopSandboxes bool
 	var allowCIDRs []string
-	var resolverAddr, egressLink string
+	var resolverAddr, egressLink, policyExtKey string
 	var sandboxCAs []string
 	var tenantsFile string
 	var socket, socketGroup string
@@ -135,7 +135,11 @@ one session and some operations, need no configuration.`,
 			// Every decision about a command, an approval or a proxied
 			// request is made by OPA from the built-in Rego modules and
 			// the operator's (--policy-ext, reloaded when they change).
-			eng, err := policy.New(policy.Options{ExtDir: policyExt, Logger: log})
+			extKey, err := bundleKey(policyExtKey)
+			if err != nil {
+				return err
+			}
+			eng, err := policy.New(policy.Options{ExtDir: policyExt, BundleKey: extKey, Logger: log})
 			if err != nil {
 				return fmt.Errorf("policy: %w", err)
 			}
@@ -276,6 +280,7 @@ one session and some operations, need no configuration.`,
 	c.Flags().StringArrayVar(&sandboxCAs, "sandbox-ca", nil, "a PEM file of CA certificates every sandbox trusts besides its image's (repeatable), e.g. a company CA")
 	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")
 	c.Flags().StringVar(&img, "image", "mini", "default image for new sessions")
+	c.Flags().StringVar(&policyExtKey, "policy-ext-key", "", "a PEM public key (RSA, ECDSA P-256/P-384): --policy-ext must then be an OPA bundle signed with its private half (opa build --signing-key); a directory, an unsigned or altered bundle is refused")
 	c.Flags().StringVar(&policyExt, "policy-ext", "", "the operator's Rego modules (a directory of .rego files or an OPA bundle .tar.gz) that narrow the built-in policy; reloaded when they change")
 	c.Flags().StringVar(&tenantsFile, "tenants", os.Getenv("PADDOCK_TENANTS"), "tenants file (paddock tenant add), read again on SIGHUP; env PADDOCK_TENANTS")
 	return c
