@@ -259,11 +259,6 @@ func (p *process) start() error {
 	if os.Geteuid() == 0 {
 		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte(CommandOOMScoreAdj), 0)
 	}
-	// When the sandbox runs out of memory, a command is what the OOM
-	// killer picks, not the agent (see sandboxinit.lowerPrivileges).
-	if os.Geteuid() == 0 {
-		_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p.cmd.Process.Pid), []byte(CommandOOMScoreAdj), 0)
-	}
 	if p.confine {
 		go func() {
 			_, _ = p.policyW.Write(p.policy)
