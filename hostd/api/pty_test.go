@@ -254,6 +254,21 @@ func TestPTYRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ten, five := int64(10), int64(5)
+	budgeted, err := d.c.CreateSession(ctx, session.CreateRequest{Budget: &session.Budget{MaxExecs: &ten}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A limit on forks alone is not walked around by a terminal.
+	forksOnly, err := d.c.CreateSession(ctx, session.CreateRequest{Budget: &session.Budget{MaxChildren: &five}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := d.c.DialPTY(ctx, forksOnly.ID, client.PTYOptions{Command: "true"}); err != nil {
+		t.Errorf("a terminal on a session whose budget limits forks only: %v", err)
+	} else {
+		conn.CloseNow()
+	}
 	tok, err := d.c.MintToken(ctx, plain.ID, session.TokenRequest{Ops: auth.GrantableOps()})
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +284,7 @@ func TestPTYRefusals(t *testing.T) {
 	}{
 		{"process rules", d.c, ruled.ID, client.PTYOptions{}, 403, "process rules"},
 		{"read-only workspace", d.c, ro.ID, client.PTYOptions{}, 403, "read-only"},
+		{"a budget on commands", d.c, budgeted.ID, client.PTYOptions{}, 403, "budget"},
 		{"session token with every op", withToken, plain.ID, client.PTYOptions{}, 403, "session token"},
 		{"no token", client.New(d.url, ""), plain.ID, client.PTYOptions{}, 401, ""},
 		{"cols too wide", d.c, plain.ID, client.PTYOptions{Cols: 1001}, 400, "cols"},
@@ -294,6 +310,7 @@ func TestPTYRefusals(t *testing.T) {
 	}{
 		{"process rules", d.c, ruled.ID, 403},
 		{"read-only", d.c, ro.ID, 403},
+		{"budget", d.c, budgeted.ID, 403},
 		{"session token", withToken, plain.ID, 403},
 	} {
 		if _, err := tc.c.PTYTicket(ctx, tc.id); status(err) != tc.status {

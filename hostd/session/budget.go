@@ -54,6 +54,14 @@ type Budget struct {
 	MaxWorkspaceBytes *int64 `json:"max_workspace_bytes,omitempty"`
 }
 
+// limitsCommands reports whether b limits what commands may spend (all
+// but max_children, which bounds forks): a terminal, whose commands the
+// daemon never sees, would walk around it.
+func (b *Budget) limitsCommands() bool {
+	return b != nil && (b.MaxExecs != nil || b.MaxExecSeconds != nil || b.MaxJobs != nil || b.MaxConcurrentJobs != nil ||
+		b.MaxComputeSeconds != nil || b.MaxOutputBytes != nil || b.MaxWorkspaceBytes != nil)
+}
+
 // Upper bounds of the budget fields (docs/api/openapi.yaml states them;
 // a test compares).
 const (

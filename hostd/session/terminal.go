@@ -129,6 +129,8 @@ func terminalRefusal(s *Session) error {
 	switch {
 	case s.Policy.Process != nil || len(s.Policy.ExecPrograms) > 0:
 		return fmt.Errorf("%w: session %s has process rules (policy.process): they judge each exec and job, but the commands typed into a terminal never pass through them, so terminals are refused on this session", ErrForbidden, s.ID)
+	case s.Budget.limitsCommands():
+		return fmt.Errorf("%w: session %s has a budget on its commands (budget.max_execs, max_exec_seconds, max_jobs, max_compute_seconds, max_output_bytes or max_workspace_bytes): the commands typed into a terminal are neither counted nor limited by it, so terminals are refused on this session", ErrForbidden, s.ID)
 	case s.Workspace.Mode == ModeReadOnly:
 		return fmt.Errorf("%w: session %s has a read-only workspace, which Landlock enforces on each command; the sandbox's terminal cannot be started under that confinement, so a shell could write the workspace: terminals are refused on this session", ErrForbidden, s.ID)
 	case !s.Capabilities.PTY:
