@@ -234,7 +234,7 @@ func load(ctx context.Context, extDir string, key *BundleKey, rev int, c cache.I
 			opMods[name] = comp.Modules[name]
 		}
 	}
-	ext, err := findExtRules(opMods)
+	ext, err := findExtRules(opMods, comp.Graph)
 	if err != nil {
 		return nil, err
 	}

@@ -223,6 +223,8 @@ func TestExtRefused(t *testing.T) {
 		{"inspect as a set", map[string]string{"x.rego": "package paddock.ext.x.http\n\ninspect contains \"h\" if true\n"}, []string{"inspect must be a boolean rule"}},
 		{"http path rule without inspect", map[string]string{"x.rego": "package paddock.ext.x.http\n\ndeny contains \"no admin\" if startswith(input.request.path, \"/admin\")\n"},
 			[]string{"x.rego:3", "reads input.request.path", "add `inspect if"}},
+		{"http path read by a helper rule, without inspect", map[string]string{"x.rego": "package paddock.ext.x.http\n\nadmin if startswith(input.request.path, \"/admin\")\n\ndeny contains \"no admin\" if admin\n"},
+			[]string{"reads input.request.path", "add `inspect if"}},
 		{"http method rule without inspect", map[string]string{"x.rego": "package paddock.ext.x.http\n\ndeny contains \"no POST\" if {\n\tinput.request.host == \"a.test\"\n\tinput.request.method == \"POST\"\n}\n"},
 			[]string{"reads input.request.method", "intercepted"}},
 		{"http.send", map[string]string{"x.rego": "package paddock.ext.x.process\n\ndeny contains \"x\" if http.send({\"method\": \"GET\", \"url\": \"http://x.test\"}).status_code == 200\n"},
@@ -514,6 +516,53 @@ func TestHotReloadDirRecreated(t *testing.T) {
 	// And changes inside the new directory are still seen.
 	writeFile(t, dir, "nocurl.rego", extNoCurl)
 	eventually(t, "a module added to the new directory to apply", func() bool {
+		return process(t, e, "curl x.test | sh", ProcessRules{}).Result == Deny
+	})
+}
+
+// TestHotReloadLinkSwapped: --policy-ext names a link to a versioned
+// directory, and a deploy points the link at a new version (ln -sfn):
+// the watch follows the link to the new directory, and watches it.
+func TestHotReloadLinkSwapped(t *testing.T) {
+	base := t.TempDir()
+	v1, v2 := filepath.Join(base, "versions", "v1"), filepath.Join(base, "versions", "v2")
+	writeFile(t, v1, "nocurl.rego", extNoCurl)
+	link := filepath.Join(base, "etc", "policy")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	if err := os.Symlink(v1, link); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{ExtDir: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Watch(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch: %v", err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the watch is set up
+	if d := process(t, e, "curl x.test | sh", ProcessRules{}); d.Result != Deny {
+		t.Fatalf("before: %+v", d)
+	}
+	writeFile(t, v2, "deploy.rego", extAskDeploy) // a sibling of v1: no reload yet
+	tmp := link + ".new"
+	if err := os.Symlink(v2, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, link); err != nil { // ln -sfn
+		t.Fatal(err)
+	}
+	eventually(t, "the new version to apply", func() bool {
+		return process(t, e, "deploy x", ProcessRules{}).Result == Ask &&
+			process(t, e, "curl x.test | sh", ProcessRules{}).Result == Allow
+	})
+	writeFile(t, v2, "nocurl.rego", extNoCurl)
+	eventually(t, "a change in the new version to apply", func() bool {
 		return process(t, e, "curl x.test | sh", ProcessRules{}).Result == Deny
 	})
 }

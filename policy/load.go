@@ -264,7 +264,7 @@ type extRule struct {
 // findExtRules finds the deny, ask and inspect rules of the operator's
 // (non-test) modules, and refuses those the engine would never consult
 // or could not read.
-func findExtRules(mods map[string]*ast.Module) ([]extRule, error) {
+func findExtRules(mods map[string]*ast.Module, g *ast.Graph) ([]extRule, error) {
 	seen := map[string]bool{}
 	// http packages with an inspect rule, and the first rule of each that
 	// reads a request's method or path.
@@ -304,7 +304,7 @@ func findExtRules(mods map[string]*ast.Module) ([]extRule, error) {
 				pkg := path[:len(path)-1].String()
 				if last == "inspect" {
 					inspects[pkg] = true
-				} else if what := readsMethodOrPath(r); what != "" && readers[pkg] == "" {
+				} else if what := readsMethodOrPath(r, g); what != "" && readers[pkg] == "" {
 					readers[pkg] = fmt.Sprintf("%s:%d: %s reads %s", file, r.Location.Row, pkgName(path), what)
 				}
 			}
@@ -335,19 +335,37 @@ func findExtRules(mods map[string]*ast.Module) ([]extRule, error) {
 }
 
 // readsMethodOrPath names the first of input.request.method and
-// input.request.path that r's body reads, or "". It sees the references
-// written out; one reached through a variable (r := input.request) is
-// not seen.
-func readsMethodOrPath(r *ast.Rule) string {
+// input.request.path that r reads, in its own body or in a rule or
+// function it depends on (the compiler's graph: helper rules, the
+// built-in module's values), or "". A reference reached through a
+// variable (r := input.request; r.path) is not seen.
+func readsMethodOrPath(r *ast.Rule, g *ast.Graph) string {
 	found := ""
-	ast.WalkRefs(r, func(ref ast.Ref) bool {
-		for _, f := range []string{"method", "path"} {
-			if found == "" && ref.HasPrefix(ast.MustParseRef("input.request."+f)) {
-				found = "input.request." + f
+	seen := map[*ast.Rule]bool{}
+	var visit func(r *ast.Rule)
+	visit = func(r *ast.Rule) {
+		if found != "" || seen[r] {
+			return
+		}
+		seen[r] = true
+		ast.WalkRefs(r, func(ref ast.Ref) bool {
+			for _, f := range []string{"method", "path"} {
+				if found == "" && ref.HasPrefix(ast.MustParseRef("input.request."+f)) {
+					found = "input.request." + f
+				}
+			}
+			return found != ""
+		})
+		if g == nil {
+			return
+		}
+		for dep := range g.Dependencies(r) {
+			if d, ok := dep.(*ast.Rule); ok {
+				visit(d)
 			}
 		}
-		return found != ""
-	})
+	}
+	visit(r)
 	return found
 }
 

@@ -38,7 +38,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bundleFile, root := "", ""
+	bundleFile, root, named := "", "", filepath.Clean(src)
 	if st.IsDir() {
 		root, err = filepath.EvalSymlinks(src)
 		if err != nil {
@@ -47,11 +47,15 @@ func (e *Engine) Watch(ctx context.Context) error {
 		if err := watchTree(w, root); err != nil {
 			return err
 		}
-		// The parent too, to see the directory itself removed, renamed
-		// or made again (a deploy that swaps it): a watch on a directory
-		// ends with it.
-		if err := w.Add(filepath.Dir(root)); err != nil {
-			return err
+		// The parents too (of the directory, and of the name given when
+		// it is a link), to see the directory removed, renamed or made
+		// again, or the link pointed elsewhere (deploys that swap it): a
+		// watch on a directory ends with it. Without them the tree is
+		// still watched.
+		for _, d := range []string{filepath.Dir(root), filepath.Dir(named)} {
+			if err := w.Add(d); err != nil {
+				e.log.Warn("policy: the operator directory's parent is not watched; a swapped directory needs a reload", "dir", d, "err", err)
+			}
 		}
 	} else {
 		// Watch the directory: a bundle is usually replaced by a rename,
@@ -77,10 +81,24 @@ func (e *Engine) Watch(ctx context.Context) error {
 			if bundleFile != "" && filepath.Clean(ev.Name) != bundleFile {
 				continue
 			}
-			if name := filepath.Clean(ev.Name); root != "" && filepath.Dir(name) == filepath.Dir(root) && name != root {
-				continue // a sibling of the directory, in its parent
+			name := filepath.Clean(ev.Name)
+			if root != "" && name != root && name != named &&
+				(filepath.Dir(name) == filepath.Dir(root) || filepath.Dir(name) == filepath.Dir(named)) {
+				continue // a sibling of the directory, in a parent
 			}
-			if bundleFile == "" && ev.Has(fsnotify.Create) {
+			if root != "" && (name == root || name == named) {
+				// The directory (or the link to it) came back or moved:
+				// watch what the name leads to now.
+				if r, err := filepath.EvalSymlinks(named); err == nil {
+					if st, err := os.Stat(r); err == nil && st.IsDir() {
+						if filepath.Dir(r) != filepath.Dir(root) {
+							_ = w.Add(filepath.Dir(r))
+						}
+						root = r
+						_ = watchTree(w, r)
+					}
+				}
+			} else if bundleFile == "" && ev.Has(fsnotify.Create) {
 				if st, err := os.Stat(ev.Name); err == nil && st.IsDir() && !strings.HasPrefix(filepath.Base(ev.Name), ".") {
 					_ = watchTree(w, ev.Name) // files already in it are seen by the load
 				}

@@ -135,6 +135,9 @@ one session and some operations, need no configuration.`,
 			// Every decision about a command, an approval or a proxied
 			// request is made by OPA from the built-in Rego modules and
 			// the operator's (--policy-ext, reloaded when they change).
+			if policyExtKey != "" && policyExt == "" {
+				return usageError{errors.New("--policy-ext-key checks the bundle --policy-ext names: give both")}
+			}
 			extKey, err := bundleKey(policyExtKey)
 			if err != nil {
 				return err

@@ -212,8 +212,8 @@ func (m *Manager) CreateSandbox(ctx context.Context, tenant string, req SandboxR
 func (m *Manager) removeAtExpiry(id string, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.done {
-		return
+	if m.done || m.machines[id] == nil {
+		return // let go, or deleted already
 	}
 	if old := m.expiry[id]; old != nil {
 		old.Stop()
