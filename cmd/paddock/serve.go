@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"paddock.dev/paddock/egress/addr"
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/auth"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
@@ -240,7 +242,14 @@ one session and some operations, need no configuration.`,
 			handler := api.New(mgr, hash, log)
 			handler.SetPolicy(eng)
 			handler.Verifier().SetTenants(tenants) // checked by loadTenants
-			reload.start(c.Context(), handler.Verifier())
+			// A tenant taken out loses its tokens at once (the verifier)
+			// and the terminals it opened.
+			reload.start(c.Context(), handler.Verifier(), func(t *auth.Tenants) {
+				names := t.Names()
+				if n := mgr.CloseTerminalsOfTenants(func(tenant string) bool { return slices.Contains(names, tenant) }); n > 0 {
+					log.Info("SIGHUP: closed the terminals of tenants no longer in the file", "terminals", n)
+				}
+			})
 			srv := &http.Server{Handler: handler.WithPreviews(gwf.domain), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, len(lns))
 			for _, ln := range lns {

@@ -43,7 +43,9 @@ func newTenantReloader(path string, log *slog.Logger) *tenantReloader {
 	return r
 }
 
-func (r *tenantReloader) start(ctx context.Context, v *auth.Verifier) {
+// start reads the tenants file again on each SIGHUP; changed, when set,
+// gets each set put in force.
+func (r *tenantReloader) start(ctx context.Context, v *auth.Verifier, changed func(*auth.Tenants)) {
 	go func() {
 		for {
 			select {
@@ -64,6 +66,9 @@ func (r *tenantReloader) start(ctx context.Context, v *auth.Verifier) {
 				continue
 			}
 			r.log.Info("SIGHUP: tenants file read again", "path", r.path, "tenants", t.Len())
+			if changed != nil {
+				changed(t)
+			}
 		}
 	}()
 }

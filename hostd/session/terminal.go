@@ -69,8 +69,10 @@ const (
 const (
 	reasonMaxAge   = "the terminal reached its one-hour limit"
 	reasonShutdown = "the daemon is shutting down"
-	reasonBadFrame = `a text frame must be {"resize":{"cols":N,"rows":N}} with each from 1 to 1000`
-	reasonLost     = "the sandbox ended the terminal without an exit code (the session was deleted or expired, or its agent went away)"
+	// reasonTenantGone: the tenant that opened it left the tenants file.
+	reasonTenantGone = "the tenant that opened this terminal is no longer one of the daemon's"
+	reasonBadFrame   = `a text frame must be {"resize":{"cols":N,"rows":N}} with each from 1 to 1000`
+	reasonLost       = "the sandbox ended the terminal without an exit code (the session was deleted or expired, or its agent went away)"
 )
 
 // TerminalRequest is what a terminal opens with (GET .../pty's query).
@@ -409,6 +411,21 @@ func (m *Manager) closeTerminals(reason string) {
 			return
 		}
 	}
+}
+
+// CloseTerminalsOfTenants closes the open terminals of every tenant that
+// keep refuses (one taken out of the tenants file: its token no longer
+// opens anything, and what it opened stops too). The admin's terminals
+// stay. It returns how many it closed.
+func (m *Manager) CloseTerminalsOfTenants(keep func(tenant string) bool) int {
+	n := 0
+	for _, t := range m.terms.all() {
+		if t.tenant != "" && !keep(t.tenant) {
+			t.stop(reasonTenantGone)
+			n++
+		}
+	}
+	return n
 }
 
 // terminalsOpen is the 409 of a restore or fork while terminals are open

@@ -415,6 +415,62 @@ func nthClose(t *testing.T, led *ledger.Ledger, id string, n int) map[string]any
 // TestTerminalEnds: a terminal open for TerminalMaxAge is closed with
 // 1001 and its reason, and so is one open when the daemon shuts down;
 // both are ledgered with how they ended.
+// TestTerminalsOfRemovedTenants: a tenant taken out of the tenants file
+// loses the terminals it opened (closed with a reason); other tenants'
+// and the admin's stay.
+func TestTerminalsOfRemovedTenants(t *testing.T) {
+	m, _, _, _ := sandboxManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acme := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
+	beta := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindTenant, Tenant: "beta"})
+	a, err := m.Create(acme, "acme", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.Create(beta, "beta", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := TerminalRequest{Cols: 80, Rows: 24, Command: "sleep 600"}
+	ta, err := m.OpenTerminal(acme, "acme", a.ID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := m.OpenTerminal(beta, "beta", b.ID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tAdmin, err := m.OpenTerminal(auth.WithIdentity(ctx, auth.Admin()), "", a.ID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, cb, cAdmin := serveTerminal(t, ctx, ta), serveTerminal(t, ctx, tb), serveTerminal(t, ctx, tAdmin)
+	if n := m.CloseTerminalsOfTenants(func(name string) bool { return name == "beta" }); n != 1 {
+		t.Errorf("closed %d terminals, want acme's one", n)
+	}
+	for {
+		_, _, err := ca.Read(ctx)
+		if err == nil {
+			continue
+		}
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Reason != reasonTenantGone {
+			t.Errorf("acme's terminal ended with %v, want a close saying the tenant is gone", err)
+		}
+		break
+	}
+	// The others still run: a resize is taken, and nothing closes them.
+	for name, c := range map[string]*websocket.Conn{"beta": cb, "admin": cAdmin} {
+		rctx, rcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, _, err := c.Read(rctx)
+		rcancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s's terminal: %v, want it still open", name, err)
+		}
+	}
+}
+
 func TestTerminalEnds(t *testing.T) {
 	m, _, led, skew := sandboxManager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
