@@ -1,14 +1,14 @@
 package policy
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
