@@ -40,8 +40,12 @@ import (
 // and so every sandbox end, with it (a new daemon makes new links for
 // the sandboxes it adopts).
 
-// linkPort is the port of each link's listener in the egress namespace.
-const linkPort = 3129
+// linkPort is the port of each link's listener in the egress namespace;
+// refusedPort is one nothing there listens on.
+const (
+	linkPort    = 3129
+	refusedPort = 1
+)
 
 // linkNet holds every link's /30: the host end is its first address, the
 // sandbox end the second.
@@ -137,6 +141,20 @@ func (ln *linkNS) installRules() error {
 			&expr.Redir{RegisterProtoMin: 1},
 		)})
 	}
+	// Other TCP and UDP go to a port nothing listens on, so they are
+	// refused at once (a reset, an ICMP "port unreachable") instead of
+	// left to time out: the namespace forwards nothing, so what is not
+	// for it would otherwise vanish without an answer.
+	for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
+		c.AddRule(&nftables.Rule{Table: t, Chain: nat, Exprs: append(append([]expr.Any{}, notLo...),
+			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+			&expr.Immediate{Register: 1, Data: binaryutil.BigEndian.PutUint16(refusedPort)},
+			&expr.Redir{RegisterProtoMin: 1},
+		)})
+	}
 	accept := &expr.Verdict{Kind: expr.VerdictAccept}
 	in := c.AddChain(&nftables.Chain{Name: "in", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
@@ -155,9 +173,12 @@ func (ln *linkNS) installRules() error {
 		accept,
 	}})
 	egressfwd.AddRefusals(c, t, in)
+	// Nothing is forwarded (refused at once, so a program fails fast
+	// rather than waiting; the policy drops what a refusal cannot answer).
 	drop := nftables.ChainPolicyDrop
-	c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
+	fwd := c.AddChain(&nftables.Chain{Name: "forward", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &drop})
+	egressfwd.AddRefusals(c, t, fwd)
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("egress namespace: install nftables rules: %w", err)
 	}
