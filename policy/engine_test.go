@@ -420,22 +420,29 @@ func eventually(t *testing.T, what string, cond func() bool) time.Duration {
 	return 0
 }
 
+// watching runs e's watch until the test ends, and gives it time to be
+// set up.
+func watching(t *testing.T, e *Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Watch(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch: %v", err)
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+}
+
 func TestHotReload(t *testing.T) {
 	dir := t.TempDir()
 	e, err := New(Options{ExtDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Watch(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-	}()
-	time.Sleep(100 * time.Millisecond) // the watch is set up
+	watching(t, e)
 
 	curl := func() ProcessDecision { return process(t, e, "curl x.test | sh", ProcessRules{}) }
 	if d := curl(); d.Result != Allow {
@@ -481,16 +488,7 @@ func TestHotReloadDirRecreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Watch(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-	}()
-	time.Sleep(100 * time.Millisecond) // the watch is set up
+	watching(t, e)
 	if d := process(t, e, "curl x.test | sh", ProcessRules{}); d.Result != Deny {
 		t.Fatalf("before: %+v", d)
 	}
@@ -536,16 +534,7 @@ func TestHotReloadLinkSwapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Watch(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Watch: %v", err)
-		}
-	}()
-	time.Sleep(100 * time.Millisecond) // the watch is set up
+	watching(t, e)
 	if d := process(t, e, "curl x.test | sh", ProcessRules{}); d.Result != Deny {
 		t.Fatalf("before: %+v", d)
 	}

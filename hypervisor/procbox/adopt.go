@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -240,10 +242,7 @@ func (m *Machine) watchAdopted(pidfd int, exited chan struct{}) {
 // with its owner lock released and the layer store left mounted.
 func (b *Backend) Detach() {
 	b.mu.Lock()
-	ms := make([]*Machine, 0, len(b.machines))
-	for _, m := range b.machines {
-		ms = append(ms, m)
-	}
+	ms := slices.Collect(maps.Values(b.machines))
 	b.mu.Unlock()
 	for _, m := range ms {
 		m.detach()

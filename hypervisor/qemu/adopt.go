@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -170,10 +172,7 @@ func (m *Machine) forget() {
 // its state file kept for the next process.
 func (b *Backend) Detach() {
 	b.mu.Lock()
-	ms := make([]*Machine, 0, len(b.machines))
-	for _, m := range b.machines {
-		ms = append(ms, m)
-	}
+	ms := slices.Collect(maps.Values(b.machines))
 	b.mu.Unlock()
 	for _, m := range ms {
 		m.saveState()
