@@ -133,7 +133,11 @@ type Snapshot struct {
 	// Layers are backend-specific references (procbox: layer directories,
 	// oldest first).
 	Layers []string `json:"layers,omitempty"`
-	Bytes  int64    `json:"bytes"`
+	// Bytes is the most the snapshot can come to take on the backend's
+	// disk: what it copied, or (procbox on btrfs, whose snapshots share
+	// data with the machine until it writes over it) what its layer
+	// refers to. Admission control counts it while the snapshot lives.
+	Bytes int64 `json:"bytes"`
 }
 
 // Backend creates machines.

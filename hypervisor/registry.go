@@ -21,8 +21,13 @@ type Config struct {
 	// it.
 	AdoptLeftovers bool
 	// Options are backend-specific settings (procbox: "store" = "btrfs"
-	// or "tmpfs"; empty picks btrfs when it can).
+	// or "tmpfs", empty picks btrfs when it can; "store_size" = the size
+	// of a new btrfs store image, see ParseSize, empty is half the free
+	// space).
 	Options map[string]string
+	// DiskReserve is what the backend's Capacity keeps back for the
+	// daemon's own writes (the zero Reserve is the default).
+	DiskReserve Reserve
 }
 
 // Check refuses a config without a state directory and fills in the

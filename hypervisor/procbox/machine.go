@@ -515,6 +515,11 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 		return hypervisor.Snapshot{}, fmt.Errorf("freeze: %w", err)
 	}
 	layer, n, err := m.store.snapshot(ctx, m.spec.ID, id)
+	if n < 0 {
+		// The store could not say what the layer holds: at most the
+		// machine's disk limit.
+		n = m.spec.DiskMB << 20
+	}
 	if terr := lim.thaw(); terr != nil && err == nil {
 		err = fmt.Errorf("thaw: %w", terr)
 	}

@@ -73,6 +73,8 @@ type Backend struct {
 	gcMu sync.Mutex // one layer collection at a time
 
 	storeWanted string
+	storeSize   int64              // of a new btrfs image; 0: half the free space
+	reserve     hypervisor.Reserve // see Capacity
 	storeMu     sync.Mutex
 	store       layerStore // opened on first Create
 	storeNote   string
@@ -84,8 +86,9 @@ type Backend struct {
 }
 
 var (
-	_ hypervisor.Backend     = (*Backend)(nil)
-	_ hypervisor.NetAttacher = (*Backend)(nil)
+	_ hypervisor.Backend          = (*Backend)(nil)
+	_ hypervisor.NetAttacher      = (*Backend)(nil)
+	_ hypervisor.CapacityReporter = (*Backend)(nil)
 )
 
 // SetNetAttach implements hypervisor.NetAttacher. Set it before the
@@ -143,8 +146,17 @@ func New(c hypervisor.Config) (*Backend, error) {
 	if want != "" && want != StoreBtrfs && want != StoreTmpfs {
 		return nil, fmt.Errorf("%w: procbox store %q: use %q or %q", hypervisor.ErrInvalidSpec, want, StoreBtrfs, StoreTmpfs)
 	}
+	var size int64
+	if o := c.Options["store_size"]; o != "" {
+		if size, err = hypervisor.ParseSize(o); err != nil || size < minStoreBytes || size > maxStoreBytes {
+			return nil, fmt.Errorf("%w: procbox store_size %q: a size from %s to %s, such as 2GiB", hypervisor.ErrInvalidSpec, o,
+				hypervisor.FormatBytes(minStoreBytes), hypervisor.FormatBytes(maxStoreBytes))
+		}
+	}
 	return &Backend{
 		storeWanted:    want,
+		storeSize:      size,
+		reserve:        c.DiskReserve,
 		adoptLeftovers: c.AdoptLeftovers,
 		dir:            filepath.Join(c.StateDir, Name),
 		guest:          c.GuestBinary,
@@ -164,7 +176,11 @@ func (b *Backend) layerStore() (layerStore, error) {
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return nil, err
 	}
-	s, note, err := openStore(b.dir, b.storeWanted, storeImageSize(b.dir))
+	size := b.storeSize
+	if size == 0 {
+		size = storeImageSize(b.dir)
+	}
+	s, note, err := openStore(b.dir, b.storeWanted, size)
 	if err != nil {
 		return nil, err
 	}
@@ -300,6 +316,27 @@ func (b *Backend) StoreKind() (string, string, error) {
 		return "", "", err
 	}
 	return s.kind(), b.storeNote, nil
+}
+
+// Capacity implements hypervisor.CapacityReporter: the layer store's size
+// (opening the store as a first Create would), with the configured reserve,
+// and the host's memory and CPUs. The size set by Options["store_size"]
+// applies to a store image made from now on; an existing image keeps the
+// size it was made with.
+func (b *Backend) Capacity() (hypervisor.Capacity, error) {
+	c, err := hypervisor.HostCapacity(hypervisor.Capacity{}, specLimits)
+	if err != nil {
+		return c, err
+	}
+	s, err := b.layerStore()
+	if err != nil {
+		return c, err
+	}
+	if c.DiskBytes, c.Disk, err = s.capacity(); err != nil {
+		return c, err
+	}
+	c.DiskReserveBytes = b.reserve.Of(c.DiskBytes)
+	return c, nil
 }
 
 // Close releases the layer store (a btrfs loop mount, unmounted when no

@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/hypervisor"
 )
 
 // A layerStore holds machines' writable layers and snapshot layers.
@@ -32,12 +34,16 @@ type layerStore interface {
 	removeWritable(id string) error
 	// snapshot turns the machine's current upper directory into an
 	// immutable layer for snapshot snap and returns the layer's path and
-	// the bytes it copied (0 when nothing was copied).
-	snapshot(ctx context.Context, id, snap string) (layer string, copied int64, err error)
+	// the bytes the layer can hold on the store at most: what it copied,
+	// or what a btrfs snapshot refers to (-1 when that cannot be read).
+	snapshot(ctx context.Context, id, snap string) (layer string, bytes int64, err error)
 	removeSnapshot(snap string) error
 	// overlayLayer is where snapshot layer layer keeps the upper
 	// directory of the machine's overlay n (see MachineSpec.Overlays).
 	overlayLayer(layer string, n int) string
+	// capacity is the bytes the store can hold in all, and what that
+	// measures, in words.
+	capacity() (int64, string, error)
 	// close lets go of the store; keepMounted leaves a btrfs store mounted
 	// for machines that outlive this process (see Backend.Detach).
 	close(keepMounted bool) error
@@ -124,6 +130,17 @@ func (s *tmpfsStore) overlayLayer(layer string, n int) string {
 const overlaysDir = "overlays"
 
 func (s *tmpfsStore) close(bool) error { return nil }
+
+// capacity: the writable layers are tmpfs, so what they can hold in all is
+// the host's memory (each one's pages also count against its sandbox's
+// memory limit). Checkpoint copies go to the state directory's disk.
+func (s *tmpfsStore) capacity() (int64, string, error) {
+	mb, err := hypervisor.HostMemoryMB()
+	if err != nil {
+		return 0, "", err
+	}
+	return mb << 20, "the tmpfs layer store (the host's memory, MemTotal " + hypervisor.FormatBytes(mb<<20) + ")", nil
+}
 
 func makeLayerDirs(rw string) error {
 	for _, d := range []string{"upper", "work", "identity"} {
@@ -220,7 +237,35 @@ func (s *btrfsStore) snapshot(_ context.Context, id, snap string) (string, int64
 	if err := btrfsSnapshot(filepath.Join(s.machinesDir(), id), s.snapshotsDir(), snap, true); err != nil {
 		return "", 0, fmt.Errorf("btrfs snapshot: %w", err)
 	}
-	return filepath.Join(s.snapshotsDir(), snap, "upper"), 0, nil
+	// The snapshot shares its data with the machine until the machine
+	// writes over it; from then on the snapshot alone keeps the old data.
+	// What it refers to now is the most it can come to hold.
+	n, err := btrfsReferenced(filepath.Join(s.snapshotsDir(), snap))
+	if err != nil {
+		n = -1
+	}
+	return filepath.Join(s.snapshotsDir(), snap, "upper"), n, nil
+}
+
+// capacity: the image's size, or less when the host's file system no
+// longer has the room to back the part of the (sparse) image not written
+// yet: a loop image that cannot grow turns writes into I/O errors.
+func (s *btrfsStore) capacity() (int64, string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(s.image, &st); err != nil {
+		return 0, "", fmt.Errorf("the layer store image: %w", err)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(s.image), &fs); err != nil {
+		return 0, "", fmt.Errorf("the file system of the layer store image: %w", err)
+	}
+	size, backed := st.Size, st.Blocks*512+int64(fs.Bavail)*int64(fs.Bsize)
+	what := "the btrfs layer store " + s.image + " (" + hypervisor.FormatBytes(size) + ")"
+	if backed < size {
+		what = "the btrfs layer store " + s.image + " (" + hypervisor.FormatBytes(size) + ", of which the host's file system can back only " + hypervisor.FormatBytes(backed) + ")"
+		size = backed
+	}
+	return size, what, nil
 }
 
 // overlayLayer: a btrfs snapshot is the whole writable subvolume, so the
@@ -372,7 +417,11 @@ func mountImage(image, root string, size int64) error {
 			os.Remove(tmp)
 			return err
 		}
-		if out, err := exec.Command(mkfs, "-q", "-f", tmp).CombinedOutput(); err != nil {
+		// Metadata single, not DUP: on a loop file both copies sit on
+		// the same disk anyway, and DUP would make a sandbox's small
+		// files (kept inline in metadata) take twice what its quota
+		// counts.
+		if out, err := exec.Command(mkfs, "-q", "-f", "-m", "single", "-d", "single", tmp).CombinedOutput(); err != nil {
 			os.Remove(tmp)
 			return fmt.Errorf("mkfs.btrfs: %v: %s", err, strings.TrimSpace(string(out)))
 		}
@@ -387,6 +436,12 @@ func mountImage(image, root string, size int64) error {
 	}
 	return nil
 }
+
+// Bounds of a store image size set by configuration (Options["store_size"]).
+const (
+	minStoreBytes = 256 << 20
+	maxStoreBytes = 64 << 40
+)
 
 // storeImageSize is the sparse size of a new store image: half the free
 // space of the state directory's file system, between 2 GiB and 1 TiB.
@@ -409,6 +464,7 @@ const (
 	btrfsIocQgroupLimit    = 0x8030942b // _IOR(0x94, 43, btrfs_ioctl_qgroup_limit_args)
 	btrfsIocQgroupCreate   = 0x4010942a // _IOW(0x94, 42, btrfs_ioctl_qgroup_create_args)
 	btrfsIocInoLookup      = 0xd0009412 // _IOWR(0x94, 18, btrfs_ioctl_ino_lookup_args)
+	btrfsIocFsInfo         = 0x8400941f // _IOR(0x94, 31, btrfs_ioctl_fs_info_args)
 	btrfsFirstFreeObjectID = 256
 	btrfsSubvolRdonly      = 1 << 1
 	btrfsQuotaCtlEnable    = 1
@@ -449,6 +505,37 @@ func btrfsSubvolID(path string) (uint64, error) {
 		return 0, err
 	}
 	return a.treeid, nil
+}
+
+// btrfsFsInfoArgs is struct btrfs_ioctl_fs_info_args (1024 bytes); only
+// the fsid is read.
+type btrfsFsInfoArgs struct {
+	maxID      uint64
+	numDevices uint64
+	fsid       [16]byte
+	rest       [1024 - 32]byte
+}
+
+// btrfsReferenced is the bytes the subvolume at path refers to, as its
+// qgroup (0/<id>) counts them: /sys/fs/btrfs/<fsid>/qgroups/0_<id>/referenced,
+// brought up to date at every transaction commit (taking a snapshot is
+// one).
+func btrfsReferenced(path string) (int64, error) {
+	id, err := btrfsSubvolID(path)
+	if err != nil {
+		return 0, err
+	}
+	var a btrfsFsInfoArgs
+	if err := btrfsIoctl(path, btrfsIocFsInfo, unsafe.Pointer(&a)); err != nil {
+		return 0, err
+	}
+	f := a.fsid
+	uuid := fmt.Sprintf("%x-%x-%x-%x-%x", f[0:4], f[4:6], f[6:8], f[8:10], f[10:16])
+	raw, err := os.ReadFile(fmt.Sprintf("/sys/fs/btrfs/%s/qgroups/0_%d/referenced", uuid, id))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
 }
 
 // btrfsQgroupDestroy removes qgroup 0/id. The kernel answers EBUSY until a

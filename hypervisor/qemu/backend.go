@@ -65,6 +65,7 @@ type Backend struct {
 	// force one, "" for vsock where the host has it.
 	channelOpt string
 	guest      string
+	reserve    hypervisor.Reserve // see Capacity
 	images     image.Store
 	log        *slog.Logger
 
@@ -107,6 +108,7 @@ func New(c hypervisor.Config) (*Backend, error) {
 		machines:   map[string]*Machine{},
 		channelOpt: c.Options["channel"],
 		adopt:      c.AdoptLeftovers,
+		reserve:    c.DiskReserve,
 	}
 	switch b.channelOpt {
 	case "", ChannelSerial, ChannelVsock:
