@@ -25,24 +25,98 @@ var tenantNameRE = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 // a-z, 0-9 and '-'.
 func ValidTenantName(name string) bool { return tenantNameRE.MatchString(name) }
 
-// TenantEntry is one tenant in the tenants file: its name and the hex
-// SHA-256 of its token (never the token).
+// TenantEntry is one tenant in the tenants file: its name, the hex
+// SHA-256 of its token (never the token), and what its live sandboxes may
+// hold together.
 type TenantEntry struct {
-	Name        string `json:"name"`
-	TokenSHA256 string `json:"token_sha256"`
+	Name        string  `json:"name"`
+	TokenSHA256 string  `json:"token_sha256"`
+	Limits      *Limits `json:"limits,omitempty"`
 }
 
 // TenantsFile is the tenants file, `paddock serve --tenants FILE`:
 //
-//	{"tenants": [{"name": "acme", "token_sha256": "<64 hex>"}]}
+//	{"default_limits": {"disk_mb": 20480, "memory_mb": 16384, "cpus": 8},
+//	 "tenants": [{"name": "acme", "token_sha256": "<64 hex>",
+//	              "limits": {"disk_mb": 40960}}]}
+//
+// default_limits and limits are optional (docs/tenants.md).
 type TenantsFile struct {
-	Tenants []TenantEntry `json:"tenants"`
+	DefaultLimits *Limits       `json:"default_limits,omitempty"`
+	Tenants       []TenantEntry `json:"tenants"`
+}
+
+// Limits bound the sums over one tenant's live sessions and sandboxes
+// (fork children included) of what they were given: disk_mb (and the
+// checkpoints they hold), memory_mb and cpus. A field left out (0) takes
+// the value of default_limits, and one left out there the built-in
+// default (hostd/session: half of the backend's disk and of the host's
+// memory, twice the host's CPUs).
+type Limits struct {
+	DiskMB   int64   `json:"disk_mb,omitempty"`
+	MemoryMB int64   `json:"memory_mb,omitempty"`
+	CPUs     float64 `json:"cpus,omitempty"`
+}
+
+// Bounds of a limit in the tenants file.
+const (
+	MaxLimitMB   = 1 << 30 // 1 PiB, in MiB
+	MaxLimitCPUs = 1 << 16
+)
+
+// check refuses negative or absurd limits; field names what it is.
+func (l *Limits) check(field string) error {
+	if l == nil {
+		return nil
+	}
+	if l.DiskMB < 0 || l.DiskMB > MaxLimitMB {
+		return fmt.Errorf("%s.disk_mb %d: from 1 to %d (or leave it out for the default)", field, l.DiskMB, MaxLimitMB)
+	}
+	if l.MemoryMB < 0 || l.MemoryMB > MaxLimitMB {
+		return fmt.Errorf("%s.memory_mb %d: from 1 to %d (or leave it out for the default)", field, l.MemoryMB, MaxLimitMB)
+	}
+	if !(l.CPUs >= 0 && l.CPUs <= MaxLimitCPUs) { // NaN too
+		return fmt.Errorf("%s.cpus %v: from 0.01 to %d (or leave it out for the default)", field, l.CPUs, MaxLimitCPUs)
+	}
+	if l.CPUs > 0 && l.CPUs < 0.01 {
+		return fmt.Errorf("%s.cpus %v: at least 0.01", field, l.CPUs)
+	}
+	return nil
+}
+
+// over fills the fields l leaves at zero from d.
+func (l Limits) over(d Limits) Limits {
+	if l.DiskMB == 0 {
+		l.DiskMB = d.DiskMB
+	}
+	if l.MemoryMB == 0 {
+		l.MemoryMB = d.MemoryMB
+	}
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	return l
 }
 
 // Tenants is a checked tenants file, ready for verifying tokens.
 type Tenants struct {
 	names  []string
 	hashes [][32]byte
+	limits []Limits // by tenant, default_limits filled in
+}
+
+// LimitsOf is what tenant's live sandboxes may hold together, as the file
+// sets it: its own limits over default_limits. A field still 0 is for the
+// caller's built-in default. A tenant not in the file (or a nil set) has
+// only the built-in defaults.
+func (t *Tenants) LimitsOf(name string) Limits {
+	if t == nil {
+		return Limits{}
+	}
+	if i := slices.Index(t.names, name); i >= 0 {
+		return t.limits[i]
+	}
+	return Limits{}
 }
 
 // Names lists the tenants in file order.
@@ -67,10 +141,18 @@ func (t *Tenants) Len() int {
 }
 
 // Check validates the file's contents: at most MaxTenants, valid unique
-// names, and unique well-formed hashes. The error names the entry.
+// names, unique well-formed hashes, and limits in bounds. The error names
+// the entry.
 func (f TenantsFile) Check() (*Tenants, error) {
 	if len(f.Tenants) > MaxTenants {
 		return nil, fmt.Errorf("%d tenants, at most %d", len(f.Tenants), MaxTenants)
+	}
+	if err := f.DefaultLimits.check("default_limits"); err != nil {
+		return nil, err
+	}
+	var def Limits
+	if f.DefaultLimits != nil {
+		def = *f.DefaultLimits
 	}
 	t := &Tenants{}
 	for i, e := range f.Tenants {
@@ -88,8 +170,16 @@ func (f TenantsFile) Check() (*Tenants, error) {
 		if j := slices.Index(t.hashes, h); j >= 0 {
 			return nil, fmt.Errorf("tenants[%d] (%s): the same token_sha256 as %s; every tenant needs its own token", i, e.Name, t.names[j])
 		}
+		if err := e.Limits.check(fmt.Sprintf("tenants[%d] (%s).limits", i, e.Name)); err != nil {
+			return nil, err
+		}
+		var own Limits
+		if e.Limits != nil {
+			own = *e.Limits
+		}
 		t.names = append(t.names, e.Name)
 		t.hashes = append(t.hashes, h)
+		t.limits = append(t.limits, own.over(def))
 	}
 	return t, nil
 }
@@ -101,7 +191,7 @@ func ParseTenantsFile(data []byte) (TenantsFile, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return f, fmt.Errorf("not valid JSON of the form {\"tenants\": [{\"name\": ..., \"token_sha256\": ...}]}: %v", err)
+		return f, fmt.Errorf("not valid JSON of the form {\"default_limits\": {...}, \"tenants\": [{\"name\": ..., \"token_sha256\": ..., \"limits\": {...}}]}: %v", err)
 	}
 	if dec.More() {
 		return f, errors.New("trailing data after the JSON object")
