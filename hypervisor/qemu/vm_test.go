@@ -180,29 +180,3 @@ func TestCpioNewc(t *testing.T) {
 		t.Errorf("entries %q", got)
 	}
 }
-
-// TestModuleOrder checks the dependency ordering against the real
-// cloud kernel's modules when they are cached (the boot test fetches
-// them).
-func TestModuleOrder(t *testing.T) {
-	mods, _ := filepath.Glob(filepath.Join(os.TempDir(), "paddock-test-vm", "kernel", "*", "modules"))
-	if len(mods) == 0 {
-		t.Skip("no cached kernel modules (TestBootTCG fetches them)")
-	}
-	order, err := moduleOrder(context.Background(), mods[0], []string{"virtio_blk", "virtio_mmio"}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := map[string]int{}
-	for i, m := range order {
-		pos[m] = i
-	}
-	for _, m := range []string{"virtio_ring.ko", "virtio.ko", "virtio_blk.ko", "virtio_mmio.ko"} {
-		if _, ok := pos[m]; !ok {
-			t.Fatalf("order %v lacks %s", order, m)
-		}
-	}
-	if !(pos["virtio_ring.ko"] < pos["virtio.ko"] && pos["virtio.ko"] < pos["virtio_blk.ko"] && pos["virtio.ko"] < pos["virtio_mmio.ko"]) {
-		t.Errorf("order %v does not put dependencies first", order)
-	}
-}

@@ -67,7 +67,8 @@ var lazyModules = []moduleGroup{
 // for other lists is not used.
 func modulesKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "boot:%s\n", strings.Join(bootModules, " "))
+	// layout 2: the directory also holds the kernel's modules.builtin.
+	fmt.Fprintf(h, "layout:2\nboot:%s\n", strings.Join(bootModules, " "))
 	for _, g := range lazyModules {
 		fmt.Fprintf(h, "%s:%s\n", g.name, strings.Join(g.modules, " "))
 	}
@@ -212,7 +213,8 @@ func cached(dir, want string) string {
 
 // fetchKernel returns <cache>/kernel/<package>_<version>_<modulesKey>,
 // holding vmlinuz, modules/ (the boot and lazy modules with their
-// dependencies, uncompressed), modules.order (the boot modules' load
+// dependencies, uncompressed), modules.builtin (the kernel's own list of
+// what it builds in, when it ships one), modules.order (the boot modules' load
 // order, one file name a line) and <group>.order for each lazy group.
 func fetchKernel(ctx context.Context, cache string, progress func(string)) (string, string, error) {
 	root := filepath.Join(cache, "kernel")
@@ -280,6 +282,13 @@ func fetchKernel(ctx context.Context, cache string, progress func(string)) (stri
 	if len(mods) != 1 {
 		return "", "", fmt.Errorf("%w: %s: no module tree", ErrNoKernel, pkg)
 	}
+	// The kernel's list of built-in modules goes with the chosen ones, so
+	// what the cache holds can be checked against the kernel it came from.
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(mods[0]), "modules.builtin")); err == nil {
+		if err := os.WriteFile(filepath.Join(out, "modules.builtin"), b, 0o644); err != nil {
+			return "", "", err
+		}
+	}
 	order, err := moduleOrder(ctx, mods[0], bootModules, filepath.Join(out, "modules"))
 	if err != nil {
 		return "", "", err
@@ -316,6 +325,10 @@ func modName(file string) string {
 // "depends=") in the module tree, writes each uncompressed into dst as
 // <name>.ko and returns the file names in a load order where every module
 // comes after its dependencies.
+//
+// A module that is not in the tree must be built into the kernel: when the
+// tree's modules.builtin (beside tree, as Debian ships it) is there, a name
+// in neither is an error, since the guest could not load it.
 func moduleOrder(ctx context.Context, tree string, wanted []string, dst string) ([]string, error) {
 	index := map[string]string{}
 	filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
@@ -324,6 +337,10 @@ func moduleOrder(ctx context.Context, tree string, wanted []string, dst string) 
 		}
 		return nil
 	})
+	builtin, err := readBuiltin(filepath.Join(filepath.Dir(tree), "modules.builtin"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	var order []string
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(name string) error
@@ -339,6 +356,9 @@ func moduleOrder(ctx context.Context, tree string, wanted []string, dst string) 
 		if !ok {
 			// Built into this kernel (6.12 builds in virtio_pci, for
 			// one): nothing to load.
+			if builtin != nil && !builtin[name] {
+				return fmt.Errorf("module %s: the kernel neither has it as a module nor builds it in", name)
+			}
 			state[name] = 2
 			return nil
 		}
@@ -368,6 +388,22 @@ func moduleOrder(ctx context.Context, tree string, wanted []string, dst string) 
 		}
 	}
 	return order, nil
+}
+
+// readBuiltin reads a kernel's modules.builtin ("kernel/drivers/virtio/
+// virtio_ring.ko" a line) as a set of module names.
+func readBuiltin(path string) (map[string]bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			set[modName(line)] = true
+		}
+	}
+	return set, nil
 }
 
 // readModule returns a module's ELF bytes, decompressing .ko.xz/.zst/.gz
