@@ -31,9 +31,10 @@ const maxFileBody = (session.MaxFileWriteBytes/3+1)*4 + 4096
 type Server struct {
 	routeList []string
 
-	streamMu     sync.Mutex
-	streams      int
-	eventStreams int
+	streamMu     sync.Mutex // guards the three below
+	streamLimits StreamLimits
+	jobStreams   streamCount
+	eventStreams streamCount
 
 	sessions *session.Manager
 	policy   atomic.Pointer[policyStatuser]
@@ -54,7 +55,7 @@ func New(m *session.Manager, adminTokenHash [32]byte, log *slog.Logger) *Server 
 	if m != nil {
 		tokens = m
 	}
-	s := &Server{sessions: m, verifier: auth.NewVerifier(adminTokenHash, tokens), log: log, mux: http.NewServeMux()}
+	s := &Server{sessions: m, verifier: auth.NewVerifier(adminTokenHash, tokens), log: log, mux: http.NewServeMux(), streamLimits: DefaultStreamLimits}
 	s.routes()
 	return s
 }
@@ -173,7 +174,7 @@ func logPath(r *http.Request) string {
 
 // writeError is the one place errors become status codes.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if policyError(w, err) || budgetError(w, err) {
+	if policyError(w, err) || budgetError(w, err) || streamLimitError(w, err) {
 		return
 	}
 	status := http.StatusInternalServerError

@@ -94,6 +94,11 @@ type (
 		Limit  int64   `json:"limit"`
 		Used   float64 `json:"used"`
 	}
+	streamLimitedBody struct { // streamLimitError, a stream cap reached (429)
+		Error string `json:"error"`
+		Code  string `json:"code"`
+		Limit int    `json:"limit"`
+	}
 	commandRefusedBody struct { // the 403 of exec and jobs: error, and one of the two above's fields
 		Error string `json:"error"`
 	}
@@ -172,6 +177,7 @@ var openAPISchemas = []struct {
 	{name: "InterruptedOp", goV: session.InterruptedOp{}, dir: out},
 	{name: "BudgetExceeded", goV: budgetExceededBody{}, dir: out},
 	{name: "CommandRefused", goV: commandRefusedBody{}, dir: out},
+	{name: "StreamLimited", goV: streamLimitedBody{}, dir: out},
 
 	{name: "CheckpointRequest", goV: session.CheckpointRequest{}, dir: in},
 	{name: "RestoreRequest", goV: session.RestoreRequest{}, dir: in},
@@ -301,6 +307,8 @@ var openAPILimits = []struct {
 	{"components/parameters/JobWaitMillis/schema/maximum", guestapi.MaxWaitMillis},
 	{"components/parameters/JobOffset/schema/maximum", 1 << 40},
 	{"components/parameters/JobStderrOffset/schema/maximum", 1 << 40},
+	{"components/schemas/StreamLimited/properties/code/enum", []string{api.CodeJobStreamsSession, api.CodeJobStreamsTenant, api.CodeJobStreamsDaemon,
+		api.CodeEventStreamsSession, api.CodeEventStreamsTenant, api.CodeEventStreamsDaemon}},
 
 	{"components/schemas/GrantRequest/properties/value/maxLength", session.MaxGrantValueBytes},
 	{"components/schemas/GrantRequest/properties/hosts/maxItems", session.MaxGrantHosts},
@@ -354,7 +362,7 @@ var openAPILimits = []struct {
 }
 
 // errorStatuses are the error statuses an operation may list.
-var errorStatuses = []string{"400", "401", "403", "404", "409", "412", "413", "422", "428", "500", "502"}
+var errorStatuses = []string{"400", "401", "403", "404", "409", "412", "413", "422", "428", "429", "500", "502"}
 
 var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 

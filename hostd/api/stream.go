@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,11 +13,168 @@ import (
 	"paddock.dev/paddock/hostd/session"
 )
 
-// Streams: at most maxStreams at once, each at most streamMaxAge.
+// StreamLimits bounds the daemon's Server-Sent Event streams. Job streams
+// (exec/stream and jobs/{job}/stream) and event streams (events/stream)
+// are counted apart, each on the whole daemon, per tenant and per
+// session, so one tenant (or one session) cannot take every slot: a
+// tenant at its cap leaves the rest of the daemon's to the others. The
+// admin's own sessions have no tenant and only the session and daemon
+// caps apply to them. Every stream ends after MaxAge.
+type StreamLimits struct {
+	JobStreams             int           // on the daemon
+	JobStreamsPerTenant    int           // on one tenant's sessions
+	JobStreamsPerSession   int           // on one session
+	EventStreams           int           // on the daemon
+	EventStreamsPerTenant  int           // on one tenant's sessions
+	EventStreamsPerSession int           // on one session
+	MaxAge                 time.Duration // how long one stream lasts
+}
+
+// DefaultStreamLimits are the limits a daemon starts with.
+var DefaultStreamLimits = StreamLimits{
+	JobStreams: 16, JobStreamsPerTenant: 8, JobStreamsPerSession: 4,
+	EventStreams: 64, EventStreamsPerTenant: 16, EventStreamsPerSession: 8,
+	MaxAge: time.Hour,
+}
+
+// Codes of a stream refused at a cap (StreamLimitError.Code): which cap.
 const (
-	maxStreams   = 16
-	streamMaxAge = time.Hour
+	CodeJobStreamsDaemon    = "job_streams_daemon"
+	CodeJobStreamsTenant    = "job_streams_tenant"
+	CodeJobStreamsSession   = "job_streams_session"
+	CodeEventStreamsDaemon  = "event_streams_daemon"
+	CodeEventStreamsTenant  = "event_streams_tenant"
+	CodeEventStreamsSession = "event_streams_session"
 )
+
+// StreamLimitError is a stream refused because one of the caps is
+// reached (429, with the code and the cap's value in the body).
+type StreamLimitError struct {
+	Code  string
+	Limit int
+	what  string // "job streams" or "event streams"
+	where string // "on this daemon", "for this tenant", "on this session"
+}
+
+func (e *StreamLimitError) Error() string {
+	return fmt.Sprintf("%d %s are open %s, the most allowed: close one or wait for one to end", e.Limit, e.what, e.where)
+}
+
+// streamLimitBody is the 429 of a stream cap.
+type streamLimitBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	Limit int    `json:"limit"`
+}
+
+// streamLimitError writes a StreamLimitError's answer; false for any
+// other error.
+func streamLimitError(w http.ResponseWriter, err error) bool {
+	var le *StreamLimitError
+	if !errors.As(err, &le) {
+		return false
+	}
+	writeJSON(w, http.StatusTooManyRequests, streamLimitBody{Error: err.Error(), Code: le.Code, Limit: le.Limit})
+	return true
+}
+
+// Check refuses limits that would refuse every stream or never end one.
+func (l StreamLimits) Check() error {
+	for _, n := range []int{l.JobStreams, l.JobStreamsPerTenant, l.JobStreamsPerSession, l.EventStreams, l.EventStreamsPerTenant, l.EventStreamsPerSession} {
+		if n < 1 {
+			return fmt.Errorf("%w: every stream cap must be at least 1", session.ErrBadRequest)
+		}
+	}
+	if l.MaxAge <= 0 {
+		return fmt.Errorf("%w: a stream's MaxAge must be positive", session.ErrBadRequest)
+	}
+	return nil
+}
+
+// SetStreamLimits replaces the stream limits; streams already open keep
+// their slots and the age they started with.
+func (s *Server) SetStreamLimits(l StreamLimits) error {
+	if err := l.Check(); err != nil {
+		return err
+	}
+	s.streamMu.Lock()
+	s.streamLimits = l
+	s.streamMu.Unlock()
+	return nil
+}
+
+// streamCount is one kind of stream's open slots.
+type streamCount struct {
+	daemon     int
+	tenants    map[string]int
+	perSession map[string]int
+}
+
+// streamKind picks the caps of job or event streams.
+type streamKind int
+
+const (
+	jobStreams streamKind = iota
+	eventStreams
+)
+
+// enterStream takes a slot of kind for session id of tenant ("" for the
+// admin's sessions: no tenant cap) and returns its release and the
+// stream's age limit. The caller has found the session as the caller's
+// tenant sees it, so a refusal never tells one tenant about another's
+// sessions.
+func (s *Server) enterStream(kind streamKind, tenant, id string) (release func(), maxAge time.Duration, err error) {
+	s.streamMu.Lock()
+	defer s.streamMu.Unlock()
+	l := s.streamLimits
+	c, what := &s.jobStreams, "job streams"
+	caps := [3]int{l.JobStreamsPerSession, l.JobStreamsPerTenant, l.JobStreams}
+	codes := [3]string{CodeJobStreamsSession, CodeJobStreamsTenant, CodeJobStreamsDaemon}
+	if kind == eventStreams {
+		c, what = &s.eventStreams, "event streams"
+		caps = [3]int{l.EventStreamsPerSession, l.EventStreamsPerTenant, l.EventStreams}
+		codes = [3]string{CodeEventStreamsSession, CodeEventStreamsTenant, CodeEventStreamsDaemon}
+	}
+	if c.tenants == nil {
+		c.tenants, c.perSession = map[string]int{}, map[string]int{}
+	}
+	switch {
+	case c.perSession[id] >= caps[0]:
+		return nil, 0, &StreamLimitError{Code: codes[0], Limit: caps[0], what: what, where: "on this session"}
+	case tenant != "" && c.tenants[tenant] >= caps[1]:
+		return nil, 0, &StreamLimitError{Code: codes[1], Limit: caps[1], what: what, where: "on this tenant's sessions"}
+	case c.daemon >= caps[2]:
+		return nil, 0, &StreamLimitError{Code: codes[2], Limit: caps[2], what: what, where: "on this daemon"}
+	}
+	c.daemon++
+	c.perSession[id]++
+	if tenant != "" {
+		c.tenants[tenant]++
+	}
+	var once bool
+	return func() {
+		s.streamMu.Lock()
+		defer s.streamMu.Unlock()
+		if once {
+			return
+		}
+		once = true
+		c.daemon--
+		if c.perSession[id]--; c.perSession[id] == 0 {
+			delete(c.perSession, id)
+		}
+		if tenant != "" {
+			if c.tenants[tenant]--; c.tenants[tenant] == 0 {
+				delete(c.tenants, tenant)
+			}
+		}
+	}, l.MaxAge, nil
+}
+
+// ageLimitMessage is the error event of a stream that reached its age.
+func ageLimitMessage(age time.Duration, resume string) string {
+	return fmt.Sprintf("the stream reached its time limit (%s); %s with Last-Event-ID", age, resume)
+}
 
 // sse writes Server-Sent Events.
 type sse struct {
@@ -53,29 +211,17 @@ func (s *sse) event(name, id string, v any) error {
 	return nil
 }
 
-func (s *Server) enterStream() error {
-	s.streamMu.Lock()
-	defer s.streamMu.Unlock()
-	if s.streams >= maxStreams {
-		return fmt.Errorf("%w: %d streams are open on this daemon, the most allowed", session.ErrConflict, maxStreams)
-	}
-	s.streams++
-	return nil
-}
-
-func (s *Server) leaveStream() {
-	s.streamMu.Lock()
-	s.streams--
-	s.streamMu.Unlock()
-}
-
 // streamJob follows a job from the offsets to its end: output and stderr
 // events whose id is "<stdout offset>:<stderr offset>" (a cursor for
 // Last-Event-ID), then one exit event.
-func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job string, off, eoff int64, ev *sse) (*session.JobRead, error) {
-	deadline := time.Now().Add(streamMaxAge)
-	for time.Now().Before(deadline) {
-		rd, err := s.sessions.ReadJob(r.Context(), tenant(r), id, job, off, eoff, 25*time.Second)
+func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job string, off, eoff int64, ev *sse, maxAge time.Duration) (*session.JobRead, error) {
+	deadline := time.Now().Add(maxAge)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		rd, err := s.sessions.ReadJob(r.Context(), tenant(r), id, job, off, eoff, min(25*time.Second, left))
 		if err != nil {
 			ev.event("error", "", map[string]string{"error": err.Error()})
 			return nil, nil
@@ -96,7 +242,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job strin
 			return nil, nil
 		}
 	}
-	ev.event("error", "", map[string]string{"error": "the stream reached its one-hour limit; resume with Last-Event-ID"})
+	ev.event("error", "", map[string]string{"error": ageLimitMessage(maxAge, "resume")})
 	return nil, nil
 }
 
@@ -120,10 +266,15 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		req.ApprovalID, req.ApprovalWaitSeconds = approved, 0
 	}
-	if err := s.enterStream(); err != nil {
+	sess, err := s.sessions.Get(r.Context(), tenant(r), id)
+	if err != nil {
 		return err
 	}
-	defer s.leaveStream()
+	release, maxAge, err := s.enterStream(jobStreams, sess.Tenant, id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	start := time.Now()
 	job, err := s.sessions.StartExecStream(r.Context(), tenant(r), id, req)
 	if err != nil {
@@ -134,7 +285,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ev.event("start", "0:0", map[string]string{"job": job.ID})
-	rd, _ := s.streamJob(w, r, id, job.ID, 0, 0, ev)
+	rd, _ := s.streamJob(w, r, id, job.ID, 0, 0, ev, maxAge)
 	if rd != nil && rd.ExitCode != nil {
 		// The client may be gone already: the record must still be made.
 		s.sessions.RecordExec(context.WithoutCancel(r.Context()), id, req.Command, *rd.ExitCode, time.Since(start))
@@ -162,29 +313,32 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		off, eoff = o, e
 	}
-	if err := s.enterStream(); err != nil {
+	id := r.PathValue("id")
+	sess, err := s.sessions.Get(r.Context(), tenant(r), id)
+	if err != nil {
 		return err
 	}
-	defer s.leaveStream()
-	// Fail before the stream starts when the job or session is unknown.
-	if _, err := s.sessions.ReadJob(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("job"), off, eoff, 0); err != nil {
+	release, maxAge, err := s.enterStream(jobStreams, sess.Tenant, id)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// Fail before the stream starts when the job is unknown.
+	if _, err := s.sessions.ReadJob(r.Context(), tenant(r), id, r.PathValue("job"), off, eoff, 0); err != nil {
 		return err
 	}
 	ev, err := newSSE(w)
 	if err != nil {
 		return err
 	}
-	s.streamJob(w, r, r.PathValue("id"), r.PathValue("job"), off, eoff, ev)
+	s.streamJob(w, r, id, r.PathValue("job"), off, eoff, ev, maxAge)
 	return nil
 }
-
-// maxEventStreams bounds events/stream connections on a host.
-const maxEventStreams = 64
 
 // eventsStream replays the session's ledger (after ?since= or
 // Last-Event-ID, a ledger seq), then sends new entries as they come,
 // about every 500 ms. It ends with an error event once the session is
-// gone or after an hour.
+// gone or after its MaxAge (StreamLimits).
 func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var after int64
@@ -195,22 +349,20 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = n
 	}
-	if _, err := s.sessions.Get(r.Context(), tenant(r), id); err != nil {
+	sess, err := s.sessions.Get(r.Context(), tenant(r), id)
+	if err != nil {
 		return err
 	}
-	s.streamMu.Lock()
-	if s.eventStreams >= maxEventStreams {
-		s.streamMu.Unlock()
-		return fmt.Errorf("%w: %d event streams are open on this daemon, the most allowed", session.ErrConflict, maxEventStreams)
+	release, maxAge, err := s.enterStream(eventStreams, sess.Tenant, id)
+	if err != nil {
+		return err
 	}
-	s.eventStreams++
-	s.streamMu.Unlock()
-	defer func() { s.streamMu.Lock(); s.eventStreams--; s.streamMu.Unlock() }()
+	defer release()
 	ev, err := newSSE(w)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(streamMaxAge)
+	deadline := time.Now().Add(maxAge)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -228,7 +380,7 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			ev.event("error", "", map[string]string{"error": "the stream reached its one-hour limit; reconnect with Last-Event-ID"})
+			ev.event("error", "", map[string]string{"error": ageLimitMessage(maxAge, "reconnect")})
 			return nil
 		}
 		select {

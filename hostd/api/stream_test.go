@@ -1,0 +1,274 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/session"
+)
+
+// openedStream is a stream asked for: held open when status is 200, or
+// refused with the body's code and limit.
+type openedStream struct {
+	status int
+	code   string
+	limit  int
+	resp   *http.Response
+	close  func()
+}
+
+// openStream asks for a stream as tok and returns once the answer's head
+// arrived; a 200's body stays open until close (or the test's end).
+func openStream(t *testing.T, url, tok, method, path, body string) *openedStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	o := &openedStream{status: resp.StatusCode, resp: resp, close: func() { cancel(); resp.Body.Close() }}
+	t.Cleanup(o.close)
+	if resp.StatusCode != http.StatusOK {
+		var b struct {
+			Error string `json:"error"`
+			Code  string `json:"code"`
+			Limit int    `json:"limit"`
+		}
+		json.NewDecoder(resp.Body).Decode(&b)
+		o.code, o.limit = b.Code, b.Limit
+		t.Logf("%s %s: %d %s", method, path, resp.StatusCode, b.Error)
+		o.close()
+	}
+	return o
+}
+
+// streamPaths opens exec/stream (a sleeping command) and events/stream.
+func execStreamOf(t *testing.T, url, tok, id string) *openedStream {
+	t.Helper()
+	return openStream(t, url, tok, "POST", "/v1/agents/sessions/"+id+"/exec/stream", `{"command":"sleep 120"}`)
+}
+
+func eventStreamOf(t *testing.T, url, tok, id string) *openedStream {
+	t.Helper()
+	return openStream(t, url, tok, "GET", "/v1/agents/sessions/"+id+"/events/stream", "")
+}
+
+// wantRefused checks that o is the 429 of the cap code with limit.
+func wantRefused(t *testing.T, what string, o *openedStream, code string, limit int) {
+	t.Helper()
+	if o.status != http.StatusTooManyRequests || o.code != code || o.limit != limit {
+		t.Errorf("%s: %d code %q limit %d, want 429 %q %d", what, o.status, o.code, o.limit, code, limit)
+	}
+}
+
+// wantOpen checks that o was let through.
+func wantOpen(t *testing.T, what string, o *openedStream) {
+	t.Helper()
+	if o.status != http.StatusOK {
+		t.Fatalf("%s: %d (code %q), want a stream", what, o.status, o.code)
+	}
+}
+
+// eventually retries open until a stream is let through.
+func eventually(t *testing.T, what string, open func() *openedStream) *openedStream {
+	t.Helper()
+	var o *openedStream
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if o = open(); o.status == http.StatusOK {
+			return o
+		}
+	}
+	t.Fatalf("%s: still refused after 10 s: %d %q", what, o.status, o.code)
+	return nil
+}
+
+// TestStreamLimits reaches every cap of the admin's sessions with the
+// default limits (the session's and the daemon's, for job and event
+// streams), frees slots by closing a stream and by a session's end, and
+// ends streams at their age limit with the limit set low.
+func TestStreamLimits(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	l := api.DefaultStreamLimits
+	if l.JobStreams != 16 || l.EventStreams != 64 || l.MaxAge != time.Hour {
+		t.Fatalf("default limits %+v: the docs say 16 job streams, 64 event streams, one hour each", l)
+	}
+	// Enough sessions to fill the daemon's event streams one session cap
+	// at a time, and one more.
+	n := l.EventStreams/l.EventStreamsPerSession + 1
+	ids := make([]string, n)
+	for i := range ids {
+		s, err := d.c.CreateSession(ctx, session.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = s.ID
+		defer d.c.DeleteSession(ctx, s.ID)
+	}
+	var jobs []*openedStream
+	// The session's caps, both kinds. Every stream opened stays open
+	// through what follows.
+	for i := range l.JobStreamsPerSession {
+		o := execStreamOf(t, d.url, token, ids[0])
+		wantOpen(t, fmt.Sprintf("job stream %d of the session", i+1), o)
+		jobs = append(jobs, o)
+	}
+	wantRefused(t, "exec/stream past the session's cap", execStreamOf(t, d.url, token, ids[0]), api.CodeJobStreamsSession, l.JobStreamsPerSession)
+	// jobs/{job}/stream counts with exec/stream.
+	var list struct{ Jobs []session.Job }
+	if code := call(t, d.url, "GET", "/v1/agents/sessions/"+ids[0]+"/jobs", nil, &list); code != 200 || len(list.Jobs) != l.JobStreamsPerSession {
+		t.Fatalf("jobs of the session: %d %d, want the %d streamed (a refused exec/stream starts nothing)", code, len(list.Jobs), l.JobStreamsPerSession)
+	}
+	wantRefused(t, "jobs/{job}/stream past the session's cap", openStream(t, d.url, token, "GET", "/v1/agents/sessions/"+ids[0]+"/jobs/"+list.Jobs[0].ID+"/stream", ""),
+		api.CodeJobStreamsSession, l.JobStreamsPerSession)
+	for i := range l.EventStreamsPerSession {
+		wantOpen(t, fmt.Sprintf("event stream %d of the session", i+1), eventStreamOf(t, d.url, token, ids[0]))
+	}
+	wantRefused(t, "events/stream past the session's cap", eventStreamOf(t, d.url, token, ids[0]), api.CodeEventStreamsSession, l.EventStreamsPerSession)
+	// The daemon's caps: the admin's sessions have no tenant cap.
+	for i := 1; len(jobs) < l.JobStreams; i++ {
+		for range l.JobStreamsPerSession {
+			o := execStreamOf(t, d.url, token, ids[i])
+			wantOpen(t, fmt.Sprintf("job stream %d of the daemon", len(jobs)+1), o)
+			jobs = append(jobs, o)
+		}
+	}
+	wantRefused(t, "exec/stream past the daemon's cap", execStreamOf(t, d.url, token, ids[n-1]), api.CodeJobStreamsDaemon, l.JobStreams)
+	for i := 1; i < n-1; i++ {
+		for range l.EventStreamsPerSession {
+			wantOpen(t, "an event stream below the daemon's cap", eventStreamOf(t, d.url, token, ids[i]))
+		}
+	}
+	wantRefused(t, "events/stream past the daemon's cap", eventStreamOf(t, d.url, token, ids[n-1]), api.CodeEventStreamsDaemon, l.EventStreams)
+	// A client that goes away gives its job stream back.
+	jobs[len(jobs)-1].close()
+	jobs = append(jobs[:len(jobs)-1], eventually(t, "exec/stream after one was closed", func() *openedStream { return execStreamOf(t, d.url, token, ids[n-1]) }))
+	wantRefused(t, "exec/stream once the freed slot is taken again", execStreamOf(t, d.url, token, ids[n-1]), api.CodeJobStreamsDaemon, l.JobStreams)
+	// A session's end ends its event streams and gives their slots back.
+	if err := d.c.DeleteSession(ctx, ids[n-2]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "events/stream after a session's streams ended", func() *openedStream { return eventStreamOf(t, d.url, token, ids[n-1]) })
+	// The age limit, set low.
+	for _, o := range jobs {
+		o.close()
+	}
+	short := l
+	short.MaxAge = time.Second
+	if err := d.api.SetStreamLimits(short); err != nil {
+		t.Fatal(err)
+	}
+	defer d.api.SetStreamLimits(l)
+	id := ids[n-1]
+	job := eventually(t, "exec/stream with a one-second age", func() *openedStream { return execStreamOf(t, d.url, token, id) })
+	ev := eventStreamOf(t, d.url, token, id)
+	wantOpen(t, "events/stream with a one-second age", ev)
+	var running struct{ Jobs []session.Job }
+	call(t, d.url, "GET", "/v1/agents/sessions/"+id+"/jobs", nil, &running)
+	if len(running.Jobs) == 0 {
+		t.Fatal("no job under the exec/stream")
+	}
+	follow := openStream(t, d.url, token, "GET", "/v1/agents/sessions/"+id+"/jobs/"+running.Jobs[0].ID+"/stream", "")
+	wantOpen(t, "jobs/{job}/stream with a one-second age", follow)
+	for what, o := range map[string]*openedStream{"exec/stream": job, "events/stream": ev, "jobs/{job}/stream": follow} {
+		start := time.Now()
+		done := make(chan []sseEvent, 1)
+		go func() { done <- readSSE(t, o.resp) }()
+		select {
+		case evs := <-done:
+			if len(evs) == 0 || evs[len(evs)-1].name != "error" || !strings.Contains(evs[len(evs)-1].data, "time limit (1s)") {
+				t.Errorf("%s at its age limit ended with %+v, want an error event naming the limit", what, evs)
+			}
+			t.Logf("%s ended %v after the previous one", what, time.Since(start).Round(time.Millisecond))
+		case <-time.After(15 * time.Second):
+			t.Errorf("%s did not end at its one-second age limit (the command sleeps 120 s)", what)
+		}
+	}
+}
+
+// TestAttackOneTenantHoldsAllStreams: a tenant opens job and event
+// streams over many sessions of its own, as many as it is let. It is
+// stopped at its tenant cap, below the daemon's, and another tenant still
+// gets both kinds of stream (before the tenant caps, the first tenant
+// took all 16 job and 64 event streams and the other got 409).
+func TestAttackOneTenantHoldsAllStreams(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	toks := withTenants(t, d, "hog", "other")
+	hog, other := client.New(d.url, toks["hog"]), client.New(d.url, toks["other"])
+	l := api.DefaultStreamLimits
+	// Sessions enough to fill the daemon's caps through session caps alone.
+	n := max(l.JobStreams/l.JobStreamsPerSession, l.EventStreams/l.EventStreamsPerSession) + 1
+	var ids []string
+	for range n {
+		s, err := hog.CreateSession(ctx, session.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+		defer d.c.DeleteSession(ctx, s.ID)
+	}
+	theirs, err := other.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, theirs.ID)
+
+	// Job streams, one session after another, until refused.
+	var held int
+	var refused *openedStream
+	for i := 0; i <= l.JobStreams && refused == nil; i++ {
+		if o := execStreamOf(t, d.url, toks["hog"], ids[i%n]); o.status == http.StatusOK {
+			held++
+		} else {
+			refused = o
+		}
+	}
+	if held != l.JobStreamsPerTenant || refused == nil {
+		t.Fatalf("the tenant holds %d job streams, want its cap %d (the daemon's is %d)", held, l.JobStreamsPerTenant, l.JobStreams)
+	}
+	wantRefused(t, "the tenant's job stream past its cap", refused, api.CodeJobStreamsTenant, l.JobStreamsPerTenant)
+	// The other tenant runs a streamed command to its end.
+	var out strings.Builder
+	if code, err := other.ExecStream(ctx, theirs.ID, session.ExecRequest{Command: "echo still here"}, &out, io.Discard); err != nil || code != 0 || out.String() != "still here\n" {
+		t.Errorf("the other tenant's exec/stream while the first is at its cap: %d %q %v", code, out.String(), err)
+	}
+
+	// Event streams likewise.
+	held, refused = 0, nil
+	for i := 0; i <= l.EventStreams && refused == nil; i++ {
+		if o := eventStreamOf(t, d.url, toks["hog"], ids[i%n]); o.status == http.StatusOK {
+			held++
+		} else {
+			refused = o
+		}
+	}
+	if held != l.EventStreamsPerTenant || refused == nil {
+		t.Fatalf("the tenant holds %d event streams, want its cap %d (the daemon's is %d)", held, l.EventStreamsPerTenant, l.EventStreams)
+	}
+	wantRefused(t, "the tenant's event stream past its cap", refused, api.CodeEventStreamsTenant, l.EventStreamsPerTenant)
+	ev := eventStreamOf(t, d.url, toks["other"], theirs.ID)
+	wantOpen(t, "the other tenant's events/stream while the first is at its cap", ev)
+	sc := make(chan []sseEvent, 1)
+	go func() { sc <- readSSE(t, ev.resp) }()
+	time.Sleep(700 * time.Millisecond) // the history is sent at once
+	ev.close()
+	if evs := <-sc; len(evs) == 0 || evs[0].name != "ledger" {
+		t.Errorf("the other tenant's event stream carried %+v, want its ledger", evs)
+	}
+}
