@@ -45,8 +45,8 @@ type Config struct {
 	// sandbox, a temporary directory in tests. Commands are not chrooted.
 	Root string
 	// GuestUser is "uid:gid". When set and the agent runs as root,
-	// commands run as that user with no supplementary groups, and files
-	// and directories the files API creates are handed to it.
+	// commands run as that user with no supplementary groups, and the
+	// files routes act with its rights (guestuser.go).
 	GuestUser string
 	// Home is the guest user's home: HOME, the default working directory
 	// and where the probe looks for a Playwright browser cache.
@@ -84,6 +84,9 @@ type Server struct {
 	// nothing is to be changed.
 	uid, gid int
 	chown    bool
+	// systemDirs are the directories the files routes never change:
+	// api.SystemDirs and the agent's spool and upload directories.
+	systemDirs []string
 
 	jobs    *supervisor
 	uploads sync.Mutex // serialises upload part bookkeeping
@@ -134,6 +137,12 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, log: log, uid: -1, gid: -1}
+	s.systemDirs = slices.Clone(api.SystemDirs)
+	for _, d := range []string{cfg.SpoolDir, cfg.UploadDir} {
+		if d = filepath.Clean(d); filepath.IsAbs(d) && d != "/" {
+			s.systemDirs = append(s.systemDirs, d)
+		}
+	}
 	if cfg.GuestUser != "" {
 		uid, gid, err := parseUser(cfg.GuestUser)
 		if err != nil {

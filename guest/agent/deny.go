@@ -14,13 +14,26 @@ import (
 	"paddock.dev/paddock/guest/api"
 )
 
-// A write, delete or upload complete may carry Deny directories (see
-// api.MaxDeny). The host checks them first, but what holds is this: the
-// directory the call writes in is opened once, every change is made
-// relative to that handle, and before it the handle's ancestry is walked
-// with ".." and compared by (device, inode) with the Deny directories. A
-// link swapped on the way after the check cannot lead the write anywhere
-// else, because nothing is looked up by path again.
+// A write, delete or upload complete may not change three kinds of place
+// (on top of the guest user's permissions, guestuser.go):
+//
+//   - the system directories: api.SystemDirs and the agent's own spool
+//     and upload directories, always, whoever owns them;
+//   - the Deny directories the host sends (a read-only workspace, see
+//     api.MaxDeny);
+//   - the Exec programs the host sends (the session's execute allow-list,
+//     see api.MaxExecList): each program, every symbolic link on the way
+//     to it, every directory holding it.
+//
+// Two checks hold them. Before anything changes, the call's path, as given
+// and with its links followed, is compared with each protected place, as
+// given and with its links followed: that one gives the clear message.
+// Then what holds against a link swapped in between: the directory the
+// call writes in is opened once, every change is made relative to that
+// handle, and before it the handle's ancestry is walked with ".." and
+// compared by (device, inode) with the protected directories, and the
+// handle and the name with the directory and name of each program's
+// places. Nothing is looked up by path again.
 
 // fileID is the identity of a file: its device and inode numbers.
 type fileID struct{ dev, ino uint64 }
@@ -38,29 +51,75 @@ func infoID(fi fs.FileInfo) (fileID, bool) {
 
 // checkDeny validates the Deny list the host sent.
 func checkDeny(deny []string) error {
-	if len(deny) > api.MaxDeny {
-		return fmt.Errorf("%w: deny holds %d directories, more than %d", ErrBadRequest, len(deny), api.MaxDeny)
+	return checkPathList("deny", "directory", deny, api.MaxDeny)
+}
+
+// checkExec validates the Exec list the host sent.
+func checkExec(exec []string) error {
+	return checkPathList("exec", "program", exec, api.MaxExecList)
+}
+
+func checkPathList(field, what string, list []string, max int) error {
+	if len(list) > max {
+		return fmt.Errorf("%w: %s holds %d entries, more than %d", ErrBadRequest, field, len(list), max)
 	}
-	for _, d := range deny {
+	for _, d := range list {
 		if d == "" || len(d) > maxPathLen || !strings.HasPrefix(d, "/") || path.Clean(d) != d || strings.ContainsAny(d, "\x00\n\r") {
-			return fmt.Errorf("%w: deny directory %q must be a clean absolute path such as /workspace", ErrBadRequest, d)
+			return fmt.Errorf("%w: %s %s %q must be a clean absolute path such as /workspace", ErrBadRequest, field, what, d)
 		}
 	}
 	return nil
 }
 
-// denyGuard holds the Deny directories of one call by identity.
-type denyGuard struct {
-	root   *os.Root
-	rootID fileID
-	paths  []string // the Deny directories that exist, as given
-	ids    []fileID // their identities, index for index
+// relOf is the form of a clean absolute path that os.Root takes.
+func relOf(p string) string {
+	if rel := strings.TrimPrefix(p, "/"); rel != "" {
+		return rel
+	}
+	return "."
 }
 
-// newDenyGuard resolves each Deny directory in root (links followed the
-// way resolveInRoot does) and records its identity. One that does not
-// exist is skipped: it denies nothing.
-func newDenyGuard(root *os.Root, deny []string) (*denyGuard, error) {
+// withinRel reports whether p is dir or lies under it (both in relOf form).
+func withinRel(p, dir string) bool {
+	return dir == "." || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// protectedDir is a directory no call may change anything under.
+type protectedDir struct {
+	path   string   // as given
+	forms  []string // relative to the root: as given, then with links followed
+	id     fileID   // identity, when exists
+	exists bool
+	system bool // one of the system directories (else a Deny directory)
+}
+
+// resolved is the form with links followed.
+func (d protectedDir) resolved() string { return d.forms[len(d.forms)-1] }
+
+// progPlace is one place whose name decides what a program of the execute
+// allow-list is: the program's path as given, and each link on the way to
+// the file, with the links in its parents followed.
+type progPlace struct {
+	prog  string // the program as the host named it
+	rel   string // the place, relative to the root
+	dir   fileID // identity of the place's directory, when dirOK
+	dirOK bool
+}
+
+// guard holds the protected places of one call by path and by identity.
+type guard struct {
+	root   *os.Root
+	rootID fileID
+	dirs   []protectedDir
+	places []progPlace
+}
+
+// newGuard resolves the system directories, deny and exec in root (links
+// followed the way resolveInRoot does) and records their identities. A
+// Deny directory that does not exist is skipped: it denies nothing. A
+// system directory or a program that does not exist is still refused by
+// path.
+func (s *Server) newGuard(root *os.Root, deny, exec []string) (*guard, error) {
 	fi, err := root.Stat(".")
 	if err != nil {
 		return nil, rootErr("/", err)
@@ -69,46 +128,143 @@ func newDenyGuard(root *os.Root, deny []string) (*denyGuard, error) {
 	if !ok {
 		return nil, fmt.Errorf("stat of the root has no inode number")
 	}
-	g := &denyGuard{root: root, rootID: id}
+	g := &guard{root: root, rootID: id}
+	for _, d := range s.systemDirs {
+		if err := g.addDir(d, true); err != nil {
+			return nil, err
+		}
+	}
 	for _, d := range deny {
-		rel := strings.TrimPrefix(d, "/")
-		if rel == "" {
-			rel = "."
+		if err := g.addDir(d, false); err != nil {
+			return nil, err
 		}
-		resolved, err := resolveInRoot(root, rel, true)
-		if err == nil {
-			fi, err = root.Stat(resolved)
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("deny directory %s: %w", d, rootErr(d, err))
-		}
-		if id, ok := infoID(fi); ok {
-			g.paths, g.ids = append(g.paths, d), append(g.ids, id)
-		}
+	}
+	for _, p := range exec {
+		g.addProgram(p)
 	}
 	return g, nil
 }
 
-// denied returns the Deny directory with identity id, if any.
-func (g *denyGuard) denied(id fileID) (string, bool) {
-	for i, d := range g.ids {
-		if d == id {
-			return g.paths[i], true
+func (g *guard) addDir(d string, system bool) error {
+	rel := relOf(d)
+	pd := protectedDir{path: d, forms: []string{rel}, system: system}
+	resolved, err := resolveInRoot(g.root, rel, true)
+	if err == nil {
+		if resolved != rel {
+			pd.forms = append(pd.forms, resolved)
+		}
+		var fi fs.FileInfo
+		if fi, err = g.root.Stat(resolved); err == nil {
+			pd.id, pd.exists = infoID(fi)
 		}
 	}
-	return "", false
+	switch {
+	case system:
+		// Refused by path even when missing or out of sight.
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("deny directory %s: %w", d, rootErr(d, err))
+	}
+	g.dirs = append(g.dirs, pd)
+	return nil
+}
+
+// addProgram records the places of program p: p as given, then each link
+// on the way to the file it names (at most maxSymlinks).
+func (g *guard) addProgram(p string) {
+	seen := map[string]bool{}
+	add := func(rel string) {
+		if seen[rel] {
+			return
+		}
+		seen[rel] = true
+		pl := progPlace{prog: p, rel: rel}
+		if fi, err := g.root.Stat(path.Dir(rel)); err == nil {
+			pl.dir, pl.dirOK = infoID(fi)
+		}
+		g.places = append(g.places, pl)
+	}
+	cur := relOf(p)
+	add(cur)
+	for range maxSymlinks {
+		res, err := resolveInRoot(g.root, cur, false)
+		if err != nil {
+			return
+		}
+		add(res)
+		fi, err := g.root.Lstat(res)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return
+		}
+		target, err := g.root.Readlink(res)
+		if err != nil {
+			return
+		}
+		if strings.HasPrefix(target, "/") {
+			cur = target
+		} else {
+			cur = path.Dir(res) + "/" + target
+		}
+	}
+}
+
+// dirErr is the refusal for a path that is, lies under or holds d.
+func (g *guard) dirErr(clean string, d protectedDir, how string) error {
+	if !d.system {
+		return fmt.Errorf("%w: %s %s %s, which this call may not change", ErrForbidden, clean, how, d.path)
+	}
+	return withCode(api.CodeSystemPath, fmt.Errorf("%w: %s %s %s, one of the image's system directories (%s), which the files routes never change; write in the workspace, /tmp, /var/tmp or the guest's home",
+		ErrForbidden, clean, how, d.path, strings.Join(api.SystemDirs, " ")))
+}
+
+// progErr is the refusal for a path that would change program pl.prog.
+func progErr(clean string, pl progPlace) error {
+	return withCode(api.CodeExecProgram, fmt.Errorf("%w: %s would change %s, a program the session's execute allow-list (process.enforce \"exec\") lets start (the file, a link on the way to it, or a directory holding it); the files routes never create, replace or remove those",
+		ErrForbidden, clean, pl.prog))
+}
+
+// checkPaths compares the call's path in each of its forms (as given, with
+// links followed) with every protected place: refused when it is one, lies
+// under a protected directory, or holds either.
+func (g *guard) checkPaths(clean string, forms ...string) error {
+	for _, f := range forms {
+		for _, d := range g.dirs {
+			for _, df := range d.forms {
+				if withinRel(f, df) {
+					return g.dirErr(clean, d, "is under")
+				}
+				if withinRel(df, f) {
+					return g.dirErr(clean, d, "holds")
+				}
+			}
+		}
+		for _, pl := range g.places {
+			if withinRel(pl.rel, f) {
+				return progErr(clean, pl)
+			}
+		}
+	}
+	return nil
+}
+
+// denied returns the protected directory with identity id, if any.
+func (g *guard) denied(id fileID) (protectedDir, bool) {
+	for _, d := range g.dirs {
+		if d.exists && d.id == id {
+			return d, true
+		}
+	}
+	return protectedDir{}, false
 }
 
 // maxDepth bounds the walk up from a directory to the root.
 const maxDepth = maxPathLen / 2
 
 // checkDir refuses (ErrForbidden) when dir, or any directory above it up
-// to the root, is a Deny directory, and when dir is not under the root at
-// all. clean names the request's path in errors.
-func (g *denyGuard) checkDir(dir *os.Root, clean string) error {
+// to the root, is a protected directory, and when dir is not under the
+// root at all. clean names the request's path in errors.
+func (g *guard) checkDir(dir *os.Root, clean string) error {
 	f, err := dir.Open(".")
 	if err != nil {
 		return rootErr(path.Dir(clean), err)
@@ -124,7 +280,7 @@ func (g *denyGuard) checkDir(dir *os.Root, clean string) error {
 		}
 		id := statID(&st)
 		if d, ok := g.denied(id); ok {
-			return fmt.Errorf("%w: %s is under %s, which this call may not change", ErrForbidden, clean, d)
+			return g.dirErr(clean, d, "is under")
 		}
 		if id == g.rootID {
 			return nil
@@ -149,10 +305,26 @@ func (g *denyGuard) checkDir(dir *os.Root, clean string) error {
 	return fmt.Errorf("%w: the directory of %s is more than %d levels deep", ErrForbidden, clean, maxDepth)
 }
 
-// checkTarget refuses when name in dir (not following a final link) is a
-// Deny directory, or, when holding is set, a directory above one (a
-// recursive delete would reach it).
-func (g *denyGuard) checkTarget(dir *os.Root, name, clean string, holding bool) error {
+// checkTarget refuses when name in dir is the place of a program, when it
+// (not following a final link) is a protected directory, or, when
+// holding is set, a directory above one or above a program (a recursive
+// delete would reach it).
+func (g *guard) checkTarget(dir *os.Root, name, clean string, holding bool) error {
+	var dirSt unix.Stat_t
+	if f, err := dir.Open("."); err != nil {
+		return rootErr(path.Dir(clean), err)
+	} else {
+		err = unix.Fstat(int(f.Fd()), &dirSt)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("check the directory of %s: %w", clean, err)
+		}
+	}
+	for _, pl := range g.places {
+		if pl.dirOK && pl.dir == statID(&dirSt) && path.Base(pl.rel) == name {
+			return progErr(clean, pl)
+		}
+	}
 	fi, err := dir.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -165,46 +337,55 @@ func (g *denyGuard) checkTarget(dir *os.Root, name, clean string, holding bool) 
 		return nil
 	}
 	if d, ok := g.denied(id); ok {
-		return fmt.Errorf("%w: %s is %s, which this call may not change", ErrForbidden, clean, d)
+		return g.dirErr(clean, d, "is")
 	}
 	if !holding || !fi.IsDir() {
 		return nil
 	}
-	for i, d := range g.paths {
-		above, err := g.above(g.ids[i], d, id)
+	for _, d := range g.dirs {
+		if !d.exists {
+			continue
+		}
+		above, err := g.above(d.resolved(), d.id, id)
 		if err != nil {
-			return err
+			return rootErr(d.path, err)
 		}
 		if above {
-			return fmt.Errorf("%w: %s holds %s, which this call may not change", ErrForbidden, clean, d)
+			return g.dirErr(clean, d, "holds")
+		}
+	}
+	for _, pl := range g.places {
+		if !pl.dirOK {
+			continue
+		}
+		dirRel, err := resolveInRoot(g.root, path.Dir(pl.rel), true)
+		if err != nil {
+			return progErr(clean, pl) // it changed since the guard was made: be safe
+		}
+		above, err := g.above(dirRel, pl.dir, id)
+		if err != nil || above {
+			return progErr(clean, pl)
 		}
 	}
 	return nil
 }
 
-// above reports whether the directory with identity target is the Deny
-// directory d (identity want) or lies above it.
-func (g *denyGuard) above(want fileID, d string, target fileID) (bool, error) {
-	rel := strings.TrimPrefix(d, "/")
-	if rel == "" {
-		rel = "."
-	}
-	resolved, err := resolveInRoot(g.root, rel, true)
-	if err != nil {
-		return false, rootErr(d, err)
-	}
-	f, err := g.root.Open(resolved)
+// above reports whether the directory with identity target is the
+// directory at rel (resolved; identity want) or lies above it. When rel
+// no longer has identity want, it says true: the place changed since the
+// guard was made, so be safe.
+func (g *guard) above(rel string, want, target fileID) (bool, error) {
+	f, err := g.root.Open(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, rootErr(d, err)
+		return false, err
 	}
 	defer f.Close()
 	cur := int(f.Fd())
 	var st unix.Stat_t
 	if err := unix.Fstat(cur, &st); err != nil || statID(&st) != want {
-		// d changed since the guard was made: be safe.
 		return true, nil
 	}
 	closeCur := func() {}
@@ -233,11 +414,12 @@ func (g *denyGuard) above(want fileID, d string, target fileID) (bool, error) {
 
 // openParentGuarded opens the directory holding rel (already resolved in
 // root) as its own *os.Root, one component at a time, creating missing
-// ones when parents is set, and checks it against g: every directory it
-// creates a child in, and the one it returns, must not be under a Deny
-// directory. It returns the handle and the name of the target in it; all
-// changes to the target must go through that handle.
-func (s *Server) openParentGuarded(root *os.Root, g *denyGuard, clean, rel string, parents bool) (*os.Root, string, error) {
+// ones when parents is set (handed to the guest user), and checks it
+// against g: every directory it creates a child in, and the one it
+// returns, must not be under a protected directory. It returns the handle
+// and the name of the target in it; all changes to the target must go
+// through that handle.
+func (s *Server) openParentGuarded(root *os.Root, g *guard, clean, rel string, parents bool) (*os.Root, string, error) {
 	if rel == "." {
 		return nil, "", fmt.Errorf("%w: / is a directory; give a file path", ErrBadRequest)
 	}
@@ -283,4 +465,28 @@ func (s *Server) openParentGuarded(root *os.Root, g *denyGuard, clean, rel strin
 		return nil, "", err
 	}
 	return cur, name, nil
+}
+
+// openTarget is what a write, delete or upload complete does first: the
+// guard for deny and exec, the check of the path as given (rel) and
+// resolved, the target's own directory opened through openParentGuarded
+// and checked with checkTarget (holding: the call may remove a directory
+// and what it holds). The caller closes the returned directory.
+func (s *Server) openTarget(root *os.Root, clean, rel, resolved string, deny, exec []string, parents, holding bool) (*os.Root, string, error) {
+	g, err := s.newGuard(root, deny, exec)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := g.checkPaths(clean, rel, resolved); err != nil {
+		return nil, "", err
+	}
+	dir, name, err := s.openParentGuarded(root, g, clean, resolved, parents)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := g.checkTarget(dir, name, clean, holding); err != nil {
+		dir.Close()
+		return nil, "", err
+	}
+	return dir, name, nil
 }

@@ -20,9 +20,32 @@ var (
 	ErrForbidden  = errors.New("forbidden")
 )
 
+// codedError gives a refusal a more precise code than its sentinel's
+// (api.CodeSystemPath and the like); the status still comes from the
+// sentinel it wraps.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// withCode wraps err (already carrying its sentinel) with code.
+func withCode(code string, err error) error { return &codedError{code: code, err: err} }
+
 // httpStatus is the one place errors become HTTP statuses and the stable
 // codes of api.Error.
 func httpStatus(err error) (int, string) {
+	status, code := sentinelStatus(err)
+	var coded *codedError
+	if status < 500 && errors.As(err, &coded) {
+		code = coded.code
+	}
+	return status, code
+}
+
+func sentinelStatus(err error) (int, string) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, ErrBadRequest):

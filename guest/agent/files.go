@@ -34,20 +34,36 @@ func fileInfo(root *os.Root, clean, rel string, fi fs.FileInfo) api.FileInfo {
 }
 
 // handleList answers GET /v1/files?path=: a directory listing, or the stat
-// of anything else.
+// of anything else. Like every files route it acts as the guest user.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 	clean, rel, err := checkPath(r.URL.Query().Get("path"))
 	if err != nil {
 		return err
 	}
-	root, rel, err := s.openResolved(clean, rel, false)
+	var out api.Listing
+	err = s.asGuest("list", clean, func() error {
+		l, err := s.list(clean, rel)
+		if err == nil {
+			out = *l
+		}
+		return err
+	})
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) list(clean, rel string) (*api.Listing, error) {
+	root, rel, err := s.openResolved(clean, rel, false)
+	if err != nil {
+		return nil, err
 	}
 	defer root.Close()
 	lfi, err := root.Lstat(rel)
 	if err != nil {
-		return rootErr(clean, err)
+		return nil, rootErr(clean, err)
 	}
 	self := fileInfo(root, clean, rel, lfi)
 	isDir := lfi.IsDir()
@@ -59,19 +75,18 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if !isDir {
-		writeJSON(w, http.StatusOK, api.Listing{Kind: "file", Path: clean, Entries: []api.FileInfo{self}, Self: &self})
-		return nil
+		return &api.Listing{Kind: "file", Path: clean, Entries: []api.FileInfo{self}, Self: &self}, nil
 	}
 	dir, err := root.Open(rel)
 	if err != nil {
-		return rootErr(clean, err)
+		return nil, rootErr(clean, err)
 	}
 	defer dir.Close()
 	names, err := dir.Readdirnames(api.MaxListEntries + 1)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return rootErr(clean, err)
+		return nil, rootErr(clean, err)
 	}
-	out := api.Listing{Kind: "dir", Path: clean, Entries: []api.FileInfo{}, Self: &self}
+	out := &api.Listing{Kind: "dir", Path: clean, Entries: []api.FileInfo{}, Self: &self}
 	if len(names) > api.MaxListEntries {
 		names, out.Truncated = names[:api.MaxListEntries], true
 	}
@@ -84,8 +99,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.Entries = append(out.Entries, fileInfo(root, childClean, childRel, fi))
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // openRegular opens rel for reading and checks it is a regular file.
@@ -118,34 +132,44 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	root, rel, err := s.openResolved(clean, rel, true)
+	var out api.FileContent
+	err = s.asGuest("read", clean, func() error {
+		root, rel, err := s.openResolved(clean, rel, true)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		f, fi, err := openRegular(root, clean, rel)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		tooBig := fmt.Errorf("%w: %s is %d bytes, more than the %d one read returns; use GET /v1/files/range",
+			ErrTooLarge, clean, fi.Size(), api.MaxFileReadBytes)
+		if fi.Size() > api.MaxFileReadBytes {
+			return tooBig
+		}
+		data, err := io.ReadAll(io.LimitReader(f, api.MaxFileReadBytes+1))
+		if err != nil {
+			return rootErr(clean, err)
+		}
+		if len(data) > api.MaxFileReadBytes {
+			return tooBig
+		}
+		out = api.FileContent{Path: clean, Content: data, Mode: modeString(fi)}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	f, fi, err := openRegular(root, clean, rel)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	tooBig := fmt.Errorf("%w: %s is %d bytes, more than the %d one read returns; use GET /v1/files/range",
-		ErrTooLarge, clean, fi.Size(), api.MaxFileReadBytes)
-	if fi.Size() > api.MaxFileReadBytes {
-		return tooBig
-	}
-	data, err := io.ReadAll(io.LimitReader(f, api.MaxFileReadBytes+1))
-	if err != nil {
-		return rootErr(clean, err)
-	}
-	if len(data) > api.MaxFileReadBytes {
-		return tooBig
-	}
-	writeJSON(w, http.StatusOK, api.FileContent{Path: clean, Content: data, Mode: modeString(fi)})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // handleWriteFile answers PUT /v1/files/content: the content goes to a
-// temporary file beside the target, renamed over it when complete.
+// temporary file beside the target, renamed over it when complete. It
+// acts as the guest user (guestuser.go) and never changes the places the
+// guard protects (deny.go).
 func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) error {
 	var req api.FileContent
 	if err := decodeJSON(r, &req); err != nil {
@@ -165,57 +189,56 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) error {
 	if err := checkDeny(req.Deny); err != nil {
 		return err
 	}
-	root, rel, err := s.openResolved(clean, rel, false)
-	if err != nil {
+	if err := checkExec(req.Exec); err != nil {
 		return err
 	}
-	defer root.Close()
-	dir, rel, err := s.writeDir(root, clean, rel, req.Parents == nil || *req.Parents, req.Deny)
-	if err != nil {
-		return err
-	}
-	if dir != root {
+	var out api.FileInfo
+	err = s.asGuest("write", clean, func() error {
+		dir, name, err := s.writeTarget(clean, rel, req.Deny, req.Exec, req.Parents == nil || *req.Parents)
+		if err != nil {
+			return err
+		}
 		defer dir.Close()
-	}
-	f, tmp, err := createTemp(dir, rel)
+		f, tmp, err := createTemp(dir, name)
+		if err != nil {
+			return rootErr(clean, err)
+		}
+		if _, err := f.Write(req.Content); err != nil {
+			f.Close()
+			_ = dir.Remove(tmp)
+			return rootErr(clean, err)
+		}
+		if err := s.commitTemp(dir, f, tmp, name, mode); err != nil {
+			return rootErr(clean, err)
+		}
+		fi, err := dir.Lstat(name)
+		if err != nil {
+			return rootErr(clean, err)
+		}
+		out = fileInfo(dir, clean, name, fi)
+		return nil
+	})
 	if err != nil {
-		return rootErr(clean, err)
+		return err
 	}
-	if _, err := f.Write(req.Content); err != nil {
-		f.Close()
-		_ = dir.Remove(tmp)
-		return rootErr(clean, err)
-	}
-	if err := s.commitTemp(dir, f, tmp, rel, mode); err != nil {
-		return rootErr(clean, err)
-	}
-	fi, err := dir.Lstat(rel)
-	if err != nil {
-		return rootErr(clean, err)
-	}
-	writeJSON(w, http.StatusOK, fileInfo(dir, clean, rel, fi))
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// writeDir prepares the write of rel (resolved in root) and returns the
-// directory handle and name to write it through. Without deny that is
-// root and rel, after prepareParent. With deny it is the target's own
-// directory, opened once and checked against the Deny directories (see
-// deny.go), and the target's last component.
-func (s *Server) writeDir(root *os.Root, clean, rel string, parents bool, deny []string) (*os.Root, string, error) {
-	if len(deny) == 0 {
-		return root, rel, s.prepareParent(root, clean, rel, parents)
+// writeTarget opens the directory a write or upload of clean goes through
+// (openTarget) and checks the target is not a directory. It returns the
+// handle, which the caller closes, and the target's name in it.
+func (s *Server) writeTarget(clean, rel string, deny, exec []string, parents bool) (*os.Root, string, error) {
+	if rel == "." {
+		return nil, "", fmt.Errorf("%w: / is a directory; give a file path", ErrBadRequest)
 	}
-	g, err := newDenyGuard(root, deny)
+	root, resolved, err := s.openResolved(clean, rel, false)
 	if err != nil {
 		return nil, "", err
 	}
-	dir, name, err := s.openParentGuarded(root, g, clean, rel, parents)
+	defer root.Close()
+	dir, name, err := s.openTarget(root, clean, rel, resolved, deny, exec, parents, false)
 	if err != nil {
-		return nil, "", err
-	}
-	if err := g.checkTarget(dir, name, clean, false); err != nil {
-		dir.Close()
 		return nil, "", err
 	}
 	if fi, err := dir.Lstat(name); err == nil && fi.IsDir() {
@@ -225,7 +248,8 @@ func (s *Server) writeDir(root *os.Root, clean, rel string, parents bool, deny [
 	return dir, name, nil
 }
 
-// handleDelete answers DELETE /v1/files?path=&recursive=.
+// handleDelete answers DELETE /v1/files?path=&recursive=&deny=&exec=, as
+// the guest user and never in the places the guard protects.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	clean, rel, err := checkPath(r.URL.Query().Get("path"))
 	if err != nil {
@@ -241,47 +265,44 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) error {
 	if !strings.Contains(rel, "/") {
 		return fmt.Errorf("%w: refusing to delete the top-level directory %s; delete what is inside it", ErrBadRequest, clean)
 	}
-	deny := r.URL.Query()["deny"]
+	deny, exec := r.URL.Query()["deny"], r.URL.Query()["exec"]
 	if err := checkDeny(deny); err != nil {
 		return err
 	}
-	// Parents may be links; what they lead to gets the same refusals.
-	root, rel, err := s.openResolved(clean, rel, false)
-	if err != nil {
+	if err := checkExec(exec); err != nil {
 		return err
 	}
-	defer root.Close()
-	if rel == "." || !strings.Contains(rel, "/") {
-		return fmt.Errorf("%w: %s leads to / or a top-level directory (/%s) through a symbolic link; refusing to delete it", ErrBadRequest, clean, rel)
-	}
-	dir := root
-	if len(deny) > 0 {
-		g, err := newDenyGuard(root, deny)
+	err = s.asGuest("delete", clean, func() error {
+		// Parents may be links; what they lead to gets the same refusals.
+		root, resolved, err := s.openResolved(clean, rel, false)
 		if err != nil {
 			return err
 		}
-		if dir, rel, err = s.openParentGuarded(root, g, clean, rel, false); err != nil {
+		defer root.Close()
+		if resolved == "." || !strings.Contains(resolved, "/") {
+			return fmt.Errorf("%w: %s leads to / or a top-level directory (/%s) through a symbolic link; refusing to delete it", ErrBadRequest, clean, resolved)
+		}
+		dir, name, err := s.openTarget(root, clean, rel, resolved, deny, exec, false, recursive)
+		if err != nil {
 			return err
 		}
 		defer dir.Close()
-		if err := g.checkTarget(dir, rel, clean, recursive); err != nil {
-			return err
+		fi, err := dir.Lstat(name)
+		if err != nil {
+			return rootErr(clean, err)
 		}
-	}
-	fi, err := dir.Lstat(rel)
-	if err != nil {
-		return rootErr(clean, err)
-	}
-	if fi.IsDir() && recursive {
-		err = dir.RemoveAll(rel)
-	} else {
-		err = dir.Remove(rel)
-		if fi.IsDir() && (errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)) {
-			return fmt.Errorf("%w: directory %s is not empty; pass recursive=true to delete it with its contents", ErrConflict, clean)
+		if fi.IsDir() && recursive {
+			err = dir.RemoveAll(name)
+		} else {
+			err = dir.Remove(name)
+			if fi.IsDir() && (errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)) {
+				return fmt.Errorf("%w: directory %s is not empty; pass recursive=true to delete it with its contents", ErrConflict, clean)
+			}
 		}
-	}
-	if err != nil {
 		return rootErr(clean, err)
+	})
+	if err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -305,33 +326,104 @@ func (s *Server) handleRange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	root, rel, err := s.openResolved(clean, rel, true)
+	var out api.FileRange
+	err = s.asGuest("read", clean, func() error {
+		root, rel, err := s.openResolved(clean, rel, true)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		f, fi, err := openRegular(root, clean, rel)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		size := fi.Size()
+		if offset > size {
+			return fmt.Errorf("%w: offset %d is past the end of %s (%d bytes)", ErrBadRequest, offset, clean, size)
+		}
+		buf := make([]byte, min(length, size-offset))
+		n, err := f.ReadAt(buf, offset)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return rootErr(clean, err)
+		}
+		out = api.FileRange{Path: clean, Offset: offset, Data: buf[:n], Size: size, EOF: offset+int64(n) >= size}
+		if checksum {
+			h := sha256.New()
+			if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+				return rootErr(clean, err)
+			}
+			out.SHA256 = hex.EncodeToString(h.Sum(nil))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// handleWorkspace answers POST /v1/workspace (api.WorkspaceSetup), the
+// host's own call at create, before any command of the sandbox ran: the
+// workspace may lie in a directory only root can write (/srv/app), so it
+// is made as root, each directory made handed to the guest user. A
+// directory that exists is left as it is, and nothing under the system
+// directories is made.
+func (s *Server) handleWorkspace(w http.ResponseWriter, r *http.Request) error {
+	var req api.WorkspaceSetup
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	clean, rel, err := checkPath(req.Path)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return fmt.Errorf("%w: the workspace cannot be /", ErrBadRequest)
+	}
+	root, resolved, err := s.openResolved(clean, rel, true)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	f, fi, err := openRegular(root, clean, rel)
+	g, err := s.newGuard(root, nil, nil)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	size := fi.Size()
-	if offset > size {
-		return fmt.Errorf("%w: offset %d is past the end of %s (%d bytes)", ErrBadRequest, offset, clean, size)
+	if err := g.checkPaths(clean, rel, resolved); err != nil {
+		return err
 	}
-	buf := make([]byte, min(length, size-offset))
-	n, err := f.ReadAt(buf, offset)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return rootErr(clean, err)
+	dir, name, err := s.openParentGuarded(root, g, clean, resolved, true)
+	if err != nil {
+		return err
 	}
-	out := api.FileRange{Path: clean, Offset: offset, Data: buf[:n], Size: size, EOF: offset+int64(n) >= size}
-	if checksum {
-		h := sha256.New()
-		if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+	defer dir.Close()
+	switch err := dir.Mkdir(name, 0o755); {
+	case err == nil && s.chown:
+		if err := dir.Lchown(name, s.uid, s.gid); err != nil {
 			return rootErr(clean, err)
 		}
-		out.SHA256 = hex.EncodeToString(h.Sum(nil))
+	case err == nil, errors.Is(err, fs.ErrExist):
+	default:
+		return rootErr(clean, err)
 	}
-	writeJSON(w, http.StatusOK, out)
+	fi, err := dir.Lstat(name)
+	if err != nil {
+		return rootErr(clean, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s exists and is not a directory", ErrConflict, clean)
+	}
+	ws, err := dir.OpenRoot(name)
+	if err != nil {
+		return rootErr(clean, err)
+	}
+	err = g.checkDir(ws, clean)
+	ws.Close()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, fileInfo(dir, clean, name, fi))
 	return nil
 }

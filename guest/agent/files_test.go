@@ -334,7 +334,13 @@ func TestSymlinksCannotLeaveTheRoot(t *testing.T) {
 		if _, err := a.c.ReadRange(ctx, p, 0, 10, false); err == nil {
 			t.Errorf("ranged read of %s through a link out of the root", p)
 		}
-		if _, err := a.c.WriteFile(ctx, api.FileContent{Path: p, Content: []byte("pwned")}); err != nil {
+		_, err := a.c.WriteFile(ctx, api.FileContent{Path: p, Content: []byte("pwned")})
+		if p == "/x/passwd" {
+			// Inside the root it leads to /etc, a system directory.
+			wantCode(t, err, http.StatusForbidden, api.CodeSystemPath)
+			continue
+		}
+		if err != nil {
 			t.Errorf("write %s: %v", p, err)
 		}
 		got, err := a.c.ReadFile(ctx, p)
@@ -348,7 +354,10 @@ func TestSymlinksCannotLeaveTheRoot(t *testing.T) {
 	if b, _ := os.ReadFile("/etc/passwd"); string(b) != string(hostPasswd) {
 		t.Errorf("the host's /etc/passwd changed")
 	}
-	for want, p := range map[string]string{"etc/passwd": "/x/passwd", "outside/secret": "/climb/secret"} {
+	if _, err := os.Stat(filepath.Join(a.root, "etc")); !os.IsNotExist(err) {
+		t.Errorf("a write through /x made /etc in the root: %v", err)
+	}
+	for want, p := range map[string]string{"outside/secret": "/climb/secret"} {
 		if b, err := os.ReadFile(filepath.Join(a.root, want)); err != nil || string(b) != "pwned" {
 			t.Errorf("write to %s did not land at %s inside the root: %v", p, want, err)
 		}
@@ -356,6 +365,12 @@ func TestSymlinksCannotLeaveTheRoot(t *testing.T) {
 	// Deleting through a link that leads to a top-level directory gets the
 	// same refusal as naming it.
 	if err := os.Symlink("/", filepath.Join(a.root, "sub", "toroot")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(a.root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	err := a.c.DeleteFile(ctx, "/sub/toroot/etc", true)

@@ -59,6 +59,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("PUT /v1/files/content", fileWriteBody, s.handleWriteFile)
 	route("DELETE /v1/files", noBody, s.handleDelete)
 	route("GET /v1/files/range", noBody, s.handleRange)
+	route("POST /v1/workspace", smallBody, s.handleWorkspace)
 	route("PUT /v1/uploads/{id}", api.MaxPartBytes, s.handleUploadPart)
 	route("GET /v1/uploads/{id}", noBody, s.handleUploadStatus)
 	route("POST /v1/uploads/{id}/complete", smallBody, s.handleUploadComplete)

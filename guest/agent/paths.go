@@ -168,63 +168,6 @@ func (s *Server) openRoot() (*os.Root, error) {
 	return root, nil
 }
 
-// mkdirParents creates rel and any missing parent, each handed to the guest
-// user. Existing directories (or in-root links to them) are left alone.
-func (s *Server) mkdirParents(root *os.Root, rel string) error {
-	if rel == "." {
-		return nil
-	}
-	parts := strings.Split(rel, "/")
-	for i := range parts {
-		p := strings.Join(parts[:i+1], "/")
-		err := root.Mkdir(p, 0o755)
-		switch {
-		case err == nil:
-			if s.chown {
-				if err := root.Lchown(p, s.uid, s.gid); err != nil {
-					return rootErr("/"+p, err)
-				}
-			}
-		case errors.Is(err, fs.ErrExist):
-			fi, err := root.Stat(p)
-			if err != nil {
-				return rootErr("/"+p, err)
-			}
-			if !fi.IsDir() {
-				return fmt.Errorf("%w: /%s exists and is not a directory", ErrConflict, p)
-			}
-		default:
-			return rootErr("/"+p, err)
-		}
-	}
-	return nil
-}
-
-// prepareParent makes sure the directory holding rel exists, creating it
-// when parents is set, and that rel itself is not a directory.
-func (s *Server) prepareParent(root *os.Root, clean, rel string, parents bool) error {
-	if rel == "." {
-		return fmt.Errorf("%w: / is a directory; give a file path", ErrBadRequest)
-	}
-	dirRel := path.Dir(rel)
-	if parents {
-		if err := s.mkdirParents(root, dirRel); err != nil {
-			return err
-		}
-	} else if fi, err := root.Stat(dirRel); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%w: directory %s does not exist; create it or set parents", ErrNotFound, path.Dir(clean))
-		}
-		return rootErr(path.Dir(clean), err)
-	} else if !fi.IsDir() {
-		return fmt.Errorf("%w: %s is not a directory", ErrConflict, path.Dir(clean))
-	}
-	if fi, err := root.Lstat(rel); err == nil && fi.IsDir() {
-		return fmt.Errorf("%w: %s is a directory; delete it first or pick another path", ErrConflict, clean)
-	}
-	return nil
-}
-
 // createTemp creates an empty private file beside rel, to be renamed over
 // it once complete.
 func createTemp(root *os.Root, rel string) (*os.File, string, error) {
@@ -244,7 +187,9 @@ func createTemp(root *os.Root, rel string) (*os.File, string, error) {
 }
 
 // commitTemp sets the mode and owner of the temporary file and renames it
-// over rel. It removes the temporary file on failure.
+// over rel. It removes the temporary file on failure. (Written as the
+// guest user, the file is its own already; the chown gives it the guest's
+// group where a set-group-ID directory gave it another.)
 func (s *Server) commitTemp(root *os.Root, f *os.File, tmp, rel string, mode fs.FileMode) error {
 	err := f.Chmod(mode)
 	if err == nil && s.chown {

@@ -143,10 +143,19 @@ func TestGuestUser(t *testing.T) {
 	if got := endOf(t, a.c, j.ID); got.Stdout != "65534\n" {
 		t.Errorf("job ran as %q", got.Stdout)
 	}
-	if _, err := a.c.WriteFile(ctx, api.FileContent{Path: "/made/by/api.txt", Content: []byte("x")}); err != nil {
+	// The files routes act as the guest user: it writes in a directory
+	// of its own, and what is made there is its own.
+	openForGuest(t, a)
+	if err := os.Mkdir(filepath.Join(a.root, "ws"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"made", "made/by", "made/by/api.txt"} {
+	if err := os.Chown(filepath.Join(a.root, "ws"), 65534, 65533); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.c.WriteFile(ctx, api.FileContent{Path: "/ws/made/by/api.txt", Content: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"ws/made", "ws/made/by", "ws/made/by/api.txt"} {
 		fi, err := os.Stat(filepath.Join(a.root, p))
 		if err != nil {
 			t.Fatal(err)

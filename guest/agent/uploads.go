@@ -174,7 +174,9 @@ func (s *Server) handleUploadStatus(w http.ResponseWriter, r *http.Request) erro
 
 // handleUploadComplete answers POST /v1/uploads/{id}/complete: the parts
 // are joined in a temporary file beside the target, checked, and renamed
-// over it, so nothing half-written is ever at the target.
+// over it, so nothing half-written is ever at the target. The target is
+// written as the guest user and never in the places the guard protects,
+// as PUT /v1/files/content is.
 func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) error {
 	id, err := uploadID(r)
 	if err != nil {
@@ -204,6 +206,9 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 	if err := checkDeny(req.Deny); err != nil {
 		return err
 	}
+	if err := checkExec(req.Exec); err != nil {
+		return err
+	}
 
 	s.uploads.Lock()
 	defer s.uploads.Unlock()
@@ -227,38 +232,47 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 		return fmt.Errorf("%w: upload %s holds %d bytes but size is %d; send the rest from offset %d", ErrConflict, id, received, req.Size, received)
 	}
 
-	root, rel, err := s.openResolved(clean, rel, false)
+	// The parts are the agent's (root-only); they are opened before the
+	// target is written as the guest user.
+	files, err := openParts(parts)
 	if err != nil {
 		return err
 	}
-	defer root.Close()
-	target, rel, err := s.writeDir(root, clean, rel, req.Parents == nil || *req.Parents, req.Deny)
-	if err != nil {
-		return err
-	}
-	if target != root {
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	var n int64
+	var got string
+	err = s.asGuest("write", clean, func() error {
+		target, name, err := s.writeTarget(clean, rel, req.Deny, req.Exec, req.Parents == nil || *req.Parents)
+		if err != nil {
+			return err
+		}
 		defer target.Close()
-	}
-	f, tmp, err := createTemp(target, rel)
+		f, tmp, err := createTemp(target, name)
+		if err != nil {
+			return rootErr(clean, err)
+		}
+		h := sha256.New()
+		n, err = joinParts(io.MultiWriter(f, h), files)
+		if err == nil && n != req.Size {
+			err = fmt.Errorf("%w: parts of upload %s changed while joining (%d bytes, expected %d)", ErrConflict, id, n, req.Size)
+		}
+		got = hex.EncodeToString(h.Sum(nil))
+		if err == nil && want != "" && got != want {
+			err = fmt.Errorf("%w: sha256 of the %d bytes received is %s, not %s; nothing was written to %s", ErrConflict, n, got, want, clean)
+		}
+		if err != nil {
+			f.Close()
+			_ = target.Remove(tmp)
+			return err
+		}
+		return rootErr(clean, s.commitTemp(target, f, tmp, name, mode))
+	})
 	if err != nil {
-		return rootErr(clean, err)
-	}
-	h := sha256.New()
-	n, err := joinParts(io.MultiWriter(f, h), parts)
-	if err == nil && n != req.Size {
-		err = fmt.Errorf("%w: parts of upload %s changed while joining (%d bytes, expected %d)", ErrConflict, id, n, req.Size)
-	}
-	got := hex.EncodeToString(h.Sum(nil))
-	if err == nil && want != "" && got != want {
-		err = fmt.Errorf("%w: sha256 of the %d bytes received is %s, not %s; nothing was written to %s", ErrConflict, n, got, want, clean)
-	}
-	if err != nil {
-		f.Close()
-		_ = target.Remove(tmp)
 		return err
-	}
-	if err := s.commitTemp(target, f, tmp, rel, mode); err != nil {
-		return rootErr(clean, err)
 	}
 	res := api.UploadResult{Path: clean, Size: n, SHA256: got, Verified: want != ""}
 	marker, _ := json.Marshal(res)
@@ -273,15 +287,26 @@ func (s *Server) handleUploadComplete(w http.ResponseWriter, r *http.Request) er
 	return nil
 }
 
-func joinParts(w io.Writer, parts []uploadPart) (int64, error) {
-	var total int64
+// openParts opens every part for reading; on failure none stays open.
+func openParts(parts []uploadPart) ([]*os.File, error) {
+	files := make([]*os.File, 0, len(parts))
 	for _, p := range parts {
 		f, err := os.Open(p.path)
 		if err != nil {
-			return total, err
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, err
 		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func joinParts(w io.Writer, files []*os.File) (int64, error) {
+	var total int64
+	for _, f := range files {
 		n, err := io.Copy(w, f)
-		f.Close()
 		total += n
 		if err != nil {
 			return total, err

@@ -38,9 +38,43 @@ const (
 type Error struct {
 	Error string `json:"error"`
 	// Code is a stable machine-readable reason: bad_request, not_found,
-	// conflict, too_large, forbidden, internal.
+	// conflict, too_large, forbidden, internal, or one of the Code*
+	// refusals of the files routes below.
 	Code string `json:"code"`
 }
+
+// Refusals of the files routes (403), beside the generic "forbidden".
+const (
+	// CodeSystemPath: the path lies under one of SystemDirs (or would
+	// replace or remove one).
+	CodeSystemPath = "system_path"
+	// CodeExecProgram: the path is a program the call's Exec list names
+	// (the session's execute allow-list), a link leading to one, or a
+	// directory holding one.
+	CodeExecProgram = "exec_program"
+	// CodePermission: the guest user may not do this (file permissions);
+	// the files routes act with the guest user's rights.
+	CodePermission = "permission_denied"
+)
+
+// SystemDirs are the image's system directories. The files routes (write,
+// delete, upload complete, workspace setup) never create, replace or
+// remove anything in them, whatever the permissions say: they hold the
+// programs an execute allow-list names, the shell every command starts
+// with, the dynamic loader and the agent itself (/.paddock in a VM).
+// Checked on the path as given, on the path once its links are followed,
+// and by the identity of the directory the call writes in.
+var SystemDirs = []string{"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr", "/.paddock"}
+
+// MaxExecList bounds the Exec list of one write, delete (query "exec",
+// repeated) or upload complete: the files of the session's execute
+// allow-list (a process policy has at most 64 allow and 64 ask patterns).
+// The call may not create, replace or remove one of them, a symbolic
+// link on the way to one, or a directory holding one (403, code
+// exec_program), so a file write never becomes a program the policy lets
+// start. Programs live in SystemDirs as a rule; the list matters for one
+// named by an absolute path elsewhere (such as /workspace/bin/tool).
+const MaxExecList = 256
 
 // Health answers GET /v1/health.
 type Health struct {
@@ -278,6 +312,9 @@ type FileContent struct {
 	// Deny, on a write, lists directories the write must not land under
 	// (see MaxDeny).
 	Deny []string `json:"deny,omitempty"`
+	// Exec, on a write, lists the programs the write may not create or
+	// replace (see MaxExecList).
+	Exec []string `json:"exec,omitempty"`
 }
 
 // MaxDeny bounds the Deny list of one write, delete (query "deny",
@@ -314,6 +351,18 @@ type UploadComplete struct {
 	Parents *bool  `json:"parents,omitempty"`
 	// Deny: directories the upload must not land under (see MaxDeny).
 	Deny []string `json:"deny,omitempty"`
+	// Exec: programs the upload may not create or replace (see
+	// MaxExecList).
+	Exec []string `json:"exec,omitempty"`
+}
+
+// WorkspaceSetup is the body of POST /v1/workspace: the host's own call
+// at create, never a tenant's. The agent makes Path and its missing
+// parents as root, hands each directory it makes to the guest user, and
+// leaves one that exists as it is; a path under SystemDirs is refused.
+// It answers the directory's FileInfo.
+type WorkspaceSetup struct {
+	Path string `json:"path"`
 }
 
 // UploadResult answers a successful complete.

@@ -230,11 +230,29 @@ func (c *Client) DeleteFile(ctx context.Context, path string, recursive bool) er
 // DeleteFileDenying is DeleteFile refusing (403) to remove anything under
 // the deny directories or holding one (see api.MaxDeny).
 func (c *Client) DeleteFileDenying(ctx context.Context, path string, recursive bool, deny []string) error {
+	return c.DeleteFileGuarded(ctx, path, recursive, deny, nil)
+}
+
+// DeleteFileGuarded is DeleteFileDenying also refusing (403) to remove
+// one of the exec programs, a link on the way to one or a directory
+// holding one (see api.MaxExecList).
+func (c *Client) DeleteFileGuarded(ctx context.Context, path string, recursive bool, deny, exec []string) error {
 	q := url.Values{"path": {path}, "recursive": {strconv.FormatBool(recursive)}}
 	if len(deny) > 0 {
 		q["deny"] = deny
 	}
+	if len(exec) > 0 {
+		q["exec"] = exec
+	}
 	return c.doJSON(ctx, http.MethodDelete, "/v1/files", q, nil, nil)
+}
+
+// SetupWorkspace makes the workspace directory and its missing parents
+// as root, handed to the guest user (api.WorkspaceSetup). It is the
+// host's own call at create, never a tenant's.
+func (c *Client) SetupWorkspace(ctx context.Context, path string) (*api.FileInfo, error) {
+	var out api.FileInfo
+	return &out, c.doJSON(ctx, http.MethodPost, "/v1/workspace", nil, api.WorkspaceSetup{Path: path}, &out)
 }
 
 // ReadRange reads up to length bytes (at most api.MaxRangeBytes) from
