@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
+PKGS ?= ./...
 # The guest agent is static: it runs inside images that have no Go runtime
 # and a libc we do not control. libseccomp is linked in statically.
 GUEST_TAGS := netgo,osusergo
@@ -29,8 +30,15 @@ vet: ## gofmt check and go vet on every package
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: build ## run every test (needs root for the sandbox tests)
-	PADDOCK_GUEST=$(CURDIR)/$(BIN)/paddock-guest $(GO) test -count=1 -timeout 20m ./...
+# Every test, a line a package (failures in full), then every skipped test
+# with its reason. PADDOCK_REQUIRE_LIVE=1 (.ci/run sets it) fails the run
+# when a test was skipped that is not in scripts/expected-skips.txt.
+test: build ## run every test (needs root for the sandbox tests); lists the skips at the end
+	@rc=0; PADDOCK_GUEST=$(CURDIR)/$(BIN)/paddock-guest $(GO) tool gotestsum --format pkgname-and-test-fails --format-icons text \
+		--format-hide-empty-pkg --hide-summary=skipped --jsonfile $(BIN)/test-events.json \
+		-- -count=1 -timeout 20m $(PKGS) || rc=1; \
+	$(GO) run ./internal/tools/skipcheck -json $(BIN)/test-events.json -expected scripts/expected-skips.txt || rc=1; \
+	exit $$rc
 
 test-short: ## unit tests only
 	$(GO) test -short -count=1 ./...

@@ -133,12 +133,12 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 	if err != nil {
 		return nil, bad("content_base64 is not valid base64: %v", err)
 	}
-	c, deny, done, err := m.writeTarget(ctx, tenant, id, req.Path)
+	c, g, done, err := m.writeTarget(ctx, tenant, id, req.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: deny})
+	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec})
 	if err != nil {
 		return nil, guestErr(err)
 	}
@@ -148,12 +148,12 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 
 // DeleteFile removes a file or (recursive) a directory.
 func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
-	c, deny, done, err := m.writeTarget(ctx, tenant, id, path)
+	c, g, done, err := m.writeTarget(ctx, tenant, id, path)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := c.DeleteFileDenying(ctx, path, recursive, deny); err != nil {
+	if err := c.DeleteFileGuarded(ctx, path, recursive, g.deny, g.exec); err != nil {
 		return guestErr(err)
 	}
 	m.ledgerAppend(ctx, id, "file.delete", map[string]any{"path": path, "recursive": recursive})

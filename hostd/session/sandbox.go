@@ -591,7 +591,7 @@ func (m *Manager) SandboxWriteFile(ctx context.Context, tenant, id string, req S
 				return nil, err
 			}
 		}
-		return c.CompleteUpload(ctx, up, api.UploadComplete{Path: req.Path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Mode: req.Mode, Deny: denyFor(s)})
+		return c.CompleteUpload(ctx, up, api.UploadComplete{Path: req.Path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Mode: req.Mode, Deny: denyFor(s), Exec: execFor(s)})
 	}()
 	if err != nil {
 		c.AbortUpload(context.WithoutCancel(ctx), up)

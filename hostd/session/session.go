@@ -361,9 +361,13 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		Budget: budget, CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
 	}
 	cl := clientFor(mc)
-	// The workspace exists and belongs to the guest user (the files API
-	// creates parents as the guest user).
-	if _, err := cl.WriteFile(ctx, api.FileContent{Path: ws + "/.paddock-keep", Content: nil}); err != nil {
+	// The workspace exists and the guest user can write in it: the agent
+	// makes it and its missing parents as root, handed to the guest user
+	// (the files API itself acts as the guest user), then a file is
+	// written there the way the files API writes.
+	if _, err := cl.SetupWorkspace(ctx, ws); err != nil {
+		s.Workspace.Note = workspaceNotCreated + err.Error()
+	} else if _, err := cl.WriteFile(ctx, api.FileContent{Path: ws + "/.paddock-keep", Content: nil}); err != nil {
 		s.Workspace.Note = workspaceNotCreated + err.Error()
 	} else {
 		cl.DeleteFile(ctx, ws+"/.paddock-keep", false)

@@ -201,7 +201,7 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 	if u.Received != u.Size {
 		return nil, fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)
 	}
-	res, err := c.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: denyFor(s)})
+	res, err := c.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: denyFor(s), Exec: execFor(s)})
 	if err != nil {
 		return nil, guestErr(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -102,6 +103,9 @@ func checkWorkspace(w WorkspaceRequest) (ws, mode string, src *gitSource, err er
 		}
 	default:
 		return "", "", nil, bad("workspace.mode %q is unknown; use %q (the default), %q or %q", w.Mode, ModeWritable, ModeReadOnly, ModeOverlay)
+	}
+	if d := underSystemDir(ws); d != "" {
+		return "", "", nil, bad("workspace.path %q is under %s, one of the image's system directories, which the files API never writes; pick a path such as /workspace, /srv/app or %s/app", ws, d, image.GuestHome)
 	}
 	if w.Git != "" {
 		if src, err = parseGitURL(w.Git); err != nil {
@@ -414,26 +418,55 @@ func denyFor(s *Session) []string {
 	return []string{path.Clean(s.Workspace.Path)}
 }
 
+// execFor is the Exec list (api.MaxExecList) of every write, delete and
+// upload in s: the programs its execute allow-list lets start, which the
+// agent never creates, replaces or removes (nor a link on the way to one
+// or a directory holding one), so a file write never becomes a program
+// process.enforce "exec" lets run.
+func execFor(s *Session) []string {
+	return slices.Clone(s.Policy.ExecPrograms)
+}
+
+// guarded is what a write or delete of the files routes carries to the
+// agent: the Deny and Exec lists of its session.
+type guarded struct {
+	deny, exec []string
+}
+
+func guardFor(s *Session) guarded { return guarded{deny: denyFor(s), exec: execFor(s)} }
+
 // writeTarget is machineFor for a write or delete of p: it also refuses
 // paths that would change a read-only workspace (refuseReadOnly, for a
-// clear message), and returns the Deny list the write must carry to the
-// agent (denyFor), which is the check that holds against links changed
-// in between.
-func (m *Manager) writeTarget(ctx context.Context, tenant, id, p string) (c *client.Client, deny []string, done func(), err error) {
+// clear message), and returns the lists the write must carry to the agent
+// (guardFor), which is the check that holds against links changed in
+// between. The agent itself writes as the guest user and never under the
+// image's system directories (api.SystemDirs).
+func (m *Manager) writeTarget(ctx context.Context, tenant, id, p string) (c *client.Client, g guarded, done func(), err error) {
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, g, nil, err
 	}
 	// Refused while a lifecycle operation holds the session, and counted
 	// in flight until done, so a restore or fork waits for it.
 	done, err = m.commandStarts(id)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, g, nil, err
 	}
 	c = clientFor(mc)
 	if err := refuseReadOnly(ctx, c, s, p); err != nil {
 		done()
-		return nil, nil, nil, err
+		return nil, g, nil, err
 	}
-	return c, denyFor(s), done, nil
+	return c, guardFor(s), done, nil
+}
+
+// underSystemDir returns the system directory of the image
+// (api.SystemDirs) that p lies under or is, or "".
+func underSystemDir(p string) string {
+	for _, d := range api.SystemDirs {
+		if pathWithin(p, d) {
+			return d
+		}
+	}
+	return ""
 }
