@@ -755,7 +755,46 @@ func TestGit(t *testing.T) {
 	}
 	var lg session.GitResult
 	if code := call(t, url, "GET", p+"/log?n=5", nil, &lg); code != 200 || len(lg.Entries) != 1 || lg.Entries[0].Subject != "first" || lg.Entries[0].ID != cm.Commit {
-		t.Errorf("log: %d %+v", code, lg.Entries)
+		t.Fatalf("log: %d %+v", code, lg.Entries)
+	}
+	// No user configured anywhere (the image has no git config): the
+	// commit is the daemon's "Paddock Agent".
+	if e := lg.Entries[0]; e.Author != "Paddock Agent" || e.Email != "agent@paddock.local" {
+		t.Errorf("a commit in a repository without a user is by %q <%s>, want Paddock Agent <agent@paddock.local>", e.Author, e.Email)
+	}
+	// The repository's own user wins; a signing setting is overridden (with
+	// no key in the sandbox, a signed commit would fail).
+	if r, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "git config user.name 'Repo User' && git config user.email repo@example.test && git config commit.gpgsign true && echo three >> a.txt"}); err != nil || r.ExitCode != 0 {
+		t.Fatalf("configuring the repository: %+v %v", r, err)
+	}
+	if code := call(t, url, "POST", p+"/commit", map[string]any{"message": "as the repo's user"}, &cm); code != 200 {
+		t.Fatalf("commit with commit.gpgsign set: %d", code)
+	}
+	if code := call(t, url, "GET", p+"/log?n=1", nil, &lg); code != 200 || len(lg.Entries) != 1 || lg.Entries[0].Author != "Repo User" || lg.Entries[0].Email != "repo@example.test" {
+		t.Errorf("a commit in a repository with a user: %d %+v, want Repo User <repo@example.test>", code, lg.Entries)
+	}
+	if r, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "git cat-file commit HEAD"}); err != nil || r.ExitCode != 0 || strings.Contains(r.Stdout, "gpgsig") {
+		t.Errorf("the commit object: %+v %v, want one without a signature", r, err)
+	}
+	// A diff over 256 KiB is cut there, said so, and is the real diff's
+	// beginning; a small one is whole.
+	if code := call(t, url, "GET", p+"/diff", nil, &d); code != 200 || d.Output != "" || d.Truncated {
+		t.Errorf("diff of a clean tree: %d %+v", code, d)
+	}
+	if r, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "seq 1 60000 >> a.txt"}); err != nil || r.ExitCode != 0 {
+		t.Fatalf("growing a.txt: %+v %v", r, err)
+	}
+	full, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "git diff -- a.txt"})
+	if err != nil || full.ExitCode != 0 || len(full.Stdout) <= session.MaxGitDiffBytes || full.Truncated {
+		t.Fatalf("the whole diff through exec: %d bytes %v, want more than %d", len(full.Stdout), err, session.MaxGitDiffBytes)
+	}
+	d = session.GitResult{}
+	if code := call(t, url, "GET", p+"/diff?path=a.txt", nil, &d); code != 200 || !d.Truncated || len(d.Output) != session.MaxGitDiffBytes || d.Output != full.Stdout[:session.MaxGitDiffBytes] {
+		t.Errorf("a %d-byte diff: %d, truncated %v, %d bytes (the real diff's first %d: %v)", len(full.Stdout), code, d.Truncated, len(d.Output),
+			session.MaxGitDiffBytes, len(d.Output) <= len(full.Stdout) && d.Output == full.Stdout[:len(d.Output)])
+	}
+	if session.MaxGitDiffBytes != 256<<10 {
+		t.Errorf("MaxGitDiffBytes is %d; the docs say 256 KiB", session.MaxGitDiffBytes)
 	}
 	es, _ := c.Events(ctx, s.ID)
 	kinds := []string{}
