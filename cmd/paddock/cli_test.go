@@ -25,6 +25,7 @@ import (
 
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -56,12 +57,21 @@ func TestCLI(t *testing.T) {
 		t.Helper()
 		return runCLI(t, bin, env, nil, append([]string{"--state-dir", state}, args...)...)
 	}
-	// Before any image exists, a run says how to build one (exit 3).
-	if _, se, code := run("sandbox", "run", "--", "true"); code != exitNotFound || !strings.Contains(se, "paddock image build") {
-		t.Errorf("run without image: code %d, stderr %q", code, se)
+	// An image that was never built is refused with how to build it
+	// (exit 3), and nothing is built for it.
+	if _, se, code := run("sandbox", "run", "--image", "nosuch", "--", "true"); code != exitNotFound || !strings.Contains(se, "paddock image build nosuch") {
+		t.Errorf("run on an unbuilt image: code %d, stderr %q", code, se)
 	}
-	if _, se, code := run("image", "build", "mini"); code != 0 {
-		t.Fatalf("image build: %d %s", code, se)
+	if ms, err := (image.Store{Dir: filepath.Join(state, "images")}).List(); len(ms) != 0 || err != nil {
+		t.Errorf("a run on an unbuilt image built %d images (%v)", len(ms), err)
+	}
+	// The built-in image is built on the first run that needs it, once,
+	// with a log line saying so.
+	if so, se, code := run("sandbox", "run", "--", "echo first"); code != 0 || so != "first\n" || strings.Count(se, "built the default image on first use") != 1 {
+		t.Fatalf("first run on a fresh state dir: code %d, stdout %q, stderr %q", code, so, se)
+	}
+	if _, se, _ := run("sandbox", "run", "--", "true"); strings.Contains(se, "built the default image") {
+		t.Errorf("the second run built the image again: %q", se)
 	}
 	so, _, code := run("--json", "image", "ls")
 	var imgs []struct{ Name, Builder string }
@@ -230,6 +240,17 @@ func TestCLIConcurrentRuns(t *testing.T) {
 // A test that runs serve --gateway=false uses plainHTTP(env, addr).
 func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 	t.Helper()
+	bin, state, addr, env = daemonSetupFresh(t)
+	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return bin, state, addr, env
+}
+
+// daemonSetupFresh is daemonSetup without the image build: the state dir
+// is empty.
+func daemonSetupFresh(t *testing.T) (bin, state, addr string, env []string) {
+	t.Helper()
 	testutil.RequiresRoot(t)
 	bin = buildCLI(t)
 	state = t.TempDir()
@@ -242,9 +263,6 @@ func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 	const token = "pdk_cli_test_token_0123456789"
 	env = append(os.Environ(), "PADDOCK_GUEST=", "PADDOCK_ADMIN_TOKEN="+token, "PADDOCK_TOKEN="+token,
 		"PADDOCK_URL=https://"+addr, "PADDOCK_CA="+gatewayRoot(state))
-	if out, err := exec.Command(bin, "--state-dir", state, "image", "build", "mini").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
 	t.Cleanup(func() {
 		// A daemon leaves its sandboxes running for the next start: if a
 		// test stopped one that way (or failed half-way), a last start

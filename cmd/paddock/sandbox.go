@@ -21,6 +21,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/image"
 )
 
 func newSandboxCmd(g *globals) *cobra.Command {
@@ -54,6 +55,9 @@ print its output and delete the sandbox. One argument is a shell line
 				defer cl.Close()
 			}
 			ctx := c.Context()
+			if err := g.ensureImage(ctx, img); err != nil {
+				return err
+			}
 			start := time.Now()
 			m, err := b.Create(ctx, hypervisor.MachineSpec{Image: img, CPUs: cpus, MemoryMB: memMB, DiskMB: diskMB, PIDs: pids})
 			if err != nil {
@@ -112,7 +116,7 @@ print its output and delete the sandbox. One argument is a shell line
 	}
 	f := run.Flags()
 	f.StringVar(&backend, "backend", "procbox", "sandbox backend (see `paddock backends`)")
-	f.StringVar(&img, "image", "mini", "image to start from (see `paddock image ls`)")
+	f.StringVar(&img, "image", image.DefaultName, "image to start from (see `paddock image ls`; the default one is built on first use)")
 	f.Float64Var(&cpus, "cpus", 1, "CPU limit")
 	f.Int64Var(&memMB, "memory-mb", 1024, "memory limit in MiB")
 	f.Int64Var(&diskMB, "disk-mb", 1024, "writable layer size in MiB")
@@ -143,6 +147,9 @@ func newShellCmd(g *globals) *cobra.Command {
 				defer cl.Close()
 			}
 			ctx := c.Context()
+			if err := g.ensureImage(ctx, img); err != nil {
+				return err
+			}
 			m, err := b.Create(ctx, hypervisor.MachineSpec{Image: img})
 			if err != nil {
 				return err
@@ -163,8 +170,23 @@ func newShellCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&backend, "backend", "procbox", "sandbox backend")
-	c.Flags().StringVar(&img, "image", "mini", "image to start from")
+	c.Flags().StringVar(&img, "image", image.DefaultName, "image to start from (the default one is built on first use)")
 	return c
+}
+
+// ensureImage builds the built-in image when a one-off sandbox needs it
+// and the state dir has none yet (image.Store.EnsureBuilt), saying so.
+func (g *globals) ensureImage(ctx context.Context, name string) error {
+	start := time.Now()
+	built, err := image.Store{Dir: g.imagesDir()}.EnsureBuilt(ctx, name)
+	if err != nil {
+		return fmt.Errorf("build the built-in image %q on first use: %w", name, err)
+	}
+	if built {
+		g.logger().Info("built the default image on first use", "image", name, "builder", "mini",
+			"took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // runTerminal bridges this process's terminal (raw mode when stdin is a

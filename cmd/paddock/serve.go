@@ -32,6 +32,7 @@ import (
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/policy"
 )
 
@@ -216,7 +217,7 @@ one session and some operations, need no configuration.`,
 				return usageError{err}
 			}
 			trust = append(eg.TrustPEM(), trust...)
-			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, Backends: others, DefaultImage: img, Logger: log,
+			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, Backends: others, DefaultImage: img, ImagesDir: g.imagesDir(), Logger: log,
 				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust, Policy: eng})
 			defer func() {
 				if stopSandboxes {
@@ -291,7 +292,7 @@ one session and some operations, need no configuration.`,
 	c.Flags().StringVar(&resolverAddr, "egress-resolver", "", "DNS server (IP:PORT) that resolves the names sandboxes may reach (default: the host's resolver)")
 	c.Flags().StringArrayVar(&sandboxCAs, "sandbox-ca", nil, "a PEM file of CA certificates every sandbox trusts besides its image's (repeatable), e.g. a company CA")
 	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")
-	c.Flags().StringVar(&img, "image", "mini", "default image for new sessions")
+	c.Flags().StringVar(&img, "image", image.DefaultName, "default image for new sessions (the built-in one, mini, is built on first use)")
 	c.Flags().StringVar(&policyExtKey, "policy-ext-key", "", "a PEM public key (RSA, ECDSA P-256/P-384): --policy-ext must then be an OPA bundle signed with its private half (opa build --signing-key); a directory, an unsigned or altered bundle is refused")
 	c.Flags().StringVar(&policyExt, "policy-ext", "", "the operator's Rego modules (a directory of .rego files or an OPA bundle .tar.gz) that narrow the built-in policy; reloaded when they change")
 	c.Flags().StringVar(&tenantsFile, "tenants", os.Getenv("PADDOCK_TENANTS"), "tenants file (paddock tenant add), read again on SIGHUP; env PADDOCK_TENANTS")

@@ -191,6 +191,9 @@ type Manager struct {
 	image    string
 	log      *slog.Logger
 	now      func() time.Time
+	// images is the images directory, where the built-in image is
+	// built on first use (firstimage.go); "" builds nothing.
+	images string
 
 	egress     Egress
 	egressRoot string
@@ -229,7 +232,11 @@ type Config struct {
 	Backend      hypervisor.Backend
 	Backends     []hypervisor.Backend
 	DefaultImage string
-	Logger       *slog.Logger
+	// ImagesDir is the backends' images directory: a create that needs
+	// the built-in image (image.DefaultName) builds it there if it is not
+	// built yet. Empty: nothing is built.
+	ImagesDir string
+	Logger    *slog.Logger
 	// Egress serves sandboxes' network; nil allows offline policies only.
 	// EgressRoot is the directory for the per-sandbox socket directories.
 	Egress     Egress
@@ -256,7 +263,7 @@ func New(c Config) *Manager {
 		}
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage,
-		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy,
+		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy, images: c.ImagesDir,
 		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
 
@@ -316,6 +323,9 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	rt.Backend = backend.Name()
 	if rt.Image == "" {
 		rt.Image = m.image
+	}
+	if err := m.ensureImage(ctx, rt.Image); err != nil {
+		return nil, err
 	}
 	id := newIDFor(kind)
 	pol, err := m.compilePolicy(req.Policy.network())
