@@ -65,6 +65,6 @@ func newLedgerCmd(g *globals) *cobra.Command {
 			return l.ExportJSONL(c.Context(), args[0], c.OutOrStdout())
 		},
 	}
-	cmd.AddCommand(verify, export)
+	cmd.AddCommand(verify, export, newLedgerEgressCmd(func() (*store.Store, error) { st, _, err := open(); return st, err }))
 	return cmd
 }

@@ -44,6 +44,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	var resolverAddr, egressLink, policyExtKey string
 	var sandboxCAs []string
 	var tenantsFile string
+	var egressLogRetention time.Duration
 	var socket, socketGroup string
 	var gwf gatewayFlags
 	c := &cobra.Command{
@@ -98,6 +99,9 @@ one session and some operations, need no configuration.`,
 			tenants, err := loadTenants(tenantsFile, hash)
 			if err != nil {
 				return err
+			}
+			if err := session.CheckEgressLogRetention(egressLogRetention); err != nil {
+				return usageError{fmt.Errorf("--egress-log-retention: %w", err)}
 			}
 			reload := newTenantReloader(tenantsFile, log)
 			defer reload.stop()
@@ -218,7 +222,7 @@ one session and some operations, need no configuration.`,
 			}
 			trust = append(eg.TrustPEM(), trust...)
 			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, Backends: others, DefaultImage: img, ImagesDir: g.imagesDir(), Logger: log,
-				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust, Policy: eng})
+				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust, Policy: eng, EgressLogRetention: egressLogRetention})
 			defer func() {
 				if stopSandboxes {
 					mgr.Shutdown(context.Background())
@@ -295,6 +299,7 @@ one session and some operations, need no configuration.`,
 	c.Flags().StringVar(&img, "image", image.DefaultName, "default image for new sessions (the built-in one, mini, is built on first use)")
 	c.Flags().StringVar(&policyExtKey, "policy-ext-key", "", "a PEM public key (RSA, ECDSA P-256/P-384): --policy-ext must then be an OPA bundle signed with its private half (opa build --signing-key); a directory, an unsigned or altered bundle is refused")
 	c.Flags().StringVar(&policyExt, "policy-ext", "", "the operator's Rego modules (a directory of .rego files or an OPA bundle .tar.gz) that narrow the built-in policy; reloaded when they change")
+	c.Flags().DurationVar(&egressLogRetention, "egress-log-retention", session.DefaultEgressLogRetention, "how long the egress log keeps sandboxes' network decisions (from 1h to 87600h); older rows are pruned, the ledger's entries and summaries stay")
 	c.Flags().StringVar(&tenantsFile, "tenants", os.Getenv("PADDOCK_TENANTS"), "tenants file (paddock tenant add), read again on SIGHUP; env PADDOCK_TENANTS")
 	return c
 }

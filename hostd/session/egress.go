@@ -1,14 +1,10 @@
 package session
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/rules"
@@ -109,88 +105,10 @@ func (m *Manager) closeEgress(id string) {
 		return
 	}
 	m.egress.Close(id)
+	// What its open window folded goes to the log and the ledger now,
+	// before whatever ends the sandbox is ledgered.
+	m.closeEgressWindow(id)
 	if err := os.RemoveAll(m.egressDir(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		m.log.Warn("remove egress directory", "session", id, "err", err)
-	}
-}
-
-// egressQueue bounds the decisions waiting for the ledger.
-const egressQueue = 4096
-
-// egressLog takes egress decisions off the request path: the proxy hands
-// each one over and goes on, and one goroutine appends them to the
-// ledger in order (each append is a transaction synced to disk, which a
-// request should not wait for). A burst past the queue is counted per
-// sandbox and the count ledgered as egress.dropped, so the ledger says it
-// is incomplete instead of silently missing entries.
-type egressLog struct {
-	pending atomic.Int64 // queued and not yet appended
-	once    sync.Once
-	ch      chan egress.Event
-	done    chan struct{}
-	mu      sync.Mutex
-	dropped map[string]int
-	closed  bool
-}
-
-// recordEgress queues an egress decision for the sandbox's ledger.
-func (m *Manager) recordEgress(ev egress.Event) {
-	l := &m.egressLog
-	l.once.Do(func() {
-		l.ch, l.done, l.dropped = make(chan egress.Event, egressQueue), make(chan struct{}), map[string]int{}
-		go m.writeEgressLog()
-	})
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
-	}
-	l.pending.Add(1)
-	select {
-	case l.ch <- ev:
-	default:
-		l.pending.Add(-1)
-		l.dropped[ev.Sandbox]++
-	}
-}
-
-// settleEgressLog waits (a little) for queued decisions to reach the
-// ledger, so a read of the ledger shows what was decided before it.
-func (m *Manager) settleEgressLog() {
-	for deadline := time.Now().Add(2 * time.Second); m.egressLog.pending.Load() > 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func (m *Manager) writeEgressLog() {
-	l := &m.egressLog
-	defer close(l.done)
-	for ev := range l.ch {
-		m.ledgerAppend(context.Background(), ev.Sandbox, ev.Kind, ev)
-		l.pending.Add(-1)
-		if len(l.ch) > 0 {
-			continue
-		}
-		l.mu.Lock()
-		dropped := l.dropped
-		l.dropped = map[string]int{}
-		l.mu.Unlock()
-		for id, n := range dropped {
-			m.ledgerAppend(context.Background(), id, "egress.dropped", map[string]any{"count": n, "reason": "more decisions at once than the ledger queue holds"})
-		}
-	}
-}
-
-// flushEgressLog writes what is queued and stops the writer (Shutdown,
-// Detach).
-func (m *Manager) flushEgressLog() {
-	l := &m.egressLog
-	l.mu.Lock()
-	started := l.ch != nil && !l.closed
-	l.closed = true
-	l.mu.Unlock()
-	if started {
-		close(l.ch)
-		<-l.done
 	}
 }

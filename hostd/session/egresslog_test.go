@@ -3,50 +3,175 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/store"
 )
 
-// TestEgressLogKeepsCount: decisions reach the ledger off the request
-// path; a burst past the queue is not lost silently: every decision is
-// either in the ledger or counted in an egress.dropped entry.
-func TestEgressLogKeepsCount(t *testing.T) {
+// fakeClock is a clock a test moves; safe to read from the egress log's
+// writer while the test moves it.
+type fakeClock struct{ t atomic.Pointer[time.Time] }
+
+func newFakeClock(t time.Time) *fakeClock { c := &fakeClock{}; c.set(t); return c }
+func (c *fakeClock) now() time.Time       { return *c.t.Load() }
+func (c *fakeClock) set(t time.Time)      { c.t.Store(&t) }
+func (c *fakeClock) add(d time.Duration)  { c.set(c.now().Add(d)) }
+
+func egressLogManager(t *testing.T, clock *fakeClock) (*Manager, *store.Store, *ledger.Ledger) {
+	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "paddock.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	m := New(Config{Store: st, Ledger: ledger.New(st)})
-	const n = egressQueue * 3
-	for i := 0; i < n; i++ {
-		m.recordEgress(egress.Event{Sandbox: "ses-burst", Kind: "egress.allow", Host: "a.example", Port: 443})
-	}
-	m.flushEgressLog()
-	m.recordEgress(egress.Event{Sandbox: "ses-burst", Kind: "egress.allow"}) // after the flush: ignored, no panic
-	es, err := ledger.New(st).List(context.Background(), "ses-burst", 0, n+10)
+	t.Cleanup(func() { st.Close() })
+	led := ledger.New(st)
+	m := New(Config{Store: st, Ledger: led, EgressLogRetention: 2 * time.Hour})
+	m.now = clock.now
+	return m, st, led
+}
+
+// egressCounts sums an egress log by kind, and counts its rows.
+func egressCounts(t *testing.T, st *store.Store, id string) (rows int, byKind map[string]int64) {
+	t.Helper()
+	rs, err := st.ListEgressLog(context.Background(), id, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	written, dropped := 0, 0
+	byKind = map[string]int64{}
+	for _, r := range rs {
+		byKind[r.Kind] += r.Count
+	}
+	return len(rs), byKind
+}
+
+// TestEgressLogFoldsAFlood: thousands of decisions, to one host and to
+// hundreds, make a bounded number of log rows and ledger entries, and
+// every decision is counted: the log's counts and the egress.summary
+// entries add up to what was decided. The ledger verifies throughout.
+func TestEgressLogFoldsAFlood(t *testing.T) {
+	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	m, st, led := egressLogManager(t, clock)
+	ctx := context.Background()
+	const id = "ses-flood"
+	const same, distinct = 5000, 300
+	for i := range same {
+		m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Port: 80, Method: "GET",
+			Path: fmt.Sprintf("/%d", i), Reason: "no rule allows denied.test"})
+	}
+	for i := range distinct {
+		h := fmt.Sprintf("h%d.test", i)
+		m.recordEgress(egress.Event{Sandbox: id, Kind: "dns.deny", Host: h, Reason: "name not allowed by policy"})
+	}
+	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: "ok.test", Port: 443})
+	// Before the window closes: a row per distinct key, up to the limit.
+	m.settleEgressLog()
+	if rows, _ := egressCounts(t, st, id); rows != egressKeysPerWindow {
+		t.Errorf("%d rows while the window is open, want %d (the first of each key, up to the limit)", rows, egressKeysPerWindow)
+	}
+	clock.add(egressWindow)
+	m.closeEgressWindows(false)
+	m.settleEgressLog()
+	rows, byKind := egressCounts(t, st, id)
+	if rows > 2*egressKeysPerWindow+3 {
+		t.Errorf("%d log rows for one window", rows)
+	}
+	if byKind["egress.deny"] != same || byKind["dns.deny"] != distinct || byKind["egress.allow"] != 1 {
+		t.Errorf("log counts %v, want %d egress.deny, %d dns.deny, 1 egress.allow", byKind, same, distinct)
+	}
+	es, err := led.List(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	itemised := map[string]int64{}
+	var summaries int
+	var summed map[string]int64
+	var notItemised int64
 	for _, e := range es {
 		switch e.Kind {
-		case "egress.allow":
-			written++
-		case "egress.dropped":
-			var d struct{ Count int }
-			json.Unmarshal(e.Data, &d)
-			dropped += d.Count
+		case "egress.summary":
+			summaries++
+			var d struct {
+				Decisions   map[string]int64 `json:"decisions"`
+				NotItemised int64            `json:"not_itemised"`
+				Hosts       []egressHostCount
+				Past        []map[string]any `json:"past_host_limit"`
+			}
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			summed, notItemised = d.Decisions, d.NotItemised
+			if len(d.Hosts) == 0 || d.Hosts[0].Host != "denied.test" || d.Hosts[0].Count != same || len(d.Past) != 2 {
+				t.Errorf("summary hosts %+v, past the limit %v", d.Hosts, d.Past)
+			}
+		default:
+			itemised[e.Kind]++
 		}
 	}
-	if written+dropped != n {
-		t.Errorf("%d written + %d counted as dropped, want %d", written, dropped, n)
+	if len(es) > egressKeysPerWindow+1 || summaries != 1 {
+		t.Errorf("%d ledger entries, %d summaries", len(es), summaries)
 	}
-	if written == 0 {
-		t.Error("nothing reached the ledger")
+	if summed["egress.deny"] != same || summed["dns.deny"] != distinct || summed["egress.allow"] != 1 {
+		t.Errorf("the summary counts %v", summed)
 	}
-	t.Logf("%d written, %d counted as dropped", written, dropped)
+	if total := itemised["egress.deny"] + itemised["dns.deny"] + itemised["egress.allow"]; total+notItemised != same+distinct+1 {
+		t.Errorf("%d itemised + %d not itemised, want %d", total, notItemised, same+distinct+1)
+	}
+	// The next window: the host already in the ledger is not itemised
+	// again; its log row is.
+	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Reason: "no rule allows denied.test"})
+	clock.add(egressWindow)
+	m.flushEgressLog()
+	es2, _ := led.List(ctx, id, 0, 0)
+	if len(es2) != len(es)+1 || es2[len(es2)-1].Kind != "egress.summary" {
+		t.Errorf("the second window added %d entries (last %s), want one summary", len(es2)-len(es), es2[len(es2)-1].Kind)
+	}
+	if res, err := led.Verify(ctx, id); err != nil || !res.OK {
+		t.Errorf("verify: %+v %v", res, err)
+	}
+}
+
+// TestEgressLogRetention: the sweep prunes log rows past the retention;
+// the ledger's entries stay and the chain still verifies.
+func TestEgressLogRetention(t *testing.T) {
+	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	m, st, led := egressLogManager(t, clock)
+	ctx := context.Background()
+	const id = "ses-old"
+	for range 10 {
+		m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "old.test", Reason: "no"})
+	}
+	clock.add(egressWindow)
+	m.closeEgressWindows(false)
+	m.settleEgressLog()
+	clock.add(time.Hour)
+	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "new.test", Reason: "no"})
+	m.settleEgressLog()
+	before, _ := led.List(ctx, id, 0, 0)
+	if rows, _ := egressCounts(t, st, id); rows != 3 {
+		t.Fatalf("%d rows before the prune, want 3", rows)
+	}
+	// Two hours after the first window (the retention): its rows go.
+	clock.add(time.Hour + time.Second)
+	m.Sweep(ctx)
+	rs, _ := st.ListEgressLog(ctx, id, 0, 0)
+	if len(rs) != 1 || rs[0].Host != "new.test" {
+		t.Errorf("after the prune: %+v", rs)
+	}
+	after, _ := led.List(ctx, id, 0, 0)
+	if len(after) != len(before) {
+		t.Errorf("the prune touched the ledger: %d entries, were %d", len(after), len(before))
+	}
+	if res, err := led.Verify(ctx, id); err != nil || !res.OK {
+		t.Errorf("verify after the prune: %+v %v", res, err)
+	}
+	if err := CheckEgressLogRetention(time.Minute); err == nil {
+		t.Error("a retention of a minute was accepted")
+	}
+	m.flushEgressLog()
 }

@@ -219,6 +219,9 @@ type Manager struct {
 	egressLog egressLog
 	life      lifecycleState // execs in flight, markers, test hooks (gate.go)
 
+	// egressRetention is Config.EgressLogRetention (egresslog.go).
+	egressRetention time.Duration
+
 	// terms are the open terminals and their tickets (terminal.go).
 	terms terminals
 }
@@ -246,6 +249,9 @@ type Config struct {
 	TrustPEM []byte
 	// Policy is the policy engine; nil refuses process rules.
 	Policy Decider
+	// EgressLogRetention is how long egress log rows are kept (0:
+	// DefaultEgressLogRetention); the sweeper prunes older ones.
+	EgressLogRetention time.Duration
 }
 
 // New returns a Manager. It starts nothing.
@@ -262,7 +268,11 @@ func New(c Config) *Manager {
 			}
 		}
 	}
-	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage,
+	retention := c.EgressLogRetention
+	if retention <= 0 {
+		retention = DefaultEgressLogRetention
+	}
+	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage, egressRetention: retention,
 		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy, images: c.ImagesDir,
 		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
@@ -871,9 +881,10 @@ func (m *Manager) Probe(ctx context.Context, tenant, id string) (*api.Probe, err
 }
 
 // Sweep marks sessions past their expiry expired and stops their
-// sandboxes; the record and ledger stay until DELETE. Records of kind
-// sandbox are removed instead (sweepSandbox). hostd runs it 30 s after
-// start and then every minute.
+// sandboxes (the record and ledger stay until DELETE), and prunes the
+// egress log past its retention. Records of kind sandbox are removed
+// instead (sweepSandbox). hostd runs it 30 s after start and then every
+// minute.
 func (m *Manager) Sweep(ctx context.Context) (expired int) {
 	// Expiry is the daemon's doing, whichever call noticed it.
 	ctx = auth.WithoutIdentity(ctx)
@@ -883,6 +894,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		return 0
 	}
 	now := m.now()
+	m.pruneEgressLog(ctx)
 	for _, r := range rows {
 		if m.sweepSandbox(ctx, r, now) {
 			expired++

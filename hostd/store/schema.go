@@ -169,6 +169,28 @@ CREATE TABLE previews (
 );
 CREATE INDEX previews_session ON previews (session_id, expires_at);
 `,
+	// 7: the egress log (issue 16): the proxy's and resolver's decisions
+	// kept apart from the hash-chained ledger, so they can be pruned
+	// (paddock serve --egress-log-retention) without breaking a chain.
+	// A row is one decision, or (summary = 1) the count of those like it
+	// that a window folded together. No foreign key: like the ledger,
+	// the log outlives the session row; retention removes it.
+	`
+CREATE TABLE egress_log (
+	id        INTEGER PRIMARY KEY AUTOINCREMENT,
+	session   TEXT NOT NULL,
+	time      TEXT NOT NULL,
+	last_time TEXT NOT NULL,
+	kind      TEXT NOT NULL,
+	host      TEXT NOT NULL,
+	reason    TEXT NOT NULL,
+	count     INTEGER NOT NULL CHECK (count >= 1),
+	summary   INTEGER NOT NULL CHECK (summary IN (0, 1)),
+	data      TEXT NOT NULL CHECK (json_valid(data))
+);
+CREATE INDEX egress_log_session ON egress_log (session, id);
+CREATE INDEX egress_log_time ON egress_log (last_time);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.

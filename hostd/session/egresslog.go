@@ -1,0 +1,435 @@
+package session
+
+// The egress log: where a sandbox's network decisions go, bounded.
+//
+// A sandbox decides how many requests it makes, so recording each
+// decision as a ledger entry let one sandbox write thousands of rows a
+// second (issue 16). Decisions are now folded per sandbox in windows of
+// egressWindow:
+//
+//   - The egress log (store.EgressLogRow, outside the hash chain) gets
+//     the first decision of each (kind, host, reason) in a window, at
+//     most egressKeysPerWindow of them; the rest of the window's
+//     decisions are counted, and when the window closes each key that
+//     repeated gets one summary row ("N more like this", with a few
+//     samples), and the decisions past the key limit one row per kind.
+//     Retention (Config.EgressLogRetention, paddock serve
+//     --egress-log-retention) prunes the log; the chain is untouched.
+//   - The ledger (the hash chain, kept forever) gets the first decision
+//     of each (kind, host, reason) of the session as the entry it always
+//     was (egress.allow, egress.deny, dns.deny), for at most
+//     egressChainKeys keys, and, for a window in which some decisions
+//     were not itemised that way, one egress.summary entry with the
+//     counts per kind and the busiest hosts.
+//
+// So a flood costs a sandbox at most a few dozen log rows and one ledger
+// entry per window, whatever its rate, and every decision is counted
+// somewhere: an itemised row or a summary's count.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"paddock.dev/paddock/egress"
+	"paddock.dev/paddock/hostd/store"
+)
+
+// Bounds of the egress log.
+const (
+	// egressQueue bounds the writes waiting for the database.
+	egressQueue = 4096
+	// egressWindow is how long decisions are folded together.
+	egressWindow = 10 * time.Second
+	// egressKeysPerWindow is how many distinct (kind, host, reason) a
+	// sandbox gets a row for in one window.
+	egressKeysPerWindow = 32
+	// egressChainKeys is how many distinct (kind, host, reason) of a
+	// session are ledgered one by one (their first decision).
+	egressChainKeys = 256
+	// egressSamples is how many decisions a summary row keeps.
+	egressSamples = 3
+	// egressSummaryHosts is how many hosts an egress.summary names.
+	egressSummaryHosts = 16
+	// egressHostSample is how many hosts past the key limit are named.
+	egressHostSample = 8
+	// egressOverflowHosts bounds the distinct hosts counted past the key
+	// limit (more count as "at least").
+	egressOverflowHosts = 1024
+)
+
+// Retention of the egress log.
+const (
+	DefaultEgressLogRetention = 7 * 24 * time.Hour
+	MinEgressLogRetention     = time.Hour
+	MaxEgressLogRetention     = 10 * 365 * 24 * time.Hour
+)
+
+// CheckEgressLogRetention refuses a retention out of its bounds.
+func CheckEgressLogRetention(d time.Duration) error {
+	if d < MinEgressLogRetention || d > MaxEgressLogRetention {
+		return fmt.Errorf("the egress log retention %s must be from %s to %s", d, MinEgressLogRetention, MaxEgressLogRetention)
+	}
+	return nil
+}
+
+// egressKey is what makes two decisions alike.
+type egressKey struct{ kind, host, reason string }
+
+// egressTally counts decisions alike after the first of a window.
+type egressTally struct {
+	more          int64 // after the first
+	from, last    time.Time
+	samples       []egress.Event
+	hosts         map[string]bool // overflow tallies only
+	hostSample    []string        // the first hosts seen, overflow only
+	hostsOverflow bool
+}
+
+func (t *egressTally) add(ev egress.Event, now time.Time) {
+	if t.more == 0 {
+		t.from = now
+	}
+	t.more++
+	t.last = now
+	if len(t.samples) < egressSamples {
+		t.samples = append(t.samples, ev)
+	}
+	if t.hosts != nil {
+		if len(t.hosts) < egressOverflowHosts && !t.hosts[ev.Host] {
+			t.hosts[ev.Host] = true
+			if len(t.hostSample) < egressHostSample {
+				t.hostSample = append(t.hostSample, ev.Host)
+			}
+		} else if !t.hosts[ev.Host] {
+			t.hostsOverflow = true
+		}
+	}
+}
+
+// egressWindowState is one sandbox's open window.
+type egressWindowState struct {
+	start, last time.Time
+	decisions   map[string]int64 // by kind
+	keys        map[egressKey]*egressTally
+	overflow    map[string]*egressTally // by kind, past egressKeysPerWindow
+	// unchained counts the window's decisions that have no ledger entry
+	// of their own.
+	unchained int64
+}
+
+// egressWrite is one batch for the writer: log rows, and a ledger entry
+// when kind is set.
+type egressWrite struct {
+	sandbox   string
+	rows      []store.EgressLogRow
+	kind      string
+	data      any
+	decisions int64 // what the batch accounts for, for egress.dropped
+}
+
+// egressLog folds decisions and hands the result to one writer
+// goroutine, off the request path (each write is a transaction synced to
+// disk, which a request should not wait for). A batch that finds the
+// queue full is counted per sandbox and the count ledgered as
+// egress.dropped.
+type egressLog struct {
+	pending atomic.Int64 // queued and not yet written
+	once    sync.Once
+	ch      chan egressWrite
+	done    chan struct{}
+	stop    chan struct{}
+	mu      sync.Mutex
+	windows map[string]*egressWindowState
+	chained map[string]map[egressKey]bool // sandbox → keys with a ledger entry
+	dropped map[string]int64
+	closed  bool
+}
+
+func (m *Manager) startEgressLog() {
+	l := &m.egressLog
+	l.once.Do(func() {
+		l.mu.Lock()
+		l.ch, l.done, l.stop = make(chan egressWrite, egressQueue), make(chan struct{}), make(chan struct{})
+		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]map[egressKey]bool{}, map[string]int64{}
+		l.mu.Unlock()
+		go m.writeEgressLog()
+	})
+}
+
+// recordEgress takes one decision of the proxy or the resolver.
+func (m *Manager) recordEgress(ev egress.Event) {
+	m.startEgressLog()
+	l := &m.egressLog
+	now := m.now().UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || ev.Sandbox == "" || ev.Kind == "" {
+		return
+	}
+	w := l.windows[ev.Sandbox]
+	if w != nil && now.Sub(w.start) >= egressWindow {
+		m.closeWindowLocked(ev.Sandbox, w)
+		w = nil
+	}
+	if w == nil {
+		w = &egressWindowState{start: now, decisions: map[string]int64{}, keys: map[egressKey]*egressTally{}, overflow: map[string]*egressTally{}}
+		l.windows[ev.Sandbox] = w
+	}
+	w.last = now
+	w.decisions[ev.Kind]++
+	key := egressKey{ev.Kind, ev.Host, ev.Reason}
+	if t := w.keys[key]; t != nil {
+		t.add(ev, now)
+		w.unchained++
+		return
+	}
+	if len(w.keys) >= egressKeysPerWindow {
+		t := w.overflow[ev.Kind]
+		if t == nil {
+			t = &egressTally{hosts: map[string]bool{}}
+			w.overflow[ev.Kind] = t
+		}
+		t.add(ev, now)
+		w.unchained++
+		return
+	}
+	w.keys[key] = &egressTally{}
+	raw, _ := json.Marshal(ev)
+	wr := egressWrite{sandbox: ev.Sandbox, decisions: 1,
+		rows: []store.EgressLogRow{{Session: ev.Sandbox, Time: now, Kind: ev.Kind, Host: ev.Host, Reason: ev.Reason, Count: 1, Data: raw}}}
+	chained := l.chained[ev.Sandbox]
+	if chained == nil {
+		chained = map[egressKey]bool{}
+		l.chained[ev.Sandbox] = chained
+	}
+	if !chained[key] && len(chained) < egressChainKeys {
+		chained[key] = true
+		wr.kind, wr.data = ev.Kind, ev
+	} else {
+		w.unchained++
+	}
+	l.queueLocked(wr)
+}
+
+// queueLocked hands a batch to the writer, or counts it as dropped.
+func (l *egressLog) queueLocked(wr egressWrite) {
+	l.pending.Add(1)
+	select {
+	case l.ch <- wr:
+	default:
+		l.pending.Add(-1)
+		l.dropped[wr.sandbox] += wr.decisions
+	}
+}
+
+// egressHostCount is one line of an egress.summary's hosts.
+type egressHostCount struct {
+	Kind   string `json:"kind"`
+	Host   string `json:"host"`
+	Reason string `json:"reason,omitempty"`
+	Count  int64  `json:"count"`
+}
+
+// closeWindowLocked writes what a window folded: a summary row per key
+// that repeated, one per kind past the key limit, and an egress.summary
+// ledger entry when some decisions have no entry of their own.
+func (m *Manager) closeWindowLocked(sandbox string, w *egressWindowState) {
+	l := &m.egressLog
+	delete(l.windows, sandbox)
+	keys := make([]egressKey, 0, len(w.keys))
+	for k := range w.keys {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.kind != b.kind {
+			return a.kind < b.kind
+		}
+		if a.host != b.host {
+			return a.host < b.host
+		}
+		return a.reason < b.reason
+	})
+	wr := egressWrite{sandbox: sandbox}
+	var hosts []egressHostCount
+	for _, k := range keys {
+		t := w.keys[k]
+		hosts = append(hosts, egressHostCount{Kind: k.kind, Host: k.host, Reason: k.reason, Count: t.more + 1})
+		if t.more == 0 {
+			continue
+		}
+		raw, _ := json.Marshal(map[string]any{"more_like_this": t.more, "samples": t.samples})
+		wr.rows = append(wr.rows, store.EgressLogRow{Session: sandbox, Time: t.from, LastTime: t.last, Kind: k.kind,
+			Host: k.host, Reason: k.reason, Count: t.more, Summary: true, Data: raw})
+		wr.decisions += t.more
+	}
+	kinds := make([]string, 0, len(w.overflow))
+	for k := range w.overflow {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var overflow []map[string]any
+	for _, kind := range kinds {
+		t := w.overflow[kind]
+		sample := t.hostSample
+		o := map[string]any{"kind": kind, "count": t.more, "hosts": len(t.hosts), "host_sample": sample}
+		if t.hostsOverflow {
+			o["hosts_at_least"] = true
+		}
+		overflow = append(overflow, o)
+		raw, _ := json.Marshal(map[string]any{"reason": fmt.Sprintf("past the %d distinct host and reason pairs a window itemises", egressKeysPerWindow),
+			"hosts": len(t.hosts), "hosts_at_least": t.hostsOverflow, "host_sample": sample, "samples": t.samples})
+		wr.rows = append(wr.rows, store.EgressLogRow{Session: sandbox, Time: t.from, LastTime: t.last, Kind: kind,
+			Count: t.more, Summary: true, Data: raw})
+		wr.decisions += t.more
+	}
+	if w.unchained > 0 {
+		sort.SliceStable(hosts, func(i, j int) bool { return hosts[i].Count > hosts[j].Count })
+		others := 0
+		if len(hosts) > egressSummaryHosts {
+			others, hosts = len(hosts)-egressSummaryHosts, hosts[:egressSummaryHosts]
+		}
+		d := map[string]any{"from": w.start, "to": w.last, "decisions": w.decisions, "not_itemised": w.unchained, "hosts": hosts}
+		if others > 0 {
+			d["other_hosts"] = others
+		}
+		if len(overflow) > 0 {
+			d["past_host_limit"] = overflow
+		}
+		wr.kind, wr.data = "egress.summary", d
+	}
+	if len(wr.rows) > 0 || wr.kind != "" {
+		l.queueLocked(wr)
+	}
+}
+
+// closeEgressWindow closes sandbox's open window now (its egress is
+// closing) and forgets what its ledger has.
+func (m *Manager) closeEgressWindow(sandbox string) {
+	l := &m.egressLog
+	l.mu.Lock()
+	if w := l.windows[sandbox]; w != nil && !l.closed {
+		m.closeWindowLocked(sandbox, w)
+	}
+	if l.chained != nil {
+		delete(l.chained, sandbox)
+	}
+	l.mu.Unlock()
+	m.settleEgressLog()
+}
+
+// closeEgressWindows closes the windows older than egressWindow (all
+// of them when all is set).
+func (m *Manager) closeEgressWindows(all bool) {
+	l := &m.egressLog
+	now := m.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	for sb, w := range l.windows {
+		if all || now.Sub(w.start) >= egressWindow {
+			m.closeWindowLocked(sb, w)
+		}
+	}
+}
+
+// settleEgressLog waits (a little) for queued writes to reach the
+// database, so a read of the ledger shows what was decided before it.
+func (m *Manager) settleEgressLog() {
+	for deadline := time.Now().Add(2 * time.Second); m.egressLog.pending.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (m *Manager) writeEgressLog() {
+	l := &m.egressLog
+	defer close(l.done)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	ctx := context.Background()
+	for {
+		select {
+		case <-tick.C:
+			m.closeEgressWindows(false)
+			continue
+		case wr, ok := <-l.ch:
+			if !ok {
+				m.writeEgressDropped(ctx)
+				return
+			}
+			if len(wr.rows) > 0 {
+				if err := m.st.AppendEgressLog(ctx, wr.rows); err != nil {
+					m.log.Error("egress log append", "session", wr.sandbox, "err", err)
+				}
+			}
+			if wr.kind != "" {
+				m.ledgerAppend(ctx, wr.sandbox, wr.kind, wr.data)
+			}
+			l.pending.Add(-1)
+		}
+		if len(l.ch) == 0 {
+			m.writeEgressDropped(ctx)
+		}
+	}
+}
+
+// writeEgressDropped ledgers the decisions whose batches found the queue
+// full, per sandbox.
+func (m *Manager) writeEgressDropped(ctx context.Context) {
+	l := &m.egressLog
+	l.mu.Lock()
+	dropped := l.dropped
+	l.dropped = map[string]int64{}
+	l.mu.Unlock()
+	for id, n := range dropped {
+		m.ledgerAppend(ctx, id, "egress.dropped", map[string]any{"count": n, "reason": "more decisions at once than the egress log's queue holds"})
+	}
+}
+
+// flushEgressLog closes every window, writes what is queued and stops
+// the writer (Shutdown, Detach).
+func (m *Manager) flushEgressLog() {
+	l := &m.egressLog
+	l.mu.Lock()
+	started := l.ch != nil && !l.closed
+	if started {
+		for sb, w := range l.windows {
+			m.closeWindowLocked(sb, w)
+		}
+	}
+	l.closed = true
+	l.mu.Unlock()
+	if started {
+		close(l.ch)
+		<-l.done
+	}
+}
+
+// pruneEgressLog removes egress log rows older than the retention.
+func (m *Manager) pruneEgressLog(ctx context.Context) {
+	n, err := m.st.PruneEgressLog(ctx, m.now().Add(-m.egressRetention))
+	if err != nil {
+		m.log.Warn("prune the egress log", "err", err)
+		return
+	}
+	if n > 0 {
+		m.log.Info("pruned the egress log", "rows", n, "retention", m.egressRetention.String())
+	}
+}
+
+// EgressLog returns the session's egress log rows after afterID (at
+// most limit; ≤ 0 means store.MaxEgressLogList).
+func (m *Manager) EgressLog(ctx context.Context, tenant, id string, afterID int64, limit int) ([]store.EgressLogRow, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	m.settleEgressLog()
+	return m.st.ListEgressLog(ctx, id, afterID, limit)
+}
