@@ -501,10 +501,17 @@ func TestConformanceCheckpointRestore(t *testing.T) {
 		}
 		m, c := e.create(t, hypervisor.MachineSpec{})
 		ctx := ctxT(t)
-		mustOK(t, c, "echo v1 > /workspace/state; mkdir -p /workspace/d && echo keep > /workspace/d/f")
-		// Image files deleted (as root, through the files API) become
-		// whiteouts, which a checkpoint layer must carry.
-		if err := c.DeleteFile(ctx, "/usr/bin/yes", false); err != nil {
+		mustOK(t, c, "echo v1 > /workspace/state; mkdir -p /workspace/d && echo keep > /workspace/d/f; echo y > /workspace/yes; echo s > /workspace/seq")
+		// Files of a lower layer deleted (through the files API, which
+		// acts as the guest user, so the layer is a first checkpoint's
+		// with two files of the guest's) become whiteouts, which a
+		// checkpoint layer must carry.
+		base, err := m.Checkpoint(ctx, "base", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.DeleteSnapshot(context.Background(), base) })
+		if err := c.DeleteFile(ctx, "/workspace/yes", false); err != nil {
 			t.Fatal(err)
 		}
 		s, err := m.Checkpoint(ctx, "v1", false)
@@ -513,14 +520,14 @@ func TestConformanceCheckpointRestore(t *testing.T) {
 		}
 		t.Cleanup(func() { m.DeleteSnapshot(context.Background(), s) })
 		mustOK(t, c, "echo v2 > /workspace/state; echo new > /workspace/added; rm -r /workspace/d")
-		if err := c.DeleteFile(ctx, "/usr/bin/seq", false); err != nil {
+		if err := c.DeleteFile(ctx, "/workspace/seq", false); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Restore(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		c = clientFor(m)
-		out := mustOK(t, c, "cat /workspace/state; cat /workspace/d/f; test -e /workspace/added && echo added-exists; test -e /usr/bin/yes && echo yes-exists; test -e /usr/bin/seq && echo seq-back")
+		out := mustOK(t, c, "cat /workspace/state; cat /workspace/d/f; test -e /workspace/added && echo added-exists; test -e /workspace/yes && echo yes-exists; test -e /workspace/seq && echo seq-back")
 		if out != "v1\nkeep\nseq-back\n" {
 			t.Errorf("after restore: %q, want v1, keep, seq-back (yes stays deleted)", out)
 		}
