@@ -270,11 +270,36 @@ func TestSeccomp(t *testing.T) {
 		{"personality ADDR_NO_RANDOMIZE", &on, []string{"personality", "0x0040000"}, "err=EPERM", "", 0},
 		{"personality query", &on, []string{"personality", "0xffffffff"}, "ok 0", "", 0},
 		{"personality linux", &on, []string{"personality", "0"}, "ok 0", "", 0},
+		// Socket families outside unix, inet, inet6 and netlink fail as
+		// if the kernel lacked them; netlink beyond routing and socket
+		// diagnostics too. Upper bits cannot smuggle a refused family
+		// past the filter (the kernel reads only the low 32).
+		{"socket vsock", &on, []string{"socket", "40"}, "err=EAFNOSUPPORT", "", 0},
+		{"socket vsock control", &off, []string{"socket", "40"}, "", "err=", 0},
+		{"socket vsock upper bits", &on, []string{"socket", "0x100000028"}, "err=EAFNOSUPPORT", "", 0},
+		{"socket vsock upper bits control", &off, []string{"socket", "0x100000028"}, "", "err=", 0},
+		{"socketpair vsock", &on, []string{"socketpair", "40"}, "err=EAFNOSUPPORT", "", 0},
+		{"socket packet", &on, []string{"socket", "17", "2"}, "err=EAFNOSUPPORT", "", 0},
+		{"socket packet control", &off, []string{"socket", "17", "2"}, "", "err=", 0},
+		{"socket family above any", &on, []string{"socket", "200"}, "err=EAFNOSUPPORT", "", 0},
+		{"socket unix", &on, []string{"socket", "1"}, "ok 0", "", 0},
+		{"socketpair unix", &on, []string{"socketpair", "1"}, "ok 0", "", 0},
+		{"socket inet", &on, []string{"socket", "2"}, "ok 0", "", 0},
+		{"socket inet6 datagram", &on, []string{"socket", "10", "2"}, "ok 0", "", 0},
+		{"netlink route", &on, []string{"socket", "16", "3", "0"}, "ok 0", "", 0},
+		{"netlink sock_diag", &on, []string{"socket", "16", "3", "4"}, "ok 0", "", 0},
+		{"netlink generic", &on, []string{"socket", "16", "3", "16"}, "err=EPROTONOSUPPORT", "", 0},
+		{"netlink generic control", &off, []string{"socket", "16", "3", "16"}, "", "err=", 0},
+		{"netlink audit", &on, []string{"socket", "16", "3", "9"}, "err=EPROTONOSUPPORT", "", 0},
+		{"netlink route upper bits", &on, []string{"socket", "16", "3", "0x100000010"}, "err=EPROTONOSUPPORT", "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.name == "bpf control" && os.Geteuid() != 0 {
-				t.Skip("needs root: unprivileged bpf is refused without the filter too")
+			if (tt.name == "bpf control" || tt.name == "socket packet control") && os.Geteuid() != 0 {
+				t.Skip("needs root: the call is refused without the filter too")
+			}
+			if strings.HasPrefix(tt.name, "socket vsock") && strings.HasSuffix(tt.name, "control") && !hostHasVsock() {
+				t.Skip("this kernel has no vsock: socket(AF_VSOCK) fails without the filter too")
 			}
 			// Seccomp alone: no ruleset, so only the filter can refuse.
 			policy := api.Confinement{Seccomp: tt.seccomp, Enforcement: Strict}
@@ -568,4 +593,14 @@ func TestStaticGuest(t *testing.T) {
 			t.Errorf("static guest, probe %v = %q (%v), want %q", tt.argv, got, err, tt.want)
 		}
 	}
+}
+
+// hostHasVsock reports whether this kernel opens AF_VSOCK sockets.
+func hostHasVsock() bool {
+	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }

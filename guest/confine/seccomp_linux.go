@@ -4,6 +4,7 @@ package confine
 
 import (
 	"fmt"
+	"slices"
 
 	seccomp "github.com/seccomp/libseccomp-golang"
 	"golang.org/x/sys/unix"
@@ -43,6 +44,33 @@ var namespaceFlags = []uint64{
 	unix.CLONE_NEWNS, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC, unix.CLONE_NEWUSER,
 	unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWCGROUP,
 }
+
+// allowedFamilies are the socket address families a process in a sandbox
+// may create: local sockets, IPv4, IPv6, and netlink for the protocols in
+// allowedNetlink. socket and socketpair with any other family fail with
+// EAFNOSUPPORT, the kernel's own answer for a family it was built
+// without, which programs already handle. The others are of no use to a
+// sandbox and some are harmful: vsock shares the host's port space from a
+// namespace sandbox and reaches the host's services from a VM, packet and
+// XDP sockets see raw traffic, and KCM, ALG, TIPC, RDS, SMC, CAN,
+// Bluetooth, the radio and telephony families and the rest are kernel code
+// (often loaded on demand by the first socket() naming it) with a history
+// of bugs. A family added to a later kernel is refused too: the rule is
+// "above the highest allowed number", not a list of known ones.
+//
+// A VM's agent keeps its vsock channel: PID 1 binds and listens on the
+// port before vm-serve loads this filter and hands it the listening
+// descriptor, and accept() is not filtered (guest/vminit).
+var allowedFamilies = []int{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
+// allowedNetlink are the netlink protocols a sandbox may open: routing
+// (interfaces and addresses: getaddrinfo, ip, Go's net.Interfaces) and
+// socket diagnostics (ss). Others (generic netlink and its many
+// subsystems, audit, uevents, netfilter, xfrm, crypto, connector, ...)
+// fail with EPROTONOSUPPORT, the answer of a kernel without them. The
+// agent's and PID 1's own netlink work (lo, the transparent redirect's
+// route and nftables) happens before the filter is loaded.
+var allowedNetlink = []int{unix.NETLINK_ROUTE, unix.NETLINK_SOCK_DIAG}
 
 // Personalities a program may still ask for: Linux itself and the query.
 const (
@@ -115,6 +143,10 @@ func (sf *seccompFilter) addRules() error {
 		}
 	}
 
+	if err := addSocketRules(f); err != nil {
+		return err
+	}
+
 	// personality: refuse everything but PER_LINUX (0) and the query
 	// (0xffffffff): the flags it could set (ADDR_NO_RANDOMIZE,
 	// READ_IMPLIES_EXEC...) only weaken the programs started afterwards.
@@ -141,6 +173,63 @@ func (sf *seccompFilter) addRules() error {
 	// The x32 ABI shares the x86_64 audit arch and marks its numbers
 	// with bit 30. libseccomp sends them to the bad-arch action when x32
 	// is not in the filter (TestSeccomp checks it does).
+	return nil
+}
+
+// addSocketRules refuses socket and socketpair for every family outside
+// allowedFamilies, and netlink sockets outside allowedNetlink. The
+// arguments are ints the kernel truncates from 64 bits, so every
+// comparison is on the whole register: a value with any of the upper bits
+// set is above the highest allowed number and refused, whatever its low
+// half names.
+func addSocketRules(f *seccomp.ScmpFilter) error {
+	noFamily := seccomp.ActErrno.SetReturnCode(int16(unix.EAFNOSUPPORT))
+	noProtocol := seccomp.ActErrno.SetReturnCode(int16(unix.EPROTONOSUPPORT))
+	eq := func(arg uint, v int) seccomp.ScmpCondition {
+		c, err := seccomp.MakeCondition(arg, seccomp.CompareEqual, uint64(v))
+		if err != nil {
+			panic(err) // only for an argument number above 5
+		}
+		return c
+	}
+	above := func(arg uint, v int) seccomp.ScmpCondition {
+		c, err := seccomp.MakeCondition(arg, seccomp.CompareGreater, uint64(v))
+		if err != nil {
+			panic(err)
+		}
+		return c
+	}
+	// refused lists the conditions that refuse every value of arg outside
+	// allowed: one per value below the highest allowed, one above it.
+	refused := func(arg uint, allowed []int) [][]seccomp.ScmpCondition {
+		top := slices.Max(allowed)
+		var out [][]seccomp.ScmpCondition
+		for v := 0; v < top; v++ {
+			if !slices.Contains(allowed, v) {
+				out = append(out, []seccomp.ScmpCondition{eq(arg, v)})
+			}
+		}
+		return append(out, []seccomp.ScmpCondition{above(arg, top)})
+	}
+	for _, name := range []string{"socket", "socketpair"} {
+		nr, ok := resolve(name)
+		if !ok {
+			continue
+		}
+		for _, conds := range refused(0, allowedFamilies) {
+			if err := f.AddRuleConditional(nr, noFamily, conds); err != nil {
+				return fmt.Errorf("deny %s families: %w", name, err)
+			}
+		}
+	}
+	if nr, ok := resolve("socket"); ok {
+		for _, conds := range refused(2, allowedNetlink) {
+			conds = append([]seccomp.ScmpCondition{eq(0, unix.AF_NETLINK)}, conds...)
+			if err := f.AddRuleConditional(nr, noProtocol, conds); err != nil {
+				return fmt.Errorf("deny netlink protocols: %w", err)
+			}
+		}
+	}
 	return nil
 }
 

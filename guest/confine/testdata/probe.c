@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,6 +148,50 @@ int main(int argc, char **argv) {
 			done += n;
 		}
 		return report(done);
+	}
+	if (!strcmp(c, "socket") || !strcmp(c, "socketpair")) {
+		/* Raw arguments, upper bits included: socket DOMAIN TYPE PROTOCOL. */
+		unsigned long d = strtoul(a, 0, 0);
+		unsigned long ty = argc > 3 ? strtoul(argv[3], 0, 0) : SOCK_STREAM;
+		unsigned long pr = argc > 4 ? strtoul(argv[4], 0, 0) : 0;
+		if (!strcmp(c, "socket"))
+			return report(syscall(SYS_socket, d, ty, pr) < 0 ? -1 : 0);
+		int sv[2];
+		return report(syscall(SYS_socketpair, d, ty, pr, sv) < 0 ? -1 : 0);
+	}
+	if (!strcmp(c, "families")) {
+		/* One line per address family 0-63, "af N ok" when any socket
+		 * type opens, else "af N err=E[,E...]" with each distinct errno;
+		 * then one per netlink protocol 0-31, "nl N ...", the same way. */
+		static const int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET, SOCK_RAW};
+		static const int nltypes[] = {SOCK_RAW, SOCK_DGRAM};
+		for (int pass = 0; pass < 2; pass++) {
+			int n = pass ? 32 : 64;
+			const int *ts = pass ? nltypes : types;
+			int nts = pass ? 2 : 4;
+			for (int v = 0; v < n; v++) {
+				char errs[128] = "";
+				int ok = 0;
+				for (int i = 0; i < nts && !ok; i++) {
+					int fd = pass ? socket(AF_NETLINK, ts[i], v) : socket(v, ts[i], 0);
+					if (fd >= 0) {
+						close(fd);
+						ok = 1;
+						break;
+					}
+					const char *e = strerrorname_np(errno);
+					if (!e)
+						e = "?";
+					if (!strstr(errs, e)) {
+						if (errs[0])
+							strcat(errs, ",");
+						strcat(errs, e);
+					}
+				}
+				printf("%s %d %s%s\n", pass ? "nl" : "af", v, ok ? "ok" : "err=", ok ? "" : errs);
+			}
+		}
+		return 0;
 	}
 	fprintf(stderr, "probe: unknown call %s\n", c);
 	return 2;
