@@ -234,6 +234,22 @@ for h in ['2130706433','0x7f000001','0177.0.0.1','127.1','[::ffff:127.0.0.1]','0
 	if res := run(spellings); strings.Count(res.Stdout, " 403 ")+strings.Count(res.Stdout, " 400 ") != 7 {
 		t.Errorf("IP spellings: %q %q", res.Stdout, res.Stderr)
 	}
+	// A CONNECT to the allowed host whose ClientHello names the
+	// path-limited one (same server) is cut before the ClientHello is
+	// relayed: TLS ends with the proxy's access_denied alert.
+	sni := `python3 -c "
+import socket,ssl
+c=socket.create_connection(('127.0.0.1',3128)); c.sendall(b'CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n')
+print(c.recv(64).split(b'\r\n')[0].decode())
+x=ssl.create_default_context(); x.check_hostname=False; x.verify_mode=ssl.CERT_NONE
+try:
+    t=x.wrap_socket(c,server_hostname='paths.test'); t.sendall(b'GET /secret HTTP/1.1\r\nHost: paths.test\r\n\r\n'); print('served', t.recv(256))
+except (ssl.SSLError, OSError) as e: print('refused', e)
+"`
+	if res := run(sni); !strings.Contains(res.Stdout, " 200 ") || !strings.Contains(res.Stdout, "refused") ||
+		!strings.Contains(res.Stdout, "ACCESS_DENIED") || strings.Contains(res.Stdout, "served") {
+		t.Errorf("a ClientHello naming paths.test through CONNECT allowed.test: %q %q", res.Stdout, res.Stderr)
+	}
 	// A DNS TXT query is refused (rcode 5) and not forwarded.
 	txt := `python3 -c "
 import socket,struct
@@ -317,7 +333,7 @@ except OSError as e: print('udp failed', e)
 		kinds = append(kinds, e.Kind+":"+string(e.Data))
 	}
 	all := strings.Join(kinds, "\n")
-	for _, want := range []string{"egress.allow", "egress.deny", "other.test"} {
+	for _, want := range []string{"egress.allow", "egress.deny", "other.test", `(SNI) \"paths.test\" is not allowed.test`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("ledger lacks %q:\n%s", want, all)
 		}
