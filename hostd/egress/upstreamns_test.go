@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/internal/testutil"
 )
 
 // upstreamNS is a test's network namespace standing for the internet: a
@@ -29,6 +31,10 @@ type upstreamNS struct {
 
 func newUpstreamNS(t *testing.T, addrs []netip.Addr) (*upstreamNS, error) {
 	t.Helper()
+	// The host end's 10.99.0.1/24 is a route in the host's namespace: two
+	// of these at once (another test process) would take each other's
+	// traffic, so one at a time on the machine.
+	testutil.MachineLock(t, "upstreamns")
 	u := &upstreamNS{prefix: netip.MustParsePrefix("10.99.0.0/24")}
 	err := onOwnThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {

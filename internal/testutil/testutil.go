@@ -133,6 +133,16 @@ func MiniImages(t testing.TB) string {
 	return imageDir
 }
 
+// MachineLock holds a machine-wide lock named name until the test ends,
+// for tests that take something the whole host shares (an address range
+// on the host's own network namespace, say), so two test processes never
+// hold it at once.
+func MachineLock(t testing.TB, name string) {
+	t.Helper()
+	unlock := lockFile(filepath.Join(os.TempDir(), "paddock-test-lock-"+name))
+	t.Cleanup(unlock)
+}
+
 // lockFile takes an exclusive flock and returns its release.
 func lockFile(path string) func() {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
