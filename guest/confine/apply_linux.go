@@ -35,6 +35,9 @@ func Apply(p api.Confinement) (api.ConfineReport, error) {
 	if err != nil {
 		return report, err
 	}
+	if !execLists {
+		n.exec = nil
+	}
 
 	// Plan everything first: nothing below may fail for a reason that
 	// could have been seen before the first change.

@@ -149,10 +149,19 @@ func planLandlock(n normalized, abi int) (*landlockPlan, error) {
 		}
 	}
 	// A rule cannot take away what a rule on a parent directory grants.
+	// Rules follow symbolic links to the directory they reach, so where
+	// the paths lead is compared too: a read-only path that leads into a
+	// writable directory (a /workspace linked to /tmp/ws) is writable.
 	for _, ro := range n.readOnly {
 		for _, rw := range n.readWrite {
 			if within(ro, rw) {
 				lp.missing = append(lp.missing, fmt.Sprintf("read_only %s (it lies under read_write %s)", ro, rw))
+			}
+		}
+		to := leadsTo(ro)
+		for _, rw := range slices.Concat(n.readWrite, systemRWDirs) {
+			if rwTo := leadsTo(rw); !within(ro, rw) && within(to, rwTo) {
+				lp.missing = append(lp.missing, fmt.Sprintf("read_only %s (it leads to %s, under read_write %s)", ro, to, rwTo))
 			}
 		}
 	}
@@ -184,6 +193,15 @@ func planLandlock(n normalized, abi int) (*landlockPlan, error) {
 		add(rightExec|ll.AccessFSReadFile, files...)
 	}
 	return lp, nil
+}
+
+// leadsTo is where path leads once its symbolic links are followed; path
+// itself when it does not exist (a missing path gets no rule).
+func leadsTo(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
 }
 
 // addRule adds a rule for path when it exists, narrowed to what the

@@ -4,6 +4,9 @@ package confine
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,4 +232,52 @@ func cleanOrRoot(p string) string {
 		return out[0]
 	}
 	return ""
+}
+
+// TestPlanLinkedReadOnly: a read-only path that is a symbolic link into a
+// read-write directory is as writable as that directory (rules follow
+// links), so the plan reports it missing and strict mode refuses it; a
+// link into a read-only place is fine.
+func TestPlanLinkedReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"rw/ws", "ro/ws"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{"into-rw": "rw/ws", "into-ro": "ro/ws", "rw-link": "rw"} {
+		if err := os.Symlink(filepath.Join(dir, to), filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		ro, rw   string
+		conflict bool
+	}{
+		{"a link into the writable directory", "into-rw", "rw", true},
+		{"a link into it, the writable one named by a link", "into-rw", "rw-link", true},
+		{"the real path under a writable link", "rw/ws", "rw-link", true},
+		{"a link elsewhere", "into-ro", "rw", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := api.Confinement{ReadOnly: []string{filepath.Join(dir, tc.ro)}, ReadWrite: []string{filepath.Join(dir, tc.rw)}, Enforcement: BestEffort}
+			n, err := normalize(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := planLandlock(n, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.ContainsFunc(plan.missing, func(m string) bool { return strings.HasPrefix(m, "read_only ") })
+			if got != tc.conflict {
+				t.Errorf("missing %q: a read_only conflict is %v, want %v", plan.missing, got, tc.conflict)
+			}
+			n.strict = true
+			if _, err := planLandlock(n, 7); (err != nil) != tc.conflict || (err != nil && !errors.Is(err, ErrNotEnforceable)) {
+				t.Errorf("strict: %v, want a refusal %v", err, tc.conflict)
+			}
+		})
+	}
 }
