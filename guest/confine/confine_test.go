@@ -298,6 +298,9 @@ func TestSeccomp(t *testing.T) {
 			if (tt.name == "bpf control" || tt.name == "socket packet control") && os.Geteuid() != 0 {
 				t.Skip("needs root: the call is refused without the filter too")
 			}
+			if strings.HasPrefix(tt.name, "int 0x80") && !has32BitEntry(p) {
+				t.Skip(no32BitEntry)
+			}
 			if strings.HasPrefix(tt.name, "socket vsock") && strings.HasSuffix(tt.name, "control") && !hostHasVsock() {
 				t.Skip("this kernel has no vsock: socket(AF_VSOCK) fails without the filter too")
 			}
@@ -321,6 +324,17 @@ func TestSeccomp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// no32BitEntry is the skip reason where the machine runs no 32-bit system
+// calls at all (some hypervisors' guests: int 0x80 is SIGSEGV with no
+// filter), so the filter's refusal of them cannot be told apart.
+const no32BitEntry = "this machine has no working 32-bit system call entry (int 0x80 faults without the filter too)"
+
+// has32BitEntry says whether int 0x80 getpid works without a filter.
+func has32BitEntry(probe string) bool {
+	out, err := exec.Command(probe, "int80").Output()
+	return err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "ok ")
 }
 
 func TestExecAllowlist(t *testing.T) {
@@ -580,6 +594,10 @@ func TestStaticGuest(t *testing.T) {
 		{[]string{"io_uring_setup"}, "err=EPERM", 0},
 		{[]string{"int80"}, "", syscall.SIGSYS},
 	} {
+		if tt.argv[0] == "int80" && !has32BitEntry(l.probe) {
+			t.Log(no32BitEntry + ": int80 not checked")
+			continue
+		}
 		cmd := exec.Command(guest, append([]string{"confine", "--policy-json", string(policy), "--", l.probe}, tt.argv...)...)
 		out, err := cmd.Output()
 		var ee *exec.ExitError
