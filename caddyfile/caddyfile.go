@@ -102,6 +102,9 @@ type Options struct {
 	StorageDir string
 	// AccessLog is where access logs go: "stderr", "discard", or a file.
 	AccessLog string
+	// Log is where Caddy's own log goes (start, stop, certificates):
+	// "stderr" (the default), "discard", or a file.
+	Log string
 
 	// Zero means the default.
 	ReadHeaderTimeout   time.Duration
@@ -122,6 +125,7 @@ type data struct {
 	HostdSocket        string
 	StorageDir         string
 	AccessLog          string
+	Log                string
 
 	APIBody, UploadBody, FileBody, SandboxFileBody, PreviewBody, MaxHeaderSize string
 
@@ -203,6 +207,21 @@ func Adapt(caddyfile []byte) ([]byte, error) {
 // quotes, braces or anything else the Caddyfile lexer would read.
 var safeToken = regexp.MustCompile(`^[A-Za-z0-9._/:@+=,-]+$`)
 
+// logOutput is a log's Caddyfile output for where: stderr (for ""),
+// stdout, discard, or "file PATH" for an absolute path.
+func logOutput(what, where string) (string, error) {
+	switch where {
+	case "", "stderr":
+		return "stderr", nil
+	case "discard", "stdout":
+		return where, nil
+	}
+	if !filepath.IsAbs(where) {
+		return "", fmt.Errorf("caddyfile: %s %q: want stderr, discard or an absolute path", what, where)
+	}
+	return "file " + filepath.Clean(where), nil
+}
+
 func (o Options) data(v Variant) (data, error) {
 	d := data{
 		APIBody: APIBody, UploadBody: UploadBody, FileBody: FileBody, SandboxFileBody: SandboxFileBody,
@@ -225,16 +244,12 @@ func (o Options) data(v Variant) (data, error) {
 		return d, errors.New("caddyfile: the hostd socket and the storage dir must be absolute paths")
 	}
 	d.HostdSocket, d.StorageDir = filepath.Clean(o.HostdSocket), filepath.Clean(o.StorageDir)
-	switch o.AccessLog {
-	case "", "stderr":
-		d.AccessLog = "stderr"
-	case "discard", "stdout":
-		d.AccessLog = o.AccessLog
-	default:
-		if !filepath.IsAbs(o.AccessLog) {
-			return d, fmt.Errorf("caddyfile: access log %q: want stderr, discard or an absolute path", o.AccessLog)
-		}
-		d.AccessLog = "file " + filepath.Clean(o.AccessLog)
+	var err error
+	if d.AccessLog, err = logOutput("access log", o.AccessLog); err != nil {
+		return d, err
+	}
+	if d.Log, err = logOutput("log", o.Log); err != nil {
+		return d, err
 	}
 	if o.Email != "" && !strings.Contains(o.Email, "@") {
 		return d, fmt.Errorf("caddyfile: email %q is not an address", o.Email)
@@ -264,7 +279,7 @@ func (o Options) data(v Variant) (data, error) {
 	if !isHostname(d.Domain) {
 		return d, fmt.Errorf("caddyfile: domain %q is not a host name", o.Domain)
 	}
-	for _, s := range []string{d.HostdSocket, d.StorageDir, d.AccessLog[strings.LastIndex(d.AccessLog, " ")+1:], d.Email} {
+	for _, s := range []string{d.HostdSocket, d.StorageDir, d.AccessLog[strings.LastIndex(d.AccessLog, " ")+1:], d.Log[strings.LastIndex(d.Log, " ")+1:], d.Email} {
 		if s != "" && !safeToken.MatchString(s) {
 			return d, fmt.Errorf("caddyfile: %q has characters a Caddyfile cannot take as they are (spaces, quotes, braces)", s)
 		}

@@ -125,6 +125,8 @@ func TestOptions(t *testing.T) {
 		{"brace in a path", Local, with(func(o *Options) { o.HostdSocket = "/run/{x}/hostd.sock" }), "cannot take", ""},
 		{"bad domain", Local, with(func(o *Options) { o.Domain = "a b" }), "not a host name", ""},
 		{"relative access log", Local, with(func(o *Options) { o.AccessLog = "access.log" }), "absolute path", ""},
+		{"relative log", Local, with(func(o *Options) { o.Log = "caddy.log" }), "absolute path", ""},
+		{"log discarded", Local, with(func(o *Options) { o.Log = "discard" }), "", "https://localhost:7788, https://127.0.0.1:7788"},
 		{"domain needs one", Domain, base, "needs a domain", ""},
 		{"domain", Domain, with(func(o *Options) { o.Domain = "p.example.com" }), "", "p.example.com"},
 		{"domain on a port", Domain, with(func(o *Options) { o.Domain = "p.example.com"; o.Listen = ":8443" }), "", "p.example.com:8443"},

@@ -14,7 +14,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"paddock.dev/paddock/caddyfile"
 	"paddock.dev/paddock/gateway"
@@ -23,6 +26,23 @@ import (
 
 // gatewayRequests is how many small API requests each side gets.
 const gatewayRequests = 2000
+
+// benchGatewayConfig is the gateway the benchmark runs: the shipped local
+// Caddyfile, its access log written to a file in dir (as a daemon's
+// would be), and Caddy's own log discarded, so that its JSON lines do not
+// land between the benchmark's rows.
+func benchGatewayConfig(dir, addr, socket string, authCache time.Duration) gateway.Config {
+	return gateway.Config{Options: caddyfile.Options{Listen: addr, HostdSocket: socket,
+		StorageDir: filepath.Join(dir, "caddy"), AccessLog: filepath.Join(dir, "access.log"), Log: "discard",
+		AuthCacheTTL: authCache}}
+}
+
+// quietCaddy keeps Caddy's log before a configuration's takes over (and
+// its line saying the log moved) off stderr: Caddy's buffer for that log
+// is never flushed. Errors still come back from gateway.Start.
+func quietCaddy() { quietOnce.Do(func() { caddy.BufferedLog() }) }
+
+var quietOnce sync.Once
 
 // benchGateway measures the gateway's cost: the embedded Caddy with the
 // shipped local Caddyfile (TLS from its internal CA, paddock_auth asking
@@ -33,6 +53,7 @@ const gatewayRequests = 2000
 // preview figure is the gateway's share of a preview's cost (the guest's
 // side is not in it). Both sides keep their connections alive.
 func benchGateway() {
+	quietCaddy()
 	dir, err := os.MkdirTemp("", "pdkgw")
 	check(err)
 	defer os.RemoveAll(dir)
@@ -54,8 +75,7 @@ func benchGateway() {
 	addr := l.Addr().String()
 	l.Close()
 	for _, cache := range []time.Duration{-1, 0} {
-		gw, err := gateway.Start(gateway.Config{Options: caddyfile.Options{Listen: addr, HostdSocket: socket,
-			StorageDir: filepath.Join(dir, "caddy"), AccessLog: filepath.Join(dir, "access.log"), AuthCacheTTL: cache}})
+		gw, err := gateway.Start(benchGatewayConfig(dir, addr, socket, cache))
 		check(err)
 		pem, err := os.ReadFile(gw.RootCertPath())
 		check(err)
