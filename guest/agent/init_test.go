@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // initHelper starts the test binary as agent.RunInit over argv.
@@ -95,19 +97,46 @@ func TestInitForwardsSIGTERM(t *testing.T) {
 // PID 1 in a sandbox) inherits; once they exit none may stay a zombie.
 func TestInitReapsOrphans(t *testing.T) {
 	t.Parallel()
-	cmd := initHelper(t, "sh", "-c", "for i in 1 2 3; do (sleep 0.3 &); done; sleep 1.5")
+	// The orphans block on a FIFO until the test opens it, so how slowly a
+	// loaded machine starts them does not matter: no sleeps to race.
+	fifo := filepath.Join(t.TempDir(), "release")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := initHelper(t, "sh", "-c", `for i in 1 2 3; do (cat "$0" >/dev/null &); done; read x`, fifo)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	initPID := cmd.Process.Pid
-	time.Sleep(150 * time.Millisecond)
-	if n := len(childrenOf(t, initPID, "sleep")); n != 3 {
-		t.Fatalf("init has %d orphaned sleeps as children, want 3 (reparenting did not happen)", n)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 20 s: %s", what)
+			}
+		}
 	}
-	time.Sleep(700 * time.Millisecond) // the orphans have exited
+	waitFor("init never had 3 orphaned cats as children (reparenting did not happen)", func() bool {
+		return len(childrenOf(t, initPID, "cat")) == 3
+	})
+	// Release them: each cat reads EOF and exits, an orphan of init's.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	waitFor("the orphans did not exit, or stayed zombies under init", func() bool {
+		return len(childrenOf(t, initPID, "cat")) == 0
+	})
 	if z := zombiesOf(t, initPID); len(z) > 0 {
 		t.Errorf("zombies left under init: %v", z)
 	}
+	stdin.Write([]byte("done\n"))
+	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("init: %v", err)
 	}
