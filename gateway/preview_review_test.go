@@ -35,6 +35,7 @@ func TestReviewPreviewEdgeInformational(t *testing.T) {
 			w.Write([]byte(`{"ok":true}`))
 		case "/preview/x/early":
 			w.Header().Set("Set-Cookie", "pwn=1; Path=/")
+			w.Header().Set("Link", "</style.css>; rel=preload; as=style")
 			w.WriteHeader(http.StatusEarlyHints)
 			for k := range w.Header() {
 				delete(w.Header(), k)
@@ -70,6 +71,11 @@ func TestReviewPreviewEdgeInformational(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		// The 103 must reach the client (what is checked is what it
+		// carries), with its Link.
+		if len(got) != 1 || got[0].Get("Link") != "</style.css>; rel=preload; as=style" {
+			t.Fatalf("1xx answers through the gateway: %v, want one 103 with the Link hostd sent", got)
+		}
 		for _, h := range got {
 			if v := h.Values("Set-Cookie"); len(v) > 0 {
 				t.Errorf("a 1xx on a preview route reached the client with Set-Cookie %q", v)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +25,9 @@ import (
 	"paddock.dev/paddock/hostd/session"
 )
 
-// earlyHintsServer answers /early with a 103 carrying headers a preview
-// must never pass on (they act on the daemon's origin), then 200 "ok".
+// earlyHintsServer answers /early with a 103 carrying Link (what Early
+// Hints are for, which a preview passes on) and headers a preview must
+// never pass on (they act on the daemon's origin), then 200 "ok".
 const earlyHintsServer = `package main
 
 import (
@@ -36,6 +39,7 @@ func main() {
 	http.HandleFunc("/early", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Set-Cookie", "pwn=1; Path=/")
 		w.Header().Set("Clear-Site-Data", "\"*\"")
+		w.Header().Set("Link", "</style.css>; rel=preload; as=style")
 		w.WriteHeader(http.StatusEarlyHints)
 		for k := range w.Header() {
 			delete(w.Header(), k)
@@ -107,13 +111,14 @@ func TestReviewPreview(t *testing.T) {
 	t.Run("1xx headers", func(t *testing.T) {
 		var mu sync.Mutex
 		var early []textproto.MIMEHeader
+		var codes []int
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			req, _ := http.NewRequest("GET", base+"early", nil)
 			req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 				Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
 					mu.Lock()
-					early = append(early, h)
+					early, codes = append(early, h), append(codes, code)
 					mu.Unlock()
 					return nil
 				},
@@ -122,8 +127,12 @@ func TestReviewPreview(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
+				if string(body) != "ok" {
+					t.Errorf("the final answer after the 103: %q, want ok", body)
+				}
 				break
 			}
 			if time.Now().After(deadline) {
@@ -133,8 +142,13 @@ func TestReviewPreview(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if len(early) == 0 {
-			t.Skip("no 1xx reached the viewer")
+		// The 103 must arrive (what is checked is what a 1xx carries),
+		// with its Link and nothing else of the guest's.
+		if len(early) != 1 || codes[0] != http.StatusEarlyHints {
+			t.Fatalf("1xx answers that reached the viewer: %v, want one 103", codes)
+		}
+		if v := early[0].Get("Link"); v != "</style.css>; rel=preload; as=style" {
+			t.Errorf("the 103's Link: %q, want the guest's", v)
 		}
 		for _, h := range early {
 			for _, name := range []string{"Set-Cookie", "Clear-Site-Data"} {
@@ -151,18 +165,30 @@ func TestReviewPreview(t *testing.T) {
 		srv := httptest.NewServer(logged)
 		defer srv.Close()
 		c := client.New(srv.URL, token)
-		err := c.DeletePreview(ctx, s.ID, p.Token)
-		if err == nil {
-			return // revoked by token: fine
+		// The preview serves before the delete, so a 404 after it is the
+		// revocation's.
+		if resp, body := get(t, "GET", base+"early", nil, nil); resp.StatusCode != 200 {
+			t.Fatalf("before the delete the preview answered %d %q", resp.StatusCode, body)
 		}
-		if strings.Contains(logs.String(), p.Token) {
-			t.Errorf("DELETE .../preview/<token> (%v) wrote the live token into hostd's log:\n%s", err, logs.String())
+		if err := c.DeletePreview(ctx, s.ID, p.Token); err != nil {
+			t.Errorf("DELETE .../preview/<token>: %v, want 204", err)
 		}
-		if resp, gerr := http.Get(base + "early"); gerr == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				t.Errorf("after DELETE .../preview/<token> answered %d, the preview still serves", status(err))
-			}
+		if resp, body := get(t, "GET", base+"early", nil, nil); resp.StatusCode != 404 {
+			t.Errorf("after DELETE .../preview/<token> the preview answered %d %q, want 404", resp.StatusCode, body)
+		}
+		if ps, err := c.Previews(ctx, s.ID); err != nil || slices.ContainsFunc(ps, func(q session.Preview) bool { return q.ID == p.ID }) {
+			t.Errorf("previews after the delete: %+v %v, want %s gone", ps, err, p.ID)
+		}
+		if err := c.DeletePreview(ctx, s.ID, p.Token); status(err) != 404 {
+			t.Errorf("a second DELETE with the token: %v, want 404", err)
+		}
+		// The log has the deletes, with the token redacted.
+		log := logs.String()
+		if strings.Contains(log, p.Token) || strings.Contains(log, strings.TrimPrefix(p.Token, session.PreviewTokenPrefix)) {
+			t.Errorf("DELETE .../preview/<token> wrote the live token into hostd's log:\n%s", log)
+		}
+		if n := strings.Count(log, "DELETE"); n != 2 || strings.Count(log, session.PreviewTokenPrefix+"[redacted]") != 2 {
+			t.Errorf("hostd's log should have both deletes with the token redacted (%d DELETE lines):\n%s", n, log)
 		}
 	})
 }
