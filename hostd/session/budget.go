@@ -12,7 +12,8 @@ package session
 //     and caps a command's timeout to what is left; commands running in
 //     parallel can overshoot it, and a running job is never stopped.
 //     Compute is exec time plus job time: finished jobs by their start and
-//     end, running ones up to now. A job's host-side row (the store's jobs
+//     end, running ones up to now; or the sandbox's CPU time, when that
+//     is more (compute.go), which a watcher also enforces. A job's host-side row (the store's jobs
 //     table) is settled into usage.job_ms once, when the daemon sees it
 //     has ended (or that the sandbox no longer knows it).
 //   - max_concurrent_jobs counts the jobs the guest reports running; job
@@ -208,7 +209,7 @@ func (m *Manager) usage(ctx context.Context, id string) Usage {
 		m.log.Warn("read usage", "session", id, "err", err)
 		return u
 	}
-	u = Usage{Execs: row.Execs, ExecMS: row.ExecMS, Jobs: row.Jobs, Children: row.Children, JobMS: row.JobMS, WorkspaceBytes: row.WorkspaceBytes}
+	u = Usage{Execs: row.Execs, ExecMS: row.ExecMS, Jobs: row.Jobs, Children: row.Children, JobMS: row.JobMS, WorkspaceBytes: row.WorkspaceBytes, CPUMS: row.CPUMS}
 	if jobs, err := m.st.ListJobs(ctx, id); err == nil {
 		now := m.now()
 		for _, j := range jobs {
@@ -218,7 +219,7 @@ func (m *Manager) usage(ctx context.Context, id string) Usage {
 			}
 		}
 	}
-	u.ComputeMS = u.ExecMS + u.JobMS
+	u.ComputeMS = max(u.ExecMS+u.JobMS, u.CPUMS)
 	return u
 }
 
@@ -297,6 +298,9 @@ func (m *Manager) refreshJobs(ctx context.Context, id string, c *client.Client) 
 func (m *Manager) freshUsage(ctx context.Context, s *Session) {
 	if s.State != StateRunning {
 		return
+	}
+	if _, ok := m.chargeCPU(ctx, s.ID); ok {
+		s.Usage = m.usage(ctx, s.ID)
 	}
 	rows, err := m.st.ListJobs(ctx, s.ID)
 	if err != nil || len(rows) == 0 {
@@ -398,6 +402,11 @@ func (m *Manager) admitBudget(ctx context.Context, s *Session, c *client.Client,
 	b := s.Budget
 	isJob := what != startExec
 	var running []api.Job
+	if b.MaxComputeSeconds != nil {
+		// What background processes burnt counts too (compute.go).
+		m.chargeCPU(ctx, s.ID)
+		m.watchCompute(s)
+	}
 	if b.MaxComputeSeconds != nil || (isJob && b.MaxConcurrentJobs != nil) {
 		var err error
 		if running, err = m.refreshJobs(ctx, s.ID, c); err != nil {

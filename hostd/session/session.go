@@ -101,8 +101,11 @@ type Usage struct {
 	ExecMS int64 `json:"exec_ms"`
 	Jobs   int64 `json:"jobs"`
 	// JobMS is the wall time of jobs: finished ones by their start and
-	// end, running ones up to now. ComputeMS is ExecMS plus JobMS.
+	// end, running ones up to now. CPUMS is the CPU time the sandbox
+	// used (on backends that measure it: compute.go). ComputeMS is the
+	// larger of ExecMS plus JobMS and CPUMS.
 	JobMS     int64 `json:"job_ms"`
+	CPUMS     int64 `json:"cpu_ms"`
 	ComputeMS int64 `json:"compute_ms"`
 	Children  int64 `json:"children"`
 	// WorkspaceBytes is the last measure of the workspace (taken only
@@ -221,6 +224,8 @@ type Manager struct {
 
 	// egressRetention is Config.EgressLogRetention (egresslog.go).
 	egressRetention time.Duration
+	// compute is the sessions whose CPU time is watched (compute.go).
+	compute computeWatch
 
 	// terms are the open terminals and their tickets (terminal.go).
 	terms terminals
@@ -943,6 +948,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 
 // RunSweeper runs Sweep on the schedule above until ctx ends.
 func (m *Manager) RunSweeper(ctx context.Context) {
+	m.watchBudgetedSessions(ctx)
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
 	for {

@@ -191,6 +191,13 @@ CREATE TABLE egress_log (
 CREATE INDEX egress_log_session ON egress_log (session, id);
 CREATE INDEX egress_log_time ON egress_log (last_time);
 `,
+	// 8: the CPU time of a session's sandbox (issue 16): cpu_ms is what
+	// was charged to it, cpu_seen_ms the machine's reading it was last
+	// charged up to (the machine counts from its creation).
+	`
+ALTER TABLE usage ADD COLUMN cpu_ms INTEGER NOT NULL DEFAULT 0 CHECK (cpu_ms >= 0);
+ALTER TABLE usage ADD COLUMN cpu_seen_ms INTEGER NOT NULL DEFAULT 0 CHECK (cpu_seen_ms >= 0);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.

@@ -19,12 +19,15 @@ type UsageRow struct {
 	Children       int64
 	JobMS          int64
 	WorkspaceBytes int64
+	// CPUMS is the CPU time charged to the session's sandbox
+	// (ChargeCPU); AddUsage cannot change it.
+	CPUMS int64
 }
 
 // AddUsage adds to a session's counters. ErrNotFound if there is no such
 // session.
 func (s *Store) AddUsage(ctx context.Context, sessionID string, add UsageRow) error {
-	if add.Execs < 0 || add.ExecMS < 0 || add.Jobs < 0 || add.Children < 0 || add.JobMS < 0 || add.WorkspaceBytes != 0 {
+	if add.Execs < 0 || add.ExecMS < 0 || add.Jobs < 0 || add.Children < 0 || add.JobMS < 0 || add.WorkspaceBytes != 0 || add.CPUMS != 0 {
 		return fmt.Errorf("store: usage only grows (and the workspace is measured, not added): %+v", add)
 	}
 	return s.insertForSession(ctx, "usage", sessionID,
@@ -38,8 +41,8 @@ func (s *Store) AddUsage(ctx context.Context, sessionID string, add UsageRow) er
 // GetUsage returns a session's counters (zero when nothing was counted).
 func (s *Store) GetUsage(ctx context.Context, sessionID string) (UsageRow, error) {
 	var u UsageRow
-	err := s.db.QueryRowContext(ctx, `SELECT execs, exec_ms, jobs, children, job_ms, workspace_bytes FROM usage WHERE session_id = ?`, sessionID).
-		Scan(&u.Execs, &u.ExecMS, &u.Jobs, &u.Children, &u.JobMS, &u.WorkspaceBytes)
+	err := s.db.QueryRowContext(ctx, `SELECT execs, exec_ms, jobs, children, job_ms, workspace_bytes, cpu_ms FROM usage WHERE session_id = ?`, sessionID).
+		Scan(&u.Execs, &u.ExecMS, &u.Jobs, &u.Children, &u.JobMS, &u.WorkspaceBytes, &u.CPUMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return UsageRow{}, nil
 	}
@@ -121,6 +124,38 @@ func (s *Store) GiveBackUsage(ctx context.Context, sessionID, counter string, n 
 		_, err := tx.ExecContext(ctx, `UPDATE usage SET `+counter+` = MAX(0, `+counter+` - ?) WHERE session_id = ?`, n, sessionID)
 		return err
 	})
+}
+
+// ChargeCPU charges a session the CPU time its sandbox used since the
+// last charge: reading is the machine's CPU time since it was created
+// (it only grows), and what it grew by since the reading last charged is
+// added to cpu_ms, in one transaction. A reading below the last one
+// (a machine that lost its count) charges nothing until it passes it.
+// It returns cpu_ms after the charge.
+func (s *Store) ChargeCPU(ctx context.Context, sessionID string, readingMS int64) (int64, error) {
+	if readingMS < 0 {
+		return 0, fmt.Errorf("store: a CPU reading of %d ms: %w", readingMS, ErrInvalid)
+	}
+	var cpu int64
+	err := s.WithTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO usage (session_id) VALUES (?) ON CONFLICT (session_id) DO NOTHING`, sessionID); err != nil {
+			if isForeignKeyViolation(err) {
+				return fmt.Errorf("store: usage of %s: %w", sessionID, ErrNotFound)
+			}
+			return fmt.Errorf("store: usage of %s: %w", sessionID, err)
+		}
+		var seen int64
+		if err := tx.QueryRowContext(ctx, `SELECT cpu_ms, cpu_seen_ms FROM usage WHERE session_id = ?`, sessionID).Scan(&cpu, &seen); err != nil {
+			return fmt.Errorf("store: usage of %s: %w", sessionID, err)
+		}
+		if readingMS <= seen {
+			return nil
+		}
+		cpu += readingMS - seen
+		_, err := tx.ExecContext(ctx, `UPDATE usage SET cpu_ms = ?, cpu_seen_ms = ? WHERE session_id = ?`, cpu, readingMS, sessionID)
+		return err
+	})
+	return cpu, err
 }
 
 // SetWorkspaceBytes records the last measure of the session's workspace.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -47,12 +48,15 @@ type machineState struct {
 	// daemon adopts it; the sweep on opening a store leaves it alone
 	// while it runs, and only SweepLeftovers removes it.
 	Adoptable bool `json:"adoptable,omitempty"`
+	// CPUBeforeNS is the CPU time of the machine's earlier boots (a
+	// restore reboots it), so CPUTime carries on after an adoption.
+	CPUBeforeNS int64 `json:"cpu_before_ns,omitempty"`
 }
 
 func (m *Machine) writeState() error {
 	m.mu.Lock()
 	st := machineState{Version: stateVersion, Spec: m.spec, Image: m.image, Rootfs: m.rootfs,
-		Layers: append([]string(nil), m.layers...), Adoptable: m.b.adoptLeftovers}
+		Layers: append([]string(nil), m.layers...), Adoptable: m.b.adoptLeftovers, CPUBeforeNS: int64(m.cpuBefore)}
 	if m.proc != nil {
 		st.PID = m.proc.Pid
 	}
@@ -135,6 +139,7 @@ func (b *Backend) Adopt(ctx context.Context, id string) (hypervisor.Machine, err
 	m.spec, m.image, m.rootfs, m.layers = st.Spec, st.Image, st.Rootfs, st.Layers
 	m.usedRootfs, m.writable = st.Rootfs, true
 	m.owner, m.proc, m.lim, m.exited = lock, proc, lim, exited
+	m.cpuBefore = time.Duration(st.CPUBeforeNS)
 	m.gone = make(chan struct{})
 	m.mu.Unlock()
 	go m.watchAdopted(pidfd, exited)

@@ -29,6 +29,8 @@ type limits interface {
 	procs() ([]int, error)
 	// killAll SIGKILLs everything in the cgroup and waits for it to empty.
 	killAll() error
+	// cpuUsage is the CPU time the cgroup's tasks have used.
+	cpuUsage() (time.Duration, error)
 	delete() error
 	// dirFD returns an open directory fd for CLONE_INTO_CGROUP (v2 only;
 	// -1 on v1, where the pid is added after start).
@@ -170,6 +172,17 @@ func (c *v1) procs() ([]int, error) {
 	}
 	return out, nil
 }
+func (c *v1) cpuUsage() (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuacct", c.group, "cpuacct.usage"))
+	if err != nil {
+		return 0, err
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cpuacct.usage: %w", err)
+	}
+	return time.Duration(ns), nil
+}
 func (c *v1) killAll() error {
 	// A frozen task cannot die: thaw first, then kill until empty.
 	c.c.Thaw()
@@ -205,6 +218,22 @@ func (c *v2) procs() ([]int, error) {
 		out = append(out, int(p))
 	}
 	return out, nil
+}
+func (c *v2) cpuUsage() (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join(c.path, "cpu.stat"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+			us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("cpu.stat: %w", err)
+			}
+			return time.Duration(us) * time.Microsecond, nil
+		}
+	}
+	return 0, errors.New("cpu.stat has no usage_usec")
 }
 func (c *v2) killAll() error {
 	c.m.Thaw()

@@ -49,6 +49,7 @@ type Machine struct {
 	layers     []string    // snapshot layers under the upper layer, oldest first
 	proc       *os.Process // the current init (started here, or adopted)
 	lim        limits
+	cpuBefore  time.Duration // CPU time of earlier boots (compute.go)
 	exited     chan struct{} // closed when the current init exits
 	halting    bool
 	stopped    bool
@@ -406,6 +407,12 @@ func (m *Machine) halt() error {
 		}
 	}
 	if lim != nil {
+		// The boot's CPU time outlives its cgroup (CPUTime).
+		if d, err := lim.cpuUsage(); err == nil {
+			m.mu.Lock()
+			m.cpuBefore += d
+			m.mu.Unlock()
+		}
 		if err := lim.delete(); err != nil {
 			errs = append(errs, fmt.Errorf("remove cgroup: %w", err))
 		}
