@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -402,7 +403,8 @@ func TestFilesAndJobs(t *testing.T) {
 }
 
 func TestExpiryAndProbe(t *testing.T) {
-	c, url := daemon(t)
+	d := newTestDaemon(t)
+	c, url := d.c, d.url
 	ctx := context.Background()
 	s, err := c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 1})
 	if err != nil {
@@ -415,18 +417,34 @@ func TestExpiryAndProbe(t *testing.T) {
 	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/probe", nil, &p); code != 200 || p.Tools["sha256sum"] == "" || !p.ReadyFor["promote"] {
 		t.Errorf("probe: %d %+v", code, p)
 	}
-	if _, err := c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "before-expiry"}); err != nil {
+	cp, err := c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "before-expiry"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The machine and the checkpoint are on the host before the TTL.
+	machineDir := filepath.Join(d.state, "procbox", "machines", s.SandboxID)
+	snapDir := filepath.Join(d.state, "procbox", "snapshots", cp.Snapshot)
+	for _, dir := range []string{machineDir, snapDir} {
+		if _, err := os.Stat(dir); err != nil || cp.Snapshot == "" || s.SandboxID == "" {
+			t.Fatalf("before the TTL: %v (sandbox %q, snapshot %q)", err, s.SandboxID, cp.Snapshot)
+		}
 	}
 	time.Sleep(1200 * time.Millisecond)
 	got, err := c.GetSession(ctx, s.ID)
 	if err != nil || got.State != session.StateExpired {
 		t.Fatalf("after the TTL: %+v %v", got, err)
 	}
-	// Its checkpoints cannot be used any more, so they are gone.
+	// Its checkpoints cannot be used any more, so they are gone, from the
+	// record and from the host.
 	if len(got.Checkpoints) != 0 {
 		t.Errorf("an expired session kept its checkpoints: %+v", got.Checkpoints)
 	}
+	if _, err := os.Stat(snapDir); !os.IsNotExist(err) {
+		t.Errorf("the expired session's checkpoint is still on the host: %v", err)
+	}
+	// Its sandbox stopped: the machine's directory, socket, cgroups and
+	// processes are gone.
+	machineGone(t, d.state, s.SandboxID)
 	if _, err := c.Restore(ctx, s.ID, -1, "before-expiry"); status(err) != 409 {
 		t.Errorf("restore of an expired session: %v, want 409", err)
 	}
