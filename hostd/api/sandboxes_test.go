@@ -357,6 +357,7 @@ func TestSandboxTTL(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the machine is still there 10 s after a 1 s TTL: %v", err)
 	}
+	machineGone(t, state, sb.ID) // and its socket, cgroups and processes
 	if _, err := c.GetSandbox(ctx, sb.ID); status(err) != 404 {
 		t.Errorf("get after the TTL: %v, want 404", err)
 	}
