@@ -28,7 +28,8 @@ func wantAgentCode(t *testing.T, what string, err error, status int, code string
 // /usr/bin, of /bin/sh, of the agent itself or of /etc/passwd, named
 // directly or through a link the sandbox planted into /usr/bin, is
 // refused (403 system_path); outside the system directories the guest
-// user's rights hold (root's home: 403 permission_denied); the write over
+// user's rights hold (root's home, PID 1's environment: 403
+// permission_denied); the write over
 // a planted link to a program replaces the link, never the program. The
 // programs then still run as they were, and what the files API wrote
 // where the guest may write belongs to the guest user.
@@ -57,6 +58,8 @@ func TestAttackFilesAsGuestUser(t *testing.T) {
 		wantAgentCode(t, "write in root's home", err, http.StatusForbidden, api.CodePermission)
 		_, err = c.List(ctx, "/root")
 		wantAgentCode(t, "list root's home", err, http.StatusForbidden, api.CodePermission)
+		_, err = c.ReadFile(ctx, "/proc/1/environ")
+		wantAgentCode(t, "read PID 1's environment", err, http.StatusForbidden, api.CodePermission)
 		if _, err := c.WriteFile(ctx, api.FileContent{Path: "/workspace/catlink", Content: payload, Mode: "0755"}); err != nil {
 			t.Errorf("write over the planted link: %v", err)
 		}
