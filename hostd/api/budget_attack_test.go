@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -73,4 +75,64 @@ func TestAttackBudgetBackgroundCompute(t *testing.T) {
 	refused(t, "exec after the loop used the compute", code, b, "max_compute_seconds", 3, 3)
 	code = call(t, d.url, "POST", sp(s.ID)+"/jobs", map[string]any{"command": "true"}, &b)
 	refused(t, "job after the loop used the compute", code, b, "max_compute_seconds", 3, 3)
+}
+
+// streamExec runs command through exec/stream and reads the stream to
+// its end (a 200); other answers are returned with no events.
+func streamExec(t *testing.T, url, id, command string) (int, []sseEvent) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"command": command})
+	req, _ := http.NewRequest("POST", url+sp(id)+"/exec/stream", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return resp.StatusCode, nil
+	}
+	return 200, readSSE(t, resp)
+}
+
+// TestAttackBudgetExecStreamCounts: exec/stream runs its command as a
+// job, and used to count only as one, so a session limited by max_execs
+// alone ran as many streamed commands as it liked. Now a streamed
+// command counts in execs too: past max_execs it is refused with the
+// budget's code and nothing runs, and it counts as an exec when only
+// jobs are limited.
+func TestAttackBudgetExecStreamCounts(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	s := budgetSession(t, d, `{"max_execs":2}`)
+	for i := range 2 {
+		code, evs := streamExec(t, d.url, s.ID, "echo streamed")
+		if code != 200 || len(evs) == 0 || evs[len(evs)-1].name != "exit" {
+			t.Fatalf("streamed command %d: %d %+v", i, code, evs)
+		}
+	}
+	var b budgetBody
+	code := call(t, d.url, "POST", sp(s.ID)+"/exec/stream", map[string]any{"command": "touch /workspace/third"}, &b)
+	refused(t, "a third streamed command", code, b, "max_execs", 2, 2)
+	code = call(t, d.url, "POST", sp(s.ID)+"/exec", map[string]any{"command": "touch /workspace/third"}, &b)
+	refused(t, "an exec after two streamed commands", code, b, "max_execs", 2, 2)
+	if code := call(t, d.url, "GET", sp(s.ID)+"/files?path=/workspace/third", nil, nil); code != 404 {
+		t.Errorf("a refused command ran: /workspace/third answers %d", code)
+	}
+	got, err := d.c.GetSession(ctx, s.ID)
+	if err != nil || got.Usage.Execs != 2 || got.Usage.Jobs != 2 {
+		t.Errorf("usage %+v %v, want 2 execs and 2 jobs", got.Usage, err)
+	}
+	// With jobs limited and execs not, a streamed command still counts
+	// as an exec.
+	s2 := budgetSession(t, d, `{"max_jobs":5}`)
+	if code, _ := streamExec(t, d.url, s2.ID, "true"); code != 200 {
+		t.Fatalf("streamed command: %d", code)
+	}
+	if code := call(t, d.url, "POST", sp(s2.ID)+"/exec", map[string]any{"command": "true"}, nil); code != 200 {
+		t.Fatalf("exec: %d", code)
+	}
+	if got, _ := d.c.GetSession(ctx, s2.ID); got.Usage.Execs != 2 || got.Usage.Jobs != 1 {
+		t.Errorf("usage %+v, want 2 execs (one streamed) and 1 job", got.Usage)
+	}
 }

@@ -338,6 +338,10 @@ type admission struct {
 	// otherwise the caller counts it with the rest of its usage, in one
 	// write, once the start succeeded.
 	taken bool
+	// streamExec says the start is an exec/stream, which is a command as
+	// well as a job: it also counts in execs (max_execs), and
+	// streamExecTaken says admit took that unit.
+	streamExec, streamExecTaken bool
 }
 
 // untaken is the unit the caller still has to count: 1 unless admit took
@@ -349,14 +353,24 @@ func (a *admission) untaken() int64 {
 	return 1
 }
 
+// untakenStreamExec is the exec an exec/stream still has to count (0 for
+// anything else, or when admit took it).
+func (a *admission) untakenStreamExec() int64 {
+	if !a.streamExec || a.streamExecTaken {
+		return 0
+	}
+	return 1
+}
+
 // admit checks the session's budget before a command or job starts. When
-// the budget limits their number it takes the unit (execs or jobs) now,
-// so racing starts cannot both get the last one; otherwise the caller
-// counts it after the start (admission.untaken). It returns a BudgetError
+// the budget limits their number it takes the unit (execs or jobs; both
+// for an exec/stream, a job that runs a command) now, so racing starts
+// cannot both get the last one; otherwise the caller counts it after the
+// start (admission.untaken, untakenStreamExec). It returns a BudgetError
 // (403) for a limit reached.
 func (m *Manager) admit(ctx context.Context, s *Session, c *client.Client, what string, timeout int) (*admission, error) {
 	b := s.Budget
-	a := &admission{timeout: timeout, release: func() {}}
+	a := &admission{timeout: timeout, release: func() {}, streamExec: what == startStream}
 	if b == nil {
 		return a, nil
 	}
@@ -367,24 +381,43 @@ func (m *Manager) admit(ctx context.Context, s *Session, c *client.Client, what 
 	if what != startExec {
 		counter, field = store.CounterJobs, "max_jobs"
 	}
-	p := *budgetFieldByName(field).get(b)
-	if p == nil {
-		return a, nil
-	}
-	limit := *p
-	before, err := m.st.TakeUsage(ctx, s.ID, counter, 1, limit)
-	if errors.Is(err, store.ErrLimit) {
-		return nil, &BudgetError{Budget: field, Limit: limit, Used: float64(before), What: what}
-	}
-	if err != nil {
-		return nil, err
-	}
-	a.taken = true
-	a.release = func() {
-		if err := m.st.GiveBackUsage(context.WithoutCancel(ctx), s.ID, counter, 1); err != nil {
-			m.log.Warn("give back usage", "session", s.ID, "err", err)
+	var gives []func()
+	release := func() {
+		for _, give := range gives {
+			give()
 		}
 	}
+	take := func(counter, field string) (bool, error) {
+		p := *budgetFieldByName(field).get(b)
+		if p == nil {
+			return false, nil
+		}
+		limit := *p
+		before, err := m.st.TakeUsage(ctx, s.ID, counter, 1, limit)
+		if errors.Is(err, store.ErrLimit) {
+			return false, &BudgetError{Budget: field, Limit: limit, Used: float64(before), What: what}
+		}
+		if err != nil {
+			return false, err
+		}
+		gives = append(gives, func() {
+			if err := m.st.GiveBackUsage(context.WithoutCancel(ctx), s.ID, counter, 1); err != nil {
+				m.log.Warn("give back usage", "session", s.ID, "err", err)
+			}
+		})
+		return true, nil
+	}
+	var err error
+	if a.taken, err = take(counter, field); err != nil {
+		return nil, err
+	}
+	if a.streamExec {
+		if a.streamExecTaken, err = take(store.CounterExecs, "max_execs"); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	a.release = release
 	return a, nil
 }
 

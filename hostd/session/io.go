@@ -227,7 +227,8 @@ func (m *Manager) StartJob(ctx context.Context, tenant, id string, req JobStart)
 
 // StartExecStream starts the job under POST .../exec/stream: a job for
 // the budget (max_jobs, max_concurrent_jobs, compute), and a command,
-// whose timeout the compute budget caps.
+// which counts in execs (max_execs) and whose timeout the compute budget
+// caps.
 func (m *Manager) StartExecStream(ctx context.Context, tenant, id string, req ExecRequest) (*Job, error) {
 	return m.startJob(ctx, tenant, id, JobStart{Command: req.Command, TimeoutSeconds: req.TimeoutSeconds,
 		ApprovalID: req.ApprovalID, ApprovalWaitSeconds: req.ApprovalWaitSeconds}, true)
@@ -298,11 +299,11 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 		}
 		// The job may have started: it keeps its unit and the ledger says so.
 		m.ledgerAppend(context.WithoutCancel(ctx), id, "job.start", map[string]any{"command": req.Command, "interrupted": true, "error": clipText(err.Error(), 300), "policy": v.decision.Rule})
-		m.addUsage(id, store.UsageRow{Jobs: adm.untaken()})
+		m.addUsage(id, store.UsageRow{Jobs: adm.untaken(), Execs: adm.untakenStreamExec()})
 		return nil, guestErr(err)
 	}
 	m.recordJob(ctx, id, j, req.Command, started, maxOut, streamed)
-	m.addUsage(id, store.UsageRow{Jobs: adm.untaken()})
+	m.addUsage(id, store.UsageRow{Jobs: adm.untaken(), Execs: adm.untakenStreamExec()})
 	entry := map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin, "policy": dec.Rule}
 	if adm.outputCap > 0 {
 		entry["max_output_bytes"] = maxOut

@@ -964,8 +964,9 @@ func (m *Manager) RunSweeper(ctx context.Context) {
 	}
 }
 
-// RecordExec ledgers a command that ran as a streamed job. It is counted
-// as the job it is (jobs, job time), not as an exec.
+// RecordExec ledgers a command that ran as a streamed job. It was
+// counted when it started, as the job it is (jobs, job time) and as an
+// exec (execs, so max_execs bounds every command); its time is job time.
 func (m *Manager) RecordExec(ctx context.Context, id, command string, exitCode int, d time.Duration) {
 	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": command, "exit_code": exitCode, "duration_ms": d.Milliseconds(), "streamed": true})
 }
