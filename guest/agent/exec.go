@@ -94,7 +94,17 @@ func (s *Server) exec(ctx context.Context, req *api.ExecRequest) (*api.ExecResul
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p, err := s.newProcess(ctx, &req.Command)
+	var p *process
+	if req.Git != nil {
+		c, env, cleanup, gerr := s.gitCommand(&req.Command)
+		if gerr != nil {
+			return nil, gerr
+		}
+		defer cleanup()
+		p, err = s.prepareProcess(ctx, c, env)
+	} else {
+		p, err = s.newProcess(ctx, &req.Command)
+	}
 	if err != nil {
 		return nil, err
 	}

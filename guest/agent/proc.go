@@ -139,11 +139,19 @@ func argvSize(argv, env []string) int {
 // through `confine` when c asks for confinement. With a non-nil ctx the
 // command is killed (group and all) when ctx is done.
 func (s *Server) newProcess(ctx context.Context, c *api.Command) (*process, error) {
-	argv, err := commandArgv(c)
+	if c.Git != nil {
+		return nil, fmt.Errorf("%w: a git command (field git) runs through exec only", ErrBadRequest)
+	}
+	env, err := s.commandEnv(c.Env)
 	if err != nil {
 		return nil, err
 	}
-	env, err := s.commandEnv(c.Env)
+	return s.prepareProcess(ctx, c, env)
+}
+
+// prepareProcess is newProcess with the environment already made.
+func (s *Server) prepareProcess(ctx context.Context, c *api.Command, env []string) (*process, error) {
+	argv, err := commandArgv(c)
 	if err != nil {
 		return nil, err
 	}

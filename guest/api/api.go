@@ -192,6 +192,9 @@ type Command struct {
 	TimeoutSeconds int          `json:"timeout_seconds,omitempty"`
 	MaxOutputBytes int64        `json:"max_output_bytes,omitempty"`
 	Confine        *Confinement `json:"confine,omitempty"`
+	// Git, on an exec, runs git with a config the host gives instead of
+	// the repository's own (see GitCommand); Argv and Shell stay empty.
+	Git *GitCommand `json:"git,omitempty"`
 }
 
 // ExecRequest is the body of POST /v1/exec.
