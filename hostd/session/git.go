@@ -1,7 +1,18 @@
 package session
 
+// The git verbs (status, diff, log, commit, branch) run git in the
+// session's sandbox, under its confinement, with a config the daemon
+// writes instead of the repository's own (gitconfig.go says why and
+// what is kept). Commit and branch use plumbing (add, write-tree,
+// commit-tree, update-ref, symbolic-ref), which has no hooks to run, and
+// no verb starts a git in a submodule, whose own config would be read
+// there. Every verb is ledgered (git.status, git.diff, git.log,
+// git.commit, git.branch); a commit is also one exec of the session's
+// budget.
+
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -11,6 +22,7 @@ import (
 
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hostd/store"
 )
 
 // Git limits.
@@ -18,6 +30,13 @@ const (
 	MaxGitDiffBytes = 256 << 10
 	MaxGitLog       = 200
 	MaxCommitMsg    = 16 << 10
+	// maxGitConfigList bounds what git config --list may print for one
+	// repository (its config with includes).
+	maxGitConfigList = 1 << 20
+	// maxGitlinks bounds the submodules a commit leaves out of git add.
+	maxGitlinks = 1000
+	// gitTimeout is each git command's timeout (a budget can lower it).
+	gitTimeout = 120
 )
 
 // GitRequest is the body of POST .../git/commit and .../git/branch, and the
@@ -51,51 +70,122 @@ type GitCommit struct {
 var branchRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
 
 // gitTarget is where a git verb runs: the sandbox's agent, the
-// repository and the session's confinement (nil when there is none).
+// repository, its git directories and safe config, and the session's
+// confinement (nil when there is none).
 type gitTarget struct {
 	c       *client.Client
 	repo    string
 	confine *api.Confinement
+	timeout int
+
+	gitDir, commonDir, workTree string
+	cfg                         *gitSafeConfig
+	// ms is the guest's run time of the verb's git commands so far; ran
+	// says one ran.
+	ms  int64
+	ran bool
 }
 
-// git runs git with argv (never a shell line) in the session's sandbox,
-// under the session's confinement.
-func (m *Manager) git(ctx context.Context, t *gitTarget, args ...string) (*api.ExecResult, error) {
-	argv := append([]string{"git", "-C", t.repo, "-c", "core.pager=cat", "-c", "color.ui=false"}, args...)
-	res, err := t.c.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: argv, TimeoutSeconds: 120, MaxOutputBytes: MaxGitDiffBytes + 1, Confine: t.confine}})
+// gitExec runs one git command and maps the agent's refusals.
+func (m *Manager) gitExec(ctx context.Context, t *gitTarget, cmd api.Command, stdin []byte, maxOut int64) (*api.ExecResult, error) {
+	cmd.TimeoutSeconds, cmd.MaxOutputBytes, cmd.Confine = t.timeout, maxOut, t.confine
+	res, err := t.c.Exec(ctx, api.ExecRequest{Command: cmd, Stdin: stdin})
 	if err != nil && strings.Contains(err.Error(), "not found on PATH") {
 		err, res = nil, &api.ExecResult{ExitCode: 127}
 	}
 	if err != nil {
+		if cmd.Git != nil && client.IsStatus(err, 400) && strings.Contains(err.Error(), "no command") {
+			// An agent older than api.GitCommand: it refused, and git did
+			// not run with the repository's config.
+			return nil, fmt.Errorf("%w: this sandbox's guest agent is too old to run the git verbs with a safe config; recreate the session", ErrConflict)
+		}
 		return nil, guestErr(err)
 	}
+	t.ms += res.DurationMillis
+	t.ran = true
 	if res.ExitCode == 127 {
 		return nil, fmt.Errorf("%w: git is not installed in this sandbox's image (use an image with git, such as debian)", ErrConflict)
 	}
 	return res, nil
 }
 
+// gitPlain runs git with the repository's own config: only for rev-parse
+// and config --list, which start no program whatever the config says.
+func (m *Manager) gitPlain(ctx context.Context, t *gitTarget, maxOut int64, args ...string) (*api.ExecResult, error) {
+	argv := append(append([]string{"git", "-C", t.repo}, gitSafetyArgs...), args...)
+	return m.gitExec(ctx, t, api.Command{Argv: argv, Env: []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat"}}, nil, maxOut)
+}
+
+// git runs git with argv (never a shell line) in the session's sandbox,
+// under the session's confinement, with the daemon's config in place of
+// the repository's (api.GitCommand).
+func (m *Manager) git(ctx context.Context, t *gitTarget, stdin []byte, args ...string) (*api.ExecResult, error) {
+	return m.gitExec(ctx, t, api.Command{Git: &api.GitCommand{
+		Args:   append(append([]string{"-C", t.repo}, gitSafetyArgs...), args...),
+		GitDir: t.gitDir, CommonDir: t.commonDir, WorkTree: t.workTree, Config: t.cfg.text,
+	}}, stdin, MaxGitDiffBytes+1)
+}
+
 // gitRepo checks the repository path and that it exists. write says the
 // verb changes the repository, which a read-only workspace refuses.
-func (m *Manager) gitRepo(ctx context.Context, tenant, id, repo string, write bool) (*gitTarget, error) {
+func (m *Manager) gitRepo(ctx context.Context, tenant, id, repo string, write bool) (*Session, *gitTarget, error) {
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if repo == "" {
 		repo = s.Workspace.Path
 	}
 	if !strings.HasPrefix(repo, "/") || strings.Contains(repo, "..") || strings.ContainsAny(repo, "\x00\n") || len(repo) > 1024 {
-		return nil, bad("repo %q must be an absolute path without ..", repo)
+		return nil, nil, bad("repo %q must be an absolute path without ..", repo)
 	}
 	c := clientFor(mc)
 	if write && s.Workspace.Mode == ModeReadOnly && pathWithin(path.Clean(repo), s.Workspace.Path) {
-		return nil, fmt.Errorf("%w: the workspace %s of session %s is read-only, so git cannot change the repository %s", ErrForbidden, s.Workspace.Path, id, repo)
+		return nil, nil, fmt.Errorf("%w: the workspace %s of session %s is read-only, so git cannot change the repository %s", ErrForbidden, s.Workspace.Path, id, repo)
 	}
 	if _, err := c.Stat(ctx, repo); err != nil {
-		return nil, guestErr(err)
+		return nil, nil, guestErr(err)
 	}
-	return &gitTarget{c: c, repo: repo, confine: confinement(s)}, nil
+	return s, &gitTarget{c: c, repo: repo, confine: confinement(s), timeout: gitTimeout}, nil
+}
+
+// gitOpen finds the repository's directories and reads its config into
+// the safe config the verb's git commands get.
+func (m *Manager) gitOpen(ctx context.Context, t *gitTarget) error {
+	res, err := m.gitPlain(ctx, t, 64<<10, "rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return gitFailed("rev-parse", res)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
+	if len(lines) != 3 {
+		return fmt.Errorf("%w: git rev-parse did not name the repository's directories (git 2.31 or later is needed): %q", ErrConflict, clipText(string(res.Stdout), 300))
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "/") || strings.Contains(l, "/../") {
+			return fmt.Errorf("%w: git rev-parse named %q, not an absolute path (git 2.31 or later is needed)", ErrConflict, clipText(l, 300))
+		}
+	}
+	t.gitDir, t.commonDir, t.workTree = lines[0], lines[1], lines[2]
+	res, err = m.gitPlain(ctx, t, maxGitConfigList, "config", "--list", "-z", "--includes", "--show-scope")
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 && len(res.Stdout) > 0 || res.ExitCode > 1 {
+		return gitFailed("config", res) // exit 1 with no output: no config at all
+	}
+	if res.StdoutTruncated {
+		return fmt.Errorf("%w: the repository's config (with its includes) is over %d bytes; use exec for this repository", ErrConflict, maxGitConfigList)
+	}
+	es, err := parseGitConfigList(res.Stdout)
+	if err != nil {
+		return err
+	}
+	t.cfg, err = safeGitConfig(es)
+	return err
 }
 
 func gitFailed(verb string, res *api.ExecResult) error {
@@ -103,16 +193,41 @@ func gitFailed(verb string, res *api.ExecResult) error {
 	if strings.Contains(msg, "not a git repository") {
 		return fmt.Errorf("%w: %s", ErrNotFound, msg)
 	}
-	return fmt.Errorf("%w: git %s failed: %s", ErrConflict, verb, msg)
+	return fmt.Errorf("%w: git %s failed: %s", ErrConflict, verb, clipText(msg, 2000))
+}
+
+// gitLedger records a git verb: fields, the repository, the guest time
+// its commands took, the config keys git was not given, and the error
+// when it failed after git ran.
+func (m *Manager) gitLedger(ctx context.Context, id, verb string, t *gitTarget, fields map[string]any, err error) {
+	if t == nil || !t.ran {
+		return // refused before git ran
+	}
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["repo"] = t.repo
+	fields["duration_ms"] = t.ms
+	if t.cfg != nil && len(t.cfg.dropped) > 0 {
+		fields["ignored_config"] = t.cfg.dropped
+	}
+	if err != nil {
+		fields["error"] = clipText(err.Error(), 300)
+	}
+	m.ledgerAppend(context.WithoutCancel(ctx), id, "git."+verb, fields)
 }
 
 // GitStatus is `git status --short --branch`.
-func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (*GitResult, error) {
-	t, err := m.gitRepo(ctx, tenant, id, repo, false)
+func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (out *GitResult, err error) {
+	_, t, err := m.gitRepo(ctx, tenant, id, repo, false)
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.git(ctx, t, "status", "--short", "--branch")
+	defer func() { m.gitLedger(ctx, id, "status", t, nil, err) }()
+	if err := m.gitOpen(ctx, t); err != nil {
+		return nil, err
+	}
+	res, err := m.git(ctx, t, nil, "status", "--short", "--branch", "--ignore-submodules=dirty")
 	if err != nil {
 		return nil, err
 	}
@@ -122,56 +237,72 @@ func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (*GitR
 	return &GitResult{Repo: t.repo, Output: string(res.Stdout)}, nil
 }
 
-// GitDiff is `git diff [--cached] [-- path]`, cut at 256 KiB.
-func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, staged bool) (*GitResult, error) {
+// GitDiff is `git diff [--cached] [-- path]`, cut at 256 KiB, with no
+// external diff or textconv program.
+func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, staged bool) (out *GitResult, err error) {
 	if path != "" && (strings.HasPrefix(path, "-") || strings.Contains(path, "..") || strings.HasPrefix(path, "/") || strings.ContainsAny(path, "\x00\n")) {
 		return nil, bad("path %q must be relative to the repository, without .. and not starting with -", path)
 	}
-	t, err := m.gitRepo(ctx, tenant, id, repo, false)
+	_, t, err := m.gitRepo(ctx, tenant, id, repo, false)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"diff"}
+	fields := map[string]any{"staged": staged}
+	if path != "" {
+		fields["path"] = path
+	}
+	defer func() { m.gitLedger(ctx, id, "diff", t, fields, err) }()
+	if err := m.gitOpen(ctx, t); err != nil {
+		return nil, err
+	}
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"}
 	if staged {
 		args = append(args, "--cached")
 	}
 	if path != "" {
 		args = append(args, "--", path)
 	}
-	res, err := m.git(ctx, t, args...)
+	res, err := m.git(ctx, t, nil, args...)
 	if err != nil {
 		return nil, err
 	}
 	if res.ExitCode != 0 {
 		return nil, gitFailed("diff", res)
 	}
-	out := &GitResult{Repo: t.repo, Output: string(res.Stdout)}
+	out = &GitResult{Repo: t.repo, Output: string(res.Stdout)}
 	if len(res.Stdout) > MaxGitDiffBytes || res.StdoutTruncated {
 		out.Output, out.Truncated = string(res.Stdout[:min(len(res.Stdout), MaxGitDiffBytes)]), true
 	}
+	fields["bytes"], fields["truncated"] = len(out.Output), out.Truncated
 	return out, nil
 }
 
 // GitLog is the last n commits.
-func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (*GitResult, error) {
+func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (out *GitResult, err error) {
 	if n < 1 || n > MaxGitLog {
 		return nil, bad("n %d must be from 1 to %d", n, MaxGitLog)
 	}
-	t, err := m.gitRepo(ctx, tenant, id, repo, false)
+	_, t, err := m.gitRepo(ctx, tenant, id, repo, false)
 	if err != nil {
 		return nil, err
 	}
-	res, err := m.git(ctx, t, "log", "-n", strconv.Itoa(n), "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
+	fields := map[string]any{"n": n}
+	defer func() { m.gitLedger(ctx, id, "log", t, fields, err) }()
+	if err := m.gitOpen(ctx, t); err != nil {
+		return nil, err
+	}
+	res, err := m.git(ctx, t, nil, "log", "-n", strconv.Itoa(n), "--no-show-signature", "--no-notes", "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
 	if err != nil {
 		return nil, err
 	}
 	if res.ExitCode != 0 {
 		if strings.Contains(string(res.Stderr), "does not have any commits") {
+			fields["entries"] = 0
 			return &GitResult{Repo: t.repo, Entries: []GitCommit{}}, nil
 		}
 		return nil, gitFailed("log", res)
 	}
-	out := &GitResult{Repo: t.repo, Output: string(res.Stdout), Entries: []GitCommit{}}
+	out = &GitResult{Repo: t.repo, Output: string(res.Stdout), Entries: []GitCommit{}}
 	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 		f := strings.Split(l, "\x1f")
 		if len(f) != 5 {
@@ -180,16 +311,108 @@ func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (*
 		sec, _ := strconv.ParseInt(f[3], 10, 64)
 		out.Entries = append(out.Entries, GitCommit{ID: f[0], Author: f[1], Email: f[2], Time: time.Unix(sec, 0).UTC(), Subject: f[4]})
 	}
+	fields["entries"] = len(out.Entries)
 	return out, nil
 }
 
+// gitRefs resolves names with cat-file --batch-check: the object id of
+// each, "" for one that does not exist.
+func (m *Manager) gitRefs(ctx context.Context, t *gitTarget, names ...string) ([]string, error) {
+	res, err := m.git(ctx, t, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch-check=%(objectname)")
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, gitFailed("cat-file", res)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(res.Stdout), "\n"), "\n")
+	if len(lines) != len(names) {
+		return nil, fmt.Errorf("%w: git cat-file answered %d lines for %d names", ErrConflict, len(lines), len(names))
+	}
+	out := make([]string, len(names))
+	for i, l := range lines {
+		if !strings.HasSuffix(l, " missing") && !strings.HasSuffix(l, " ambiguous") {
+			out[i] = l
+		}
+	}
+	return out, nil
+}
+
+// Empty trees, by object format: what write-tree gives for an empty
+// index.
+var emptyTrees = map[string]bool{
+	"4b825dc642cb6eb9a060e54bf8d69288fbee4904":                         true,
+	"6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321": true,
+}
+
+// gitAddAll is `git add -A` over the whole work tree except the
+// submodules in the index: git add starts a git in each of those to see
+// whether it changed, and that git would read the submodule's own config.
+func (m *Manager) gitAddAll(ctx context.Context, t *gitTarget) error {
+	res, err := m.git(ctx, t, nil, "ls-files", "--stage", "-z", "--full-name", "--", ":/")
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return gitFailed("ls-files", res)
+	}
+	if res.StdoutTruncated {
+		return fmt.Errorf("%w: the index of %s is too large for git/commit to stage it; stage with exec and commit with staged_only", ErrConflict, t.repo)
+	}
+	spec := []string{":/"}
+	for _, e := range strings.Split(string(res.Stdout), "\x00") {
+		if mode, rest, ok := strings.Cut(e, " "); ok && mode == "160000" {
+			if _, p, ok := strings.Cut(rest, "\t"); ok {
+				spec = append(spec, ":(exclude,top,literal)"+p)
+			}
+		}
+	}
+	if len(spec)-1 > maxGitlinks {
+		return fmt.Errorf("%w: %s has %d submodules, more than %d; stage with exec and commit with staged_only", ErrConflict, t.repo, len(spec)-1, maxGitlinks)
+	}
+	res, err = m.git(ctx, t, []byte(strings.Join(spec, "\x00")), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return gitFailed("add", res)
+	}
+	return nil
+}
+
+// cleanMessage is git commit's "whitespace" cleanup of a -m message:
+// trailing spaces off every line, no leading or trailing empty lines, at
+// most one empty line in a row, a final newline.
+func cleanMessage(msg string) string {
+	var out []string
+	blank := false
+	for _, l := range strings.Split(strings.ReplaceAll(msg, "\r\n", "\n"), "\n") {
+		l = strings.TrimRight(l, " \t\r\v\f")
+		if l == "" {
+			blank = len(out) > 0
+			continue
+		}
+		if blank {
+			out = append(out, "")
+		}
+		blank = false
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
 // GitCommit stages everything (unless staged_only) and commits, as the
-// repository's configured user or "Paddock Agent", never signed.
-func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitRequest) (*GitResult, error) {
-	if strings.TrimSpace(req.Message) == "" || len(req.Message) > MaxCommitMsg || strings.ContainsRune(req.Message, 0) {
+// repository's configured user or "Paddock Agent", never signed, running
+// no hook. It is one exec of the session's budget.
+func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
+	msg := cleanMessage(req.Message)
+	if msg == "" || len(req.Message) > MaxCommitMsg || strings.ContainsRune(req.Message, 0) {
 		return nil, bad("message must be 1 to %d bytes without NUL", MaxCommitMsg)
 	}
-	t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
+	s, t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
 	if err != nil {
 		return nil, err
 	}
@@ -200,66 +423,163 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 		return nil, err
 	}
 	defer done()
+	// A commit is an exec for the budget: max_execs, and its time counts
+	// as exec time.
+	adm, err := m.admit(ctx, s, t.c, startExec, gitTimeout)
+	if err != nil {
+		var be *BudgetError
+		if errors.As(err, &be) {
+			be.What = "git commit"
+		}
+		return nil, err
+	}
+	t.timeout = adm.timeout
+	// The unit goes back when the commit stops before it stages
+	// anything; from then on it is spent, with the guest time.
+	spent := false
+	defer func() {
+		if !spent {
+			adm.release()
+			return
+		}
+		m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: t.ms})
+	}()
+	fields := map[string]any{"message": req.Message, "staged_only": req.StagedOnly}
+	defer func() { m.gitLedger(ctx, id, "commit", t, fields, err) }()
+	if err := m.gitOpen(ctx, t); err != nil {
+		return nil, err
+	}
+	if len(t.cfg.filters) > 0 {
+		return nil, fmt.Errorf("%w: the repository's config sets %s, a program the git verbs do not run, so git/commit would store files unfiltered; commit with exec, where the session's process rules apply", ErrConflict, t.cfg.filters[0])
+	}
+	spent = true
+	if !t.cfg.hasEmail {
+		t.cfg.text += "[user]\n\temail = \"agent@paddock.local\"\n"
+	}
+	if !t.cfg.hasName {
+		t.cfg.text += "[user]\n\tname = \"Paddock Agent\"\n"
+	}
 	if !req.StagedOnly {
-		res, err := m.git(ctx, t, "add", "-A")
+		if err := m.gitAddAll(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", "HEAD^{tree}", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range []string{"a merge", "a cherry-pick", "a revert"} {
+		if refs[2+i] != "" {
+			return nil, fmt.Errorf("%w: %s is in progress in %s; conclude it with exec", ErrConflict, name, t.repo)
+		}
+	}
+	res, err := m.git(ctx, t, nil, "write-tree")
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, gitFailed("write-tree", res)
+	}
+	tree := strings.TrimSpace(string(res.Stdout))
+	parent := refs[0]
+	if (parent != "" && tree == refs[1]) || (parent == "" && emptyTrees[tree]) {
+		return nil, fmt.Errorf("%w: nothing to commit in %s", ErrConflict, t.repo)
+	}
+	args := []string{"commit-tree", tree, "--no-gpg-sign", "-F", "-"}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	res, err = m.git(ctx, t, []byte(msg), args...)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, gitFailed("commit-tree", res)
+	}
+	commit := strings.TrimSpace(string(res.Stdout))
+	subject, _, _ := strings.Cut(msg, "\n")
+	reflog := "commit: " + subject
+	if parent == "" {
+		reflog = "commit (initial): " + subject
+	}
+	// The old value makes the update fail if HEAD moved meanwhile ("" is
+	// "must not exist yet" for a first commit).
+	res, err = m.git(ctx, t, nil, "update-ref", "-m", reflog, "HEAD", commit, parent)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, gitFailed("update-ref", res)
+	}
+	fields["commit"] = commit
+	return &GitResult{Repo: t.repo, Commit: commit}, nil
+}
+
+// GitBranch creates a branch at HEAD and switches to it (git switch -c,
+// done with update-ref and symbolic-ref: no hook, no checkout).
+func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
+	if !branchRE.MatchString(req.Name) || strings.Contains(req.Name, "..") || strings.HasSuffix(req.Name, ".lock") || strings.HasSuffix(req.Name, "/") {
+		return nil, bad("branch name %q: letters, digits, '.', '_', '-' and '/', not starting with - and without ..", req.Name)
+	}
+	_, t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
+	if err != nil {
+		return nil, err
+	}
+	// In flight like a command: a restore or fork must not replace the
+	// machine under it.
+	done, err := m.commandStarts(id)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	fields := map[string]any{"branch": req.Name}
+	defer func() { m.gitLedger(ctx, id, "branch", t, fields, err) }()
+	if err := m.gitOpen(ctx, t); err != nil {
+		return nil, err
+	}
+	ref := "refs/heads/" + req.Name
+	res, err := m.git(ctx, t, nil, "check-ref-format", ref)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, bad("branch name %q is not a valid git branch name (git check-ref-format)", req.Name)
+	}
+	refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", ref)
+	if err != nil {
+		return nil, err
+	}
+	if refs[1] != "" {
+		return nil, fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
+	}
+	from := "HEAD"
+	res, err = m.git(ctx, t, nil, "symbolic-ref", "-q", "--short", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode == 0 {
+		from = strings.TrimSpace(string(res.Stdout))
+	} else if refs[0] != "" {
+		from = refs[0]
+	}
+	if refs[0] != "" {
+		res, err = m.git(ctx, t, nil, "update-ref", "-m", "branch: Created from HEAD", ref, refs[0], "")
 		if err != nil {
 			return nil, err
 		}
 		if res.ExitCode != 0 {
-			return nil, gitFailed("add", res)
+			if strings.Contains(string(res.Stderr), "already exists") {
+				return nil, fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
+			}
+			return nil, gitFailed("update-ref", res)
 		}
 	}
-	ident := []string{}
-	if res, err := m.git(ctx, t, "config", "user.email"); err == nil && res.ExitCode != 0 {
-		ident = []string{"-c", "user.name=Paddock Agent", "-c", "user.email=agent@paddock.local"}
-	}
-	args := append(ident, "-c", "commit.gpgsign=false", "commit", "-q", "-m", req.Message)
-	res, err := m.git(ctx, t, args...)
+	res, err = m.git(ctx, t, nil, "symbolic-ref", "-m", "checkout: moving from "+from+" to "+req.Name, "HEAD", ref)
 	if err != nil {
 		return nil, err
 	}
 	if res.ExitCode != 0 {
-		msg := string(res.Stdout) + string(res.Stderr)
-		if strings.Contains(msg, "nothing to commit") || strings.Contains(msg, "nothing added to commit") {
-			return nil, fmt.Errorf("%w: nothing to commit in %s", ErrConflict, t.repo)
-		}
-		return nil, gitFailed("commit", res)
+		return nil, gitFailed("symbolic-ref", res)
 	}
-	head, err := m.git(ctx, t, "rev-parse", "HEAD")
-	if err != nil {
-		return nil, err
-	}
-	out := &GitResult{Repo: t.repo, Commit: strings.TrimSpace(string(head.Stdout))}
-	m.ledgerAppend(ctx, id, "git.commit", map[string]any{"repo": t.repo, "commit": out.Commit, "message": req.Message})
-	return out, nil
-}
-
-// GitBranch creates a branch and switches to it.
-func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitRequest) (*GitResult, error) {
-	if !branchRE.MatchString(req.Name) || strings.Contains(req.Name, "..") || strings.HasSuffix(req.Name, ".lock") || strings.HasSuffix(req.Name, "/") {
-		return nil, bad("branch name %q: letters, digits, '.', '_', '-' and '/', not starting with - and without ..", req.Name)
-	}
-	t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
-	if err != nil {
-		return nil, err
-	}
-	// In flight like a command: a restore or fork must not replace the
-	// machine under it.
-	done, err := m.commandStarts(id)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	res, err := m.git(ctx, t, "switch", "-c", req.Name)
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 {
-		if strings.Contains(string(res.Stderr), "already exists") {
-			return nil, fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
-		}
-		return nil, gitFailed("switch", res)
-	}
-	m.ledgerAppend(ctx, id, "git.branch", map[string]any{"repo": t.repo, "branch": req.Name})
 	return &GitResult{Repo: t.repo, Branch: req.Name}, nil
 }
