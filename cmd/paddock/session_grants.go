@@ -47,7 +47,11 @@ inside the TLS it intercepts; plain HTTP never gets it.
 The credential is either the daemon's environment variable
 PADDOCK_SECRET_<REF> (--secret-ref REF, read when the grant is made) or
 read from stdin (--value-stdin; never from the command line, which other
-local users can see). --method and --path (repeatable; * matches any run)
+local users can see). --secret-ref is for the admin token only: the
+daemon's secrets are the operator's, so a tenant's token gets 403
+(secret_ref_admin_only) and passes its own credential with --value-stdin,
+for its own sessions. Session tokens cannot grant, list or revoke at all.
+--method and --path (repeatable; * matches any run)
 narrow the requests that get it. A grant lasts --ttl-seconds (default 3600,
 at most 86400, never past the session's expiry) and lives in the daemon's
 memory only: a daemon restart forgets it.`,
@@ -82,7 +86,7 @@ memory only: a daemon restart forgets it.`,
 		},
 	}
 	grant.Flags().StringArrayVar(&req.Hosts, "host", nil, "a host the credential is for: api.example.com or *.example.com (repeatable, at least one)")
-	grant.Flags().StringVar(&req.SecretRef, "secret-ref", "", "take the credential from the daemon's PADDOCK_SECRET_<REF>")
+	grant.Flags().StringVar(&req.SecretRef, "secret-ref", "", "take the credential from the daemon's PADDOCK_SECRET_<REF> (admin token only)")
 	grant.Flags().BoolVar(&valueStdin, "value-stdin", false, "read the credential (the whole header value, e.g. \"Bearer …\") from stdin")
 	grant.Flags().StringArrayVar(&req.Methods, "method", nil, "only requests with this method get it (repeatable)")
 	grant.Flags().StringArrayVar(&req.Paths, "path", nil, "only requests to this path get it; * matches any run (repeatable)")

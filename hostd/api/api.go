@@ -203,7 +203,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", logPath(r), "err", errString(err))
 	}
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	body := map[string]string{"error": err.Error()}
+	var coded *session.CodedError
+	if errors.As(err, &coded) {
+		body["code"] = coded.Code
+	}
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

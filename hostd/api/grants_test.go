@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 )
@@ -243,4 +244,181 @@ func mustRead(t *testing.T, files ...string) []byte {
 		all = append(all, b...)
 	}
 	return all
+}
+
+// TestGrantAccess holds who may use each grant route (POST, GET, DELETE
+// all, DELETE one). The daemon's PADDOCK_SECRET_ variables are the
+// admin's: a tenant's secret_ref is 403 with code secret_ref_admin_only on
+// any session (its own, another tenant's, a made-up one) whether or not
+// the variable is set, with one answer for all of them. A tenant grants a
+// value of its own on its own session, lists and revokes that session's
+// grants, and gets 404 on every route of another tenant's session, as for
+// a session that does not exist. A session token, even with every
+// grantable op, is 403 on every route, its own session included. The
+// admin may do all of it. Nothing a refused call asked for is granted,
+// revoked or ledgered.
+func TestGrantAccess(t *testing.T) {
+	d := newTestDaemon(t)
+	toks := withTenants(t, d, "acme", "beta")
+	ctx := context.Background()
+	const secret = "Bearer operator-only-5e2b77"
+	t.Setenv("PADDOCK_SECRET_GRANT_ACCESS", secret)
+	os.Unsetenv("PADDOCK_SECRET_GRANT_ACCESS_UNSET")
+	acme, beta := client.New(d.url, toks["acme"]), client.New(d.url, toks["beta"])
+	sa, err := acme.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := beta.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mintAns, st := mint(t, d.url, toks["acme"], sa.ID, map[string]any{"ops": auth.GrantableOps()})
+	if mintAns.status != 201 || len(st.Ops) != len(auth.GrantableOps()) {
+		t.Fatalf("mint a token with every op: %d %s", mintAns.status, mintAns.body)
+	}
+	// Grants already there, which refused callers try to list and revoke.
+	ga, err := d.c.Grant(ctx, sa.ID, session.GrantRequest{SecretRef: "GRANT_ACCESS", Hosts: []string{"api.test"}})
+	if err != nil {
+		t.Fatalf("the admin grants a secret_ref: %v", err)
+	}
+	gb, err := d.c.Grant(ctx, sb.ID, session.GrantRequest{Value: "Bearer beta-own", Hosts: []string{"api.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantIDs := func(id string) string {
+		var ids []string
+		for _, g := range d.mgr.GrantsFor(id) {
+			ids = append(ids, g.ID)
+		}
+		return strings.Join(ids, ",")
+	}
+	grantEntries := func(id string) int {
+		n := 0
+		for _, e := range entries(t, d.led, id) {
+			if strings.HasPrefix(e.Kind, "grant.") {
+				n++
+			}
+		}
+		return n
+	}
+	if grantIDs(sa.ID) != ga.ID || grantIDs(sb.ID) != gb.ID || grantEntries(sa.ID) != 1 || grantEntries(sb.ID) != 1 {
+		t.Fatalf("before: %q %q, %d and %d ledger entries", grantIDs(sa.ID), grantIDs(sb.ID), grantEntries(sa.ID), grantEntries(sb.ID))
+	}
+
+	const madeUp = "ses-0123456789abcdef"
+	gp := func(id string) string { return "/v1/agents/sessions/" + id + "/grants" }
+	ref := map[string]any{"secret_ref": "GRANT_ACCESS", "hosts": []string{"api.test"}}
+	unsetRef := map[string]any{"secret_ref": "GRANT_ACCESS_UNSET", "hosts": []string{"api.test"}}
+	value := map[string]any{"value": "Bearer tenant-own-91c3", "hosts": []string{"api.test"}}
+	type refusal struct {
+		who, tok, method, path string
+		body                   any
+		status                 int
+		code, says             string
+	}
+	var refusals []refusal
+	// A tenant's secret_ref, wherever it aims and whether the variable
+	// exists or not.
+	for _, id := range []string{sa.ID, sb.ID, madeUp} {
+		for _, b := range []map[string]any{ref, unsetRef} {
+			refusals = append(refusals, refusal{"acme secret_ref " + b["secret_ref"].(string), toks["acme"], "POST", gp(id), b, 403,
+				session.CodeSecretRefAdminOnly, "only the admin token may grant"})
+		}
+	}
+	// A tenant on another tenant's session: 404 on every route.
+	for _, r := range []struct {
+		method, path string
+		body         any
+	}{{"POST", gp(sb.ID), value}, {"GET", gp(sb.ID), nil}, {"DELETE", gp(sb.ID), nil}, {"DELETE", gp(sb.ID) + "/" + gb.ID, nil}} {
+		refusals = append(refusals, refusal{"acme on beta's session", toks["acme"], r.method, r.path, r.body, 404, "", "session " + sb.ID})
+	}
+	// A session token with every op, on its own session and another.
+	for _, id := range []string{sa.ID, sb.ID} {
+		g := ga.ID
+		if id == sb.ID {
+			g = gb.ID
+		}
+		for _, r := range []struct {
+			method, path string
+			body         any
+		}{{"POST", gp(id), value}, {"POST", gp(id), ref}, {"GET", gp(id), nil}, {"DELETE", gp(id), nil}, {"DELETE", gp(id) + "/" + g, nil}} {
+			refusals = append(refusals, refusal{"session token", st.Token, r.method, r.path, r.body, 403, "", "session token cannot"})
+		}
+	}
+	var secretRefAnswer []byte
+	for _, tc := range refusals {
+		a := as(t, d.url, tc.tok, tc.method, tc.path, tc.body)
+		var e struct{ Error, Code string }
+		json.Unmarshal(a.body, &e)
+		if a.status != tc.status || e.Code != tc.code || !strings.Contains(e.Error, tc.says) {
+			t.Errorf("%s: %s %s: %d %s, want %d with code %q saying %q", tc.who, tc.method, tc.path, a.status, a.body, tc.status, tc.code, tc.says)
+		}
+		if bytes.Contains(a.body, []byte(secret)) || bytes.Contains(a.body, []byte("operator-only")) {
+			t.Errorf("%s: %s %s: the answer holds the secret: %s", tc.who, tc.method, tc.path, a.body)
+		}
+		if tc.code == session.CodeSecretRefAdminOnly {
+			// One answer whatever the session and the variable: a tenant
+			// learns neither which sessions exist nor which secrets.
+			if secretRefAnswer == nil {
+				secretRefAnswer = a.body
+			} else if !bytes.Equal(a.body, secretRefAnswer) {
+				t.Errorf("%s %s: the refusal differs:\n%s\nfrom the first:\n%s", tc.who, tc.path, a.body, secretRefAnswer)
+			}
+		}
+	}
+	if !strings.Contains(string(secretRefAnswer), "as value") {
+		t.Errorf("the secret_ref refusal does not say what to do instead: %s", secretRefAnswer)
+	}
+	// Another tenant's session answers as a made-up one does.
+	for _, r := range []struct{ method, rest string }{{"POST", ""}, {"GET", ""}, {"DELETE", ""}, {"DELETE", "/gr-0123456789abcdef"}} {
+		real := as(t, d.url, toks["acme"], r.method, gp(sb.ID)+r.rest, value)
+		fake := as(t, d.url, toks["acme"], r.method, gp(madeUp)+r.rest, value)
+		if real.status != 404 || !bytes.Equal(bytes.ReplaceAll(real.body, []byte(sb.ID), []byte("ID")), bytes.ReplaceAll(fake.body, []byte(madeUp), []byte("ID"))) {
+			t.Errorf("%s grants%s on another tenant's session: %d %s; on a made-up one: %d %s", r.method, r.rest, real.status, real.body, fake.status, fake.body)
+		}
+	}
+	if grantIDs(sa.ID) != ga.ID || grantIDs(sb.ID) != gb.ID || grantEntries(sa.ID) != 1 || grantEntries(sb.ID) != 1 {
+		t.Errorf("refused calls changed the grants: %q %q, %d and %d ledger entries", grantIDs(sa.ID), grantIDs(sb.ID), grantEntries(sa.ID), grantEntries(sb.ID))
+	}
+
+	// What a tenant may do on its own session: grant a value it supplies,
+	// list, revoke one, revoke all.
+	own, err := acme.Grant(ctx, sa.ID, session.GrantRequest{Value: "Bearer tenant-own-91c3", Hosts: []string{"api.test"}})
+	if err != nil {
+		t.Fatalf("a tenant grants its own value on its own session: %v", err)
+	}
+	if gs := d.mgr.GrantsFor(sa.ID); len(gs) != 2 || gs[1].Value != "Bearer tenant-own-91c3" || gs[1].SecretRef != "" {
+		t.Errorf("after the tenant's grant: %+v", gs)
+	}
+	if gs, err := acme.Grants(ctx, sa.ID); err != nil || len(gs) != 2 || gs[0].SecretRef != "GRANT_ACCESS" {
+		t.Errorf("the tenant lists its session's grants: %+v %v", gs, err)
+	}
+	if err := acme.Ungrant(ctx, sa.ID, own.ID); err != nil {
+		t.Errorf("the tenant revokes its grant: %v", err)
+	}
+	if err := acme.Ungrant(ctx, sa.ID, ""); err != nil || grantIDs(sa.ID) != "" {
+		t.Errorf("the tenant revokes all its session's grants: %v, left %q", err, grantIDs(sa.ID))
+	}
+	// The admin, on a tenant's session: every route.
+	if _, err := d.c.Grant(ctx, sb.ID, session.GrantRequest{SecretRef: "GRANT_ACCESS", Hosts: []string{"api.test"}}); err != nil {
+		t.Errorf("the admin grants a secret_ref on beta's session: %v", err)
+	}
+	if gs, err := d.c.Grants(ctx, sb.ID); err != nil || len(gs) != 2 {
+		t.Errorf("the admin lists: %+v %v", gs, err)
+	}
+	if err := d.c.Ungrant(ctx, sb.ID, gb.ID); err != nil {
+		t.Errorf("the admin revokes one: %v", err)
+	}
+	if err := d.c.Ungrant(ctx, sb.ID, ""); err != nil || grantIDs(sb.ID) != "" {
+		t.Errorf("the admin revokes all: %v, left %q", err, grantIDs(sb.ID))
+	}
+	// No ledger entry names a tenant as the maker of a secret_ref grant.
+	for _, id := range []string{sa.ID, sb.ID} {
+		for _, e := range entries(t, d.led, id) {
+			if e.Kind == "grant.create" && strings.Contains(string(e.Data), `"ref"`) && e.Actor != "admin" {
+				t.Errorf("%s: %s made a secret_ref grant: %s", id, e.Actor, e.Data)
+			}
+		}
+	}
 }

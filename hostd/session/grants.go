@@ -16,6 +16,7 @@ import (
 
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/rules"
+	"paddock.dev/paddock/hostd/auth"
 )
 
 // Limits on credential grants.
@@ -193,6 +194,9 @@ func checkGrant(req GrantRequest) (egress.Grant, error) {
 // requests to the named hosts (inside intercepted TLS only), so the
 // sandbox never holds it. The grant lives in this daemon's memory only.
 func (m *Manager) Grant(ctx context.Context, tenant, id string, req GrantRequest) (*Grant, error) {
+	if err := grantCaller(ctx, req.SecretRef != ""); err != nil {
+		return nil, err
+	}
 	if req.TTLSeconds == 0 {
 		req.TTLSeconds = DefaultGrantTTLSeconds
 	}
@@ -275,8 +279,34 @@ func (m *Manager) Ungrant(ctx context.Context, tenant, id, grant string) error {
 	return nil
 }
 
-// grantSession checks id names a session (not a sandbox) the caller sees.
+// grantCaller checks who asks for a grant, before anything else is
+// looked at (so a refused caller learns nothing about the session or the
+// daemon's environment). The daemon's PADDOCK_SECRET_ variables are the
+// operator's: only the admin token may aim one at a host (secretRef), or
+// a tenant could send the operator's credential to a host it controls.
+// A tenant grants values it supplies itself, on its own sessions (load
+// scopes those). A session token never reaches a grant: the route table
+// keeps it out, and this holds even if that table changes.
+func grantCaller(ctx context.Context, secretRef bool) error {
+	id, ok := auth.FromContext(ctx)
+	if ok && id.Kind != auth.KindAdmin && id.Kind != auth.KindTenant {
+		return &CodedError{Code: CodeGrantNeedsAdminOrTenant, Err: fmt.Errorf(
+			"%w: credential grants need the admin token or the session's tenant's token; a session token cannot make, list or revoke them", ErrForbidden)}
+	}
+	if secretRef && (!ok || id.Kind != auth.KindAdmin) {
+		return &CodedError{Code: CodeSecretRefAdminOnly, Err: fmt.Errorf(
+			"%w: secret_ref names one of the daemon's own secrets (PADDOCK_SECRET_<REF>), which only the admin token may grant; "+
+				"send the credential itself as value instead (it is used for this session's requests only), or ask the operator to grant the secret", ErrForbidden)}
+	}
+	return nil
+}
+
+// grantSession checks the caller may see grants and that id names a
+// session (not a sandbox) the caller sees.
 func (m *Manager) grantSession(ctx context.Context, tenant, id string) error {
+	if err := grantCaller(ctx, false); err != nil {
+		return err
+	}
 	s, _, err := m.load(ctx, tenant, id)
 	if err != nil {
 		return err
