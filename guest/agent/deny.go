@@ -224,21 +224,41 @@ func progErr(clean string, pl progPlace) error {
 		ErrForbidden, clean, pl.prog))
 }
 
-// checkPaths compares the call's path in each of its forms (as given, with
-// links followed) with every protected place: refused when it is one, lies
-// under a protected directory, or holds either.
-func (g *guard) checkPaths(clean string, forms ...string) error {
-	for _, f := range forms {
-		for _, d := range g.dirs {
-			for _, df := range d.forms {
-				if withinRel(f, df) {
-					return g.dirErr(clean, d, "is under")
+// checkPaths compares the call's path, as given (rel) and with its links
+// followed (resolved), with every protected place: refused when it is one,
+// lies under a protected directory, or holds either. Protected
+// directories are compared as given first, so /usr/bin/git is named as
+// under /usr, not under /bin (which leads to /usr/bin on merged-/usr
+// images).
+func (g *guard) checkPaths(clean, rel, resolved string) error {
+	how := func(f, what string) string {
+		if f == rel {
+			return what
+		}
+		if what == "holds" {
+			return "leads through links to what holds"
+		}
+		return "leads through links under"
+	}
+	for pass := range 2 {
+		for _, f := range []string{rel, resolved} {
+			for _, d := range g.dirs {
+				forms := d.forms[:1]
+				if pass == 1 {
+					forms = d.forms[1:]
 				}
-				if withinRel(df, f) {
-					return g.dirErr(clean, d, "holds")
+				for _, df := range forms {
+					if withinRel(f, df) {
+						return g.dirErr(clean, d, how(f, "is under"))
+					}
+					if withinRel(df, f) {
+						return g.dirErr(clean, d, how(f, "holds"))
+					}
 				}
 			}
 		}
+	}
+	for _, f := range []string{rel, resolved} {
 		for _, pl := range g.places {
 			if withinRel(pl.rel, f) {
 				return progErr(clean, pl)

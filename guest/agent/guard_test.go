@@ -126,6 +126,18 @@ func TestSystemDirsAreNeverWritten(t *testing.T) {
 		wantCode(t, err, http.StatusForbidden, api.CodeSystemPath)
 	}
 	checkSystemUntouched(t, a)
+	// The message names the directory as the caller would.
+	for p, want := range map[string]string{
+		"/usr/bin/git":       "/usr/bin/git is under /usr, one of the image's system directories",
+		"/bin/sh":            "/bin/sh is under /bin, one of",
+		"/workspace/sys/git": "/workspace/sys/git leads through links under /usr, one of",
+	} {
+		_, err := a.c.WriteFile(ctx, api.FileContent{Path: p, Content: payload})
+		var e *client.Error
+		if !errors.As(err, &e) || !strings.Contains(e.Message, want) || !strings.Contains(e.Message, "write in the workspace, /tmp, /var/tmp or the guest's home") {
+			t.Errorf("write %s: %v, want a message saying %q and what is allowed", p, err, want)
+		}
+	}
 
 	// The write over a planted link to git replaces the link in the
 	// workspace: git stays as it was.
