@@ -35,6 +35,10 @@ type globals struct {
 	json     bool
 	logJSON  bool
 	verbose  bool
+	// storeSize and diskReserve are serve's --store-size and
+	// --disk-reserve, given to the backends it opens.
+	storeSize   string
+	diskReserve hypervisor.Reserve
 }
 
 func main() {
@@ -170,8 +174,16 @@ func (g *globals) backendWith(name string, adopt bool) (hypervisor.Backend, erro
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return c(hypervisor.Config{StateDir: g.stateDir, GuestBinary: guest, ImagesDir: g.imagesDir(), Logger: g.logger(), AdoptLeftovers: adopt,
-		Options: map[string]string{"cache": g.vmCacheDir()}})
+	opts := map[string]string{"cache": g.vmCacheDir()}
+	if g.storeSize != "" {
+		opts["store_size"] = g.storeSize
+	}
+	b, err := c(hypervisor.Config{StateDir: g.stateDir, GuestBinary: guest, ImagesDir: g.imagesDir(), Logger: g.logger(), AdoptLeftovers: adopt,
+		Options: opts, DiskReserve: g.diskReserve})
+	if errors.Is(err, hypervisor.ErrInvalidSpec) {
+		return nil, usageError{err}
+	}
+	return b, err
 }
 
 func newVersionCmd() *cobra.Command {

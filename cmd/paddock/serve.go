@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -45,6 +46,8 @@ func newServeCmd(g *globals) *cobra.Command {
 	var sandboxCAs []string
 	var tenantsFile string
 	var egressLogRetention time.Duration
+	var diskReserve string
+	var diskOvercommit float64
 	var socket, socketGroup string
 	var gwf gatewayFlags
 	c := &cobra.Command{
@@ -72,7 +75,13 @@ them (a sandbox that died meanwhile is reported with state "lost").
 tenant token sees and creates only that tenant's sessions and sandboxes.
 The file is read again on SIGHUP; one that does not read or check is
 refused (logged) and the tenants in use stay. Session tokens, minted for
-one session and some operations, need no configuration.`,
+one session and some operations, need no configuration.
+
+Every create, fork, restore and checkpoint is admitted first: memory_mb
+and cpus no more than the host has, each tenant's sums within its limits
+in the tenants file, and the disk promised to the sandboxes on a backend
+within its disk less --disk-reserve (times --disk-overcommit). What does
+not fit is refused with a code and the numbers (docs/tenants.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			log := g.logger()
@@ -99,6 +108,12 @@ one session and some operations, need no configuration.`,
 			tenants, err := loadTenants(tenantsFile, hash)
 			if err != nil {
 				return err
+			}
+			if g.diskReserve, err = hypervisor.ParseReserve(diskReserve); err != nil {
+				return usageError{fmt.Errorf("--disk-reserve: %w", err)}
+			}
+			if diskOvercommit < 1 || diskOvercommit > session.MaxDiskOvercommit {
+				return usageError{fmt.Errorf("--disk-overcommit %v: a ratio from 1 (none) to %d", diskOvercommit, session.MaxDiskOvercommit)}
 			}
 			if err := session.CheckEgressLogRetention(egressLogRetention); err != nil {
 				return usageError{fmt.Errorf("--egress-log-retention: %w", err)}
@@ -247,6 +262,15 @@ one session and some operations, need no configuration.`,
 			handler := api.New(mgr, hash, log)
 			handler.SetPolicy(eng)
 			handler.Verifier().SetTenants(tenants) // checked by loadTenants
+			// What a create, fork, restore or checkpoint may take: the
+			// tenants file's limits as they are at the time (SIGHUP
+			// applies new ones to what comes next).
+			if err := mgr.SetAdmission(session.AdmissionConfig{DiskOvercommit: diskOvercommit, TenantLimits: func(t string) auth.Limits {
+				return handler.Verifier().Tenants().LimitsOf(t)
+			}}); err != nil {
+				return usageError{err}
+			}
+			logCapacity(log, append([]hypervisor.Backend{b}, others...), diskOvercommit)
 			// A tenant taken out loses its tokens at once (the verifier)
 			// and the terminals it opened.
 			reload.start(c.Context(), handler.Verifier(), func(t *auth.Tenants) {
@@ -301,7 +325,28 @@ one session and some operations, need no configuration.`,
 	c.Flags().StringVar(&policyExt, "policy-ext", "", "the operator's Rego modules (a directory of .rego files or an OPA bundle .tar.gz) that narrow the built-in policy; reloaded when they change")
 	c.Flags().DurationVar(&egressLogRetention, "egress-log-retention", session.DefaultEgressLogRetention, "how long the egress log keeps sandboxes' network decisions (from 1h to 87600h); older rows are pruned, the ledger's entries and summaries stay")
 	c.Flags().StringVar(&tenantsFile, "tenants", os.Getenv("PADDOCK_TENANTS"), "tenants file (paddock tenant add), read again on SIGHUP; env PADDOCK_TENANTS")
+	c.Flags().StringVar(&g.storeSize, "store-size", "", "size of procbox's btrfs layer store image when it is made (e.g. 200GiB; default half the state dir's free space, 2 GiB to 1 TiB); an existing image keeps its size")
+	c.Flags().StringVar(&diskReserve, "disk-reserve", "", "disk each backend keeps for the daemon's own writes, never given to sandboxes: a percentage (5%) or a size (1GiB) (default 5%, at least 512 MiB, at most half)")
+	c.Flags().Float64Var(&diskOvercommit, "disk-overcommit", 1, "let the disk_mb of the sandboxes on a backend add up to this many times what its disk holds less the reserve (1: no overcommit; a sandbox may then meet a full disk before its own limit)")
 	return c
+}
+
+// logCapacity logs what each backend's sandboxes can be given (or why it
+// cannot be measured yet).
+func logCapacity(log *slog.Logger, backends []hypervisor.Backend, overcommit float64) {
+	for _, b := range backends {
+		cr, ok := b.(hypervisor.CapacityReporter)
+		if !ok || !b.Capabilities().Available {
+			continue
+		}
+		c, err := cr.Capacity()
+		if err != nil {
+			log.Warn("backend capacity", "backend", b.Name(), "err", err)
+			continue
+		}
+		log.Info("backend capacity", "backend", b.Name(), "disk", c.Disk, "disk_mib", c.DiskBytes>>20, "reserve_mib", c.DiskReserveBytes>>20,
+			"disk_overcommit", overcommit, "memory_mib", c.MemoryMB, "cpus", c.CPUs)
+	}
 }
 
 // adminToken returns the admin token's hash: from PADDOCK_ADMIN_TOKEN, or

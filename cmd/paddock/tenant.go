@@ -30,7 +30,11 @@ sessions and sandboxes; another tenant's are 404 to it.
 The tenants file holds each tenant's name and the SHA-256 of its token,
 never the token. These verbs edit it (mode 0600, replaced atomically);
 a running paddock serve --tenants FILE reads it again on SIGHUP
-(kill -HUP <pid>).`,
+(kill -HUP <pid>).
+
+What a tenant's live sandboxes may hold together (disk_mb, memory_mb,
+cpus) is set in the file itself, per tenant ("limits") or for all
+("default_limits"); these verbs keep it. See docs/tenants.md.`,
 	}
 	cmd.PersistentFlags().StringVar(&file, "tenants", os.Getenv("PADDOCK_TENANTS"), "the tenants file; env PADDOCK_TENANTS")
 	need := func() error {

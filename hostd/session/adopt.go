@@ -30,6 +30,14 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 		if ctx.Err() != nil {
 			return adopted, lost // stopping: the rest stay as they are
 		}
+		if r.State == StateRunning || r.State == StateLost {
+			// What it holds counts again: its checkpoints until it is
+			// deleted, its machine while adopted (admission.go).
+			var st stored
+			if json.Unmarshal(r.Record, &st) == nil && st.Session != nil {
+				m.holdRecord(&st)
+			}
+		}
 		if r.State != StateRunning {
 			continue
 		}

@@ -102,6 +102,12 @@ func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, 
 	if err != nil {
 		return nil, mapBackendErr(err)
 	}
+	// What the checkpoint may come to hold on the backend's disk counts
+	// like a machine's disk: kept only if it fits.
+	if err := m.admitCheckpoint(s, snap); err != nil {
+		m.deleteSnapshot(snap)
+		return nil, err
+	}
 	c := Checkpoint{Tag: req.Tag, Snapshot: snap.ID, Memory: snap.Memory, CreatedAt: snap.CreatedAt}
 	_, err = m.updateStored(ctx, id, rev, func(st *stored) error {
 		st.Session.Checkpoints = append(st.Session.Checkpoints, c)
@@ -112,6 +118,7 @@ func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, 
 		return nil
 	})
 	if err != nil {
+		m.dropSnapshotHeld(id, snap.ID)
 		m.deleteSnapshot(snap)
 		return nil, err
 	}
@@ -144,6 +151,13 @@ func (m *Manager) Restore(ctx context.Context, tenant, id string, rev int64, req
 		return nil, err
 	}
 	defer leave()
+	// A restore boots the machine again: it must still fit (the tenant's
+	// limits or the backend's disk may have shrunk since), counted once.
+	if b := m.backendOf(s.Backend); b != nil {
+		if _, err := m.admitMachines(b, s.Tenant, m.runtimeHeld(s), 1, id); err != nil {
+			return nil, err
+		}
+	}
 	if err := mc.Restore(ctx, snap); err != nil {
 		return nil, mapBackendErr(err)
 	}
@@ -183,6 +197,18 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	}
 	made := 0
 	defer func() { giveBack(req.Count - made) }()
+	// The children must fit the host, the tenant's limits and the
+	// backend's disk, like as many creates.
+	backend := m.backendOf(s.Backend)
+	if backend == nil {
+		return nil, fmt.Errorf("%w: the %s backend is not enabled on this daemon", ErrConflict, s.Backend)
+	}
+	rt := m.runtimeHeld(s)
+	adm, err := m.admitMachines(backend, s.Tenant, rt, req.Count, "")
+	if err != nil {
+		return nil, err
+	}
+	defer adm.release()
 	kidBudget := childBudget(s.Budget, m.usage(ctx, id))
 	// Children get the parent's policy, each on its own sockets.
 	var polIn *rules.PolicyInput
@@ -202,6 +228,10 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	}
 	// The children's layers keep the snapshot alive; the record goes.
 	defer m.deleteSnapshot(snap)
+	// What it holds is counted with the first child (docs/tenants.md).
+	if err := adm.grow(s.Backend, s.Tenant, snapshotMB(snap)); err != nil {
+		return nil, err
+	}
 	kids, err := mc.Fork(ctx, snap, req.Count)
 	if err != nil {
 		return nil, mapBackendErr(err)
@@ -223,7 +253,8 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 		}
 		child.Policy = s.Policy
 		child.Budget = kidBudget.clone()
-		if err := m.save(ctx, child, parentNow, polIn); err != nil {
+		res := effective(rt, adm.cap)
+		if err := m.saveHeld(ctx, child, parentNow, polIn, &res); err != nil {
 			k.Stop(context.Background())
 			continue
 		}
@@ -239,6 +270,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	for i, c := range out {
 		ids[i] = c.ID
 	}
+	adm.commit(ids, effective(rt, adm.cap))
 	m.updateStored(ctx, id, -1, func(st *stored) error {
 		st.Session.Children = append(st.Session.Children, ids...)
 		return nil

@@ -229,6 +229,12 @@ type Manager struct {
 
 	// terms are the open terminals and their tickets (terminal.go).
 	terms terminals
+
+	// admission settings, and what live machines and checkpoints hold
+	// (admission.go); under mu.
+	admission AdmissionConfig
+	held      map[string]*holding
+	heldSeq   int
 }
 
 // Config configures a Manager.
@@ -324,6 +330,14 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if err != nil {
 		return nil, err
 	}
+	// What the sandbox asks for must fit the host, the tenant's limits
+	// and the backend's disk; held from here until it runs or fails.
+	adm, err := m.admitMachines(backend, tenant, req.Runtime, 1, "")
+	if err != nil {
+		return nil, err
+	}
+	defer adm.release()
+	res := effective(req.Runtime, adm.cap)
 	caps := backend.Capabilities()
 	caps.Egress = m.egress != nil && m.egressRoot != ""
 	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
@@ -446,11 +460,12 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, fmt.Errorf("workspace baseline: %w", err)
 	}
 	s.Workspace.BaselineFiles = len(base.Entries)
-	if err := m.save(ctx, s, base, req.Policy.network()); err != nil {
+	if err := m.saveHeld(ctx, s, base, req.Policy.network(), &res); err != nil {
 		cleanup()
 		return nil, err
 	}
 	m.track(id, mc)
+	adm.commit([]string{id}, res)
 	m.ledgerAppend(ctx, id, "session.create", map[string]any{"agent": s.Agent, "image": rt.Image, "workspace": ws, "workspace_mode": mode, "sandbox_id": mc.ID(), "ttl_seconds": req.TTLSeconds})
 	if clone != nil {
 		m.ledgerAppend(ctx, id, "workspace.clone", map[string]any{"url": src.Redacted, "ok": clone.note == "", "duration_ms": clone.took.Milliseconds(), "note": clone.note})
@@ -488,10 +503,18 @@ type stored struct {
 	// Snapshots are the backend's records of this session's checkpoints,
 	// by tag.
 	Snapshots map[string]hypervisor.Snapshot `json:"snapshots,omitempty"`
+	// Resources are what the machine was given, the backend's defaults
+	// filled in: what admission counts (admission.go).
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 func (m *Manager) save(ctx context.Context, s *Session, base *api.Manifest, pol *rules.PolicyInput) error {
-	raw, err := json.Marshal(stored{Session: s, Baseline: base, PolicyInput: pol})
+	return m.saveHeld(ctx, s, base, pol, nil)
+}
+
+// saveHeld is save that records what the machine was given.
+func (m *Manager) saveHeld(ctx context.Context, s *Session, base *api.Manifest, pol *rules.PolicyInput, res *Resources) error {
+	raw, err := json.Marshal(stored{Session: s, Baseline: base, PolicyInput: pol, Resources: res})
 	if err != nil {
 		return err
 	}
@@ -784,6 +807,7 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 			m.deleteSnapshot(snap)
 		}
 	}
+	m.releaseHolding(id)
 	m.ledgerAppend(ctx, id, "session.delete", map[string]any{"sandbox_id": s.SandboxID, "state": s.State, "usage": s.Usage})
 	if s.Kind == KindSandbox {
 		return m.st.DeleteSession(ctx, id)
@@ -940,6 +964,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}
+		m.releaseHolding(r.ID)
 		m.ledgerAppend(ctx, r.ID, "session.expire", map[string]any{"expires_at": r.ExpiresAt, "checkpoints_removed": len(snaps)})
 		expired++
 	}
