@@ -21,25 +21,30 @@ var (
 )
 
 // guestErr maps a guest agent's refusal to the session's errors, keeping
-// its message (which says what to fix).
+// its message (which says what to fix). The agent's message starts with
+// its own word for the status ("forbidden: ..."), the same as the
+// session's sentinel, so it is said once.
 func guestErr(err error) error {
 	var ge *client.Error
 	if !errors.As(err, &ge) {
 		return fmt.Errorf("%w: the sandbox's agent did not answer: %v", ErrBadGateway, err)
 	}
+	var sentinel error
 	switch ge.Status {
 	case http.StatusBadRequest:
-		return fmt.Errorf("%w: %s", ErrBadRequest, ge.Message)
+		sentinel = ErrBadRequest
 	case http.StatusForbidden:
-		return fmt.Errorf("%w: %s", ErrForbidden, ge.Message)
+		sentinel = ErrForbidden
 	case http.StatusNotFound:
-		return fmt.Errorf("%w: %s", ErrNotFound, ge.Message)
+		sentinel = ErrNotFound
 	case http.StatusConflict:
-		return fmt.Errorf("%w: %s", ErrConflict, ge.Message)
+		sentinel = ErrConflict
 	case http.StatusRequestEntityTooLarge:
-		return fmt.Errorf("%w: %s", ErrTooLarge, ge.Message)
+		sentinel = ErrTooLarge
+	default:
+		return err
 	}
-	return err
+	return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(ge.Message, sentinel.Error()+": "))
 }
 
 // FileWrite is the body of PUT .../files/content.
