@@ -520,7 +520,11 @@ type btrfsFsInfoArgs struct {
 // qgroup (0/<id>) counts them: /sys/fs/btrfs/<fsid>/qgroups/0_<id>/referenced,
 // brought up to date at every transaction commit (taking a snapshot is
 // one).
-func btrfsReferenced(path string) (int64, error) {
+func btrfsReferenced(path string) (int64, error) { return btrfsQgroupBytes(path, "referenced") }
+
+// btrfsQgroupBytes reads one counter ("referenced", "exclusive") of the
+// qgroup of the subvolume at path.
+func btrfsQgroupBytes(path, counter string) (int64, error) {
 	id, err := btrfsSubvolID(path)
 	if err != nil {
 		return 0, err
@@ -531,7 +535,7 @@ func btrfsReferenced(path string) (int64, error) {
 	}
 	f := a.fsid
 	uuid := fmt.Sprintf("%x-%x-%x-%x-%x", f[0:4], f[4:6], f[6:8], f[8:10], f[10:16])
-	raw, err := os.ReadFile(fmt.Sprintf("/sys/fs/btrfs/%s/qgroups/0_%d/referenced", uuid, id))
+	raw, err := os.ReadFile(fmt.Sprintf("/sys/fs/btrfs/%s/qgroups/0_%d/%s", uuid, id, counter))
 	if err != nil {
 		return 0, err
 	}
