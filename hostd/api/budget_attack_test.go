@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -134,5 +135,79 @@ func TestAttackBudgetExecStreamCounts(t *testing.T) {
 	}
 	if got, _ := d.c.GetSession(ctx, s2.ID); got.Usage.Execs != 2 || got.Usage.Jobs != 1 {
 		t.Errorf("usage %+v, want 2 execs (one streamed) and 1 job", got.Usage)
+	}
+}
+
+// TestAttackBudgetWorkspaceBytesFiles: the files API and uploads used to
+// write whatever they were given, so a session under
+// max_workspace_bytes filled its workspace through them (only commands
+// and jobs measured it). Now a file write or an upload is refused with
+// the budget's code when the workspace plus what it writes would pass
+// the limit, also through a link that leads into the workspace, and an
+// upload is measured again when it completes.
+func TestAttackBudgetWorkspaceBytesFiles(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	const limit = 64 << 10
+	s := budgetSession(t, d, `{"max_workspace_bytes":65536}`)
+	put := func(path string, n int) (int, budgetBody) {
+		var b budgetBody
+		code := call(t, d.url, "PUT", sp(s.ID)+"/files/content", map[string]any{"path": path,
+			"content_base64": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), n))}, &b)
+		return code, b
+	}
+	exists := func(path string) bool {
+		return call(t, d.url, "GET", sp(s.ID)+"/files?path="+path, nil, nil) == 200
+	}
+	code, b := put("/workspace/big.bin", 100<<10)
+	refused(t, "a 100 KiB write", code, b, "max_workspace_bytes", limit, 0)
+	if exists("/workspace/big.bin") {
+		t.Error("the refused write left its file")
+	}
+	if _, err := d.c.Exec(ctx, s.ID, session.ExecRequest{Command: "ln -s /workspace /tmp/ws"}); err != nil {
+		t.Fatal(err)
+	}
+	code, b = put("/tmp/ws/big.bin", 100<<10)
+	refused(t, "a 100 KiB write through a link into the workspace", code, b, "max_workspace_bytes", limit, 0)
+	if code, _ := put("/workspace/small.bin", 16<<10); code != 200 {
+		t.Fatalf("a 16 KiB write: %d", code)
+	}
+
+	// Uploads: refused at open when they cannot fit, and measured again
+	// at complete.
+	p := sp(s.ID) + "/uploads"
+	code = call(t, d.url, "POST", p, map[string]any{"path": "/workspace/huge.bin", "size": 100 << 10}, &b)
+	refused(t, "opening a 100 KiB upload", code, b, "max_workspace_bytes", limit, 0)
+	var up session.Upload
+	if code := call(t, d.url, "POST", p, map[string]any{"path": "/workspace/up.bin", "size": 30 << 10}, &up); code != 201 {
+		t.Fatalf("open a 30 KiB upload: %d", code)
+	}
+	req, _ := http.NewRequest("PUT", d.url+p+"/"+up.ID+"?offset=0", bytes.NewReader(bytes.Repeat([]byte("u"), 30<<10)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("chunk: %d", resp.StatusCode)
+	}
+	// Meanwhile the workspace grows: the upload no longer fits.
+	if code, _ := put("/workspace/mid.bin", 30<<10); code != 200 {
+		t.Fatalf("a 30 KiB write: %d", code)
+	}
+	code = call(t, d.url, "POST", p+"/"+up.ID+"/complete", nil, &b)
+	refused(t, "completing an upload the workspace no longer holds", code, b, "max_workspace_bytes", limit, 46<<10)
+	if exists("/workspace/up.bin") {
+		t.Error("the refused upload left its file")
+	}
+	if code := call(t, d.url, "DELETE", sp(s.ID)+"/files?path=/workspace/mid.bin", nil, nil); code != 204 {
+		t.Fatalf("delete: %d", code)
+	}
+	if code := call(t, d.url, "POST", p+"/"+up.ID+"/complete", nil, &up); code != 200 || !exists("/workspace/up.bin") {
+		t.Errorf("completing once there is room: %d", code)
+	}
+	if got, _ := d.c.GetSession(ctx, s.ID); got.Usage.WorkspaceBytes < 16<<10 || got.Usage.WorkspaceBytes > limit {
+		t.Errorf("usage.workspace_bytes %d", got.Usage.WorkspaceBytes)
 	}
 }

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -287,8 +286,8 @@ func TestBudgetOutput(t *testing.T) {
 }
 
 // TestBudgetWorkspace: the workspace is measured (du) at each start; a
-// file past the limit (written through the files API, which is not
-// measured) refuses the next command and job.
+// command that grows it past the limit runs to its end (growth during a
+// run is not stopped), and the next command and job are refused.
 func TestBudgetWorkspace(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := context.Background()
@@ -296,9 +295,8 @@ func TestBudgetWorkspace(t *testing.T) {
 	if _, err := d.c.Exec(ctx, s.ID, session.ExecRequest{Command: "true"}); err != nil {
 		t.Fatalf("exec in an empty workspace: %v", err)
 	}
-	big := base64.StdEncoding.EncodeToString(make([]byte, 100<<10))
-	if code := call(t, d.url, "PUT", sp(s.ID)+"/files/content", map[string]any{"path": "/workspace/big.bin", "content_base64": big}, nil); code != 200 {
-		t.Fatalf("write: %d", code)
+	if _, err := d.c.Exec(ctx, s.ID, session.ExecRequest{Command: "head -c 102400 /dev/zero > /workspace/big.bin"}); err != nil {
+		t.Fatalf("grow the workspace: %v", err)
 	}
 	var b budgetBody
 	code := call(t, d.url, "POST", sp(s.ID)+"/exec", map[string]any{"command": "true"}, &b)
@@ -306,7 +304,7 @@ func TestBudgetWorkspace(t *testing.T) {
 	code = call(t, d.url, "POST", sp(s.ID)+"/jobs", map[string]any{"command": "true"}, &b)
 	refused(t, "job over the workspace limit", code, b, "max_workspace_bytes", 65536, 100<<10)
 	got, _ := d.c.GetSession(ctx, s.ID)
-	if got.Usage.WorkspaceBytes < 100<<10 || got.Usage.Execs != 1 || got.Usage.Jobs != 0 {
+	if got.Usage.WorkspaceBytes < 100<<10 || got.Usage.Execs != 2 || got.Usage.Jobs != 0 {
 		t.Errorf("usage %+v", got.Usage)
 	}
 	if code := call(t, d.url, "DELETE", sp(s.ID)+"/files?path=/workspace/big.bin", nil, nil); code != 204 {

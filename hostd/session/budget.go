@@ -22,6 +22,8 @@ package session
 //     cuts output, never the command.
 //   - max_workspace_bytes is du -sk of the workspace, measured in the guest
 //     when a command or job starts; growth during a run is not stopped.
+//     A file write or upload is measured too, and refused when the
+//     workspace plus what it writes would pass the limit (admitWrite).
 //
 // A fork child starts with its parent's limits minus the parent's usage,
 // so forking cannot multiply what is left.
@@ -165,8 +167,11 @@ type BudgetError struct {
 	// Used is in the field's unit (seconds for the *_seconds fields, with
 	// millisecond precision).
 	Used float64
-	// What is about to start: "exec", "job" or "fork".
+	// What is about to start: "exec", "job" or "fork"; or what is about
+	// to be written ("file write", "upload").
 	What string
+	// Adds is what a write would add (max_workspace_bytes), 0 otherwise.
+	Adds int64
 }
 
 func (e *BudgetError) Error() string {
@@ -176,6 +181,10 @@ func (e *BudgetError) Error() string {
 		unit = " s"
 	case strings.HasSuffix(e.Budget, "_bytes"):
 		unit = " bytes"
+	}
+	if e.Adds > 0 {
+		return fmt.Sprintf("the session's budget %s would be passed (%s of %d%s used, and this %s adds %d), so it is refused; delete files first or create a session with a larger budget",
+			e.Budget, strconv.FormatFloat(e.Used, 'f', -1, 64), e.Limit, unit, e.What, e.Adds)
 	}
 	return fmt.Sprintf("the session's budget %s is reached (%s of %d%s used), so this %s is refused; create a session with a larger budget",
 		e.Budget, strconv.FormatFloat(e.Used, 'f', -1, 64), e.Limit, unit, e.What)
@@ -487,6 +496,37 @@ func (m *Manager) admitBudget(ctx context.Context, s *Session, c *client.Client,
 		a.outputCap = *p
 	}
 	return nil
+}
+
+// admitWrite refuses a file write or an upload of n bytes that would
+// take the workspace past budget.max_workspace_bytes: the workspace is
+// measured now (du, as at a command's start) and n added. The write
+// counts wherever its path leads (a link can lead any path into the
+// workspace), and a file it replaces is not taken off (sparse files
+// would make that a way round): delete a file before writing it again
+// when the workspace is close to its limit.
+func (m *Manager) admitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error {
+	b := s.Budget
+	if b == nil || b.MaxWorkspaceBytes == nil {
+		return nil
+	}
+	used, err := m.measureWorkspace(ctx, s, c)
+	if err != nil {
+		return err
+	}
+	if limit := *b.MaxWorkspaceBytes; used+n > limit {
+		return &BudgetError{Budget: "max_workspace_bytes", Limit: limit, Used: float64(used), What: what, Adds: n}
+	}
+	return nil
+}
+
+// admitWriteTo is admitWrite for a session known by its id.
+func (m *Manager) admitWriteTo(ctx context.Context, tenant, id string, c *client.Client, n int64, what string) error {
+	s, _, err := m.load(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	return m.admitWrite(ctx, s, c, n, what)
 }
 
 // measureWorkspace runs du -sk on the workspace in the guest and records

@@ -143,6 +143,9 @@ func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 		return nil, err
 	}
 	defer done()
+	if err := m.admitWriteTo(ctx, tenant, id, c, int64(len(data)), "file write"); err != nil {
+		return nil, err
+	}
 	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec})
 	if err != nil {
 		return nil, guestErr(err)

@@ -83,11 +83,15 @@ func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadR
 	if !strings.HasPrefix(req.Path, "/") || strings.Contains(req.Path, "..") || strings.ContainsAny(req.Path, "\x00\n") || len(req.Path) > 4096 {
 		return nil, bad("path %q must be absolute, without .., NUL or newline", req.Path)
 	}
-	_, _, done, err := m.writeTarget(ctx, tenant, id, req.Path)
+	c, _, done, err := m.writeTarget(ctx, tenant, id, req.Path)
 	if err != nil {
 		return nil, err
 	}
+	err = m.admitWriteTo(ctx, tenant, id, c, req.Size, "upload")
 	done() // a check only: nothing is written yet
+	if err != nil {
+		return nil, err
+	}
 	rows, err := m.st.ListUploads(ctx, id)
 	if err != nil {
 		return nil, err
@@ -200,6 +204,10 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 	}
 	if u.Received != u.Size {
 		return nil, fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)
+	}
+	// Measured again: the workspace may have grown since the open.
+	if err := m.admitWrite(ctx, s, c, u.Size, "upload"); err != nil {
+		return nil, err
 	}
 	res, err := c.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: denyFor(s), Exec: execFor(s)})
 	if err != nil {
