@@ -216,7 +216,9 @@ func TestAttackOneTenantHoldsAllStreams(t *testing.T) {
 	n := max(l.JobStreams/l.JobStreamsPerSession, l.EventStreams/l.EventStreamsPerSession) + 1
 	var ids []string
 	for range n {
-		s, err := hog.CreateSession(ctx, session.CreateRequest{})
+		// Small ones: the tenant's default limits on the sums of cpus
+		// and memory (docs/tenants.md) are not what this test is about.
+		s, err := hog.CreateSession(ctx, session.CreateRequest{Runtime: session.Runtime{CPUs: 0.25, MemoryMB: 256, DiskMB: 256}})
 		if err != nil {
 			t.Fatal(err)
 		}

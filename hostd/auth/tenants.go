@@ -50,8 +50,8 @@ type TenantsFile struct {
 // (fork children included) of what they were given: disk_mb (and the
 // checkpoints they hold), memory_mb and cpus. A field left out (0) takes
 // the value of default_limits, and one left out there the built-in
-// default (hostd/session: half of the backend's disk and of the host's
-// memory, twice the host's CPUs).
+// default (hostd/session: half of the backend's disk, the host's memory,
+// four times the host's CPUs).
 type Limits struct {
 	DiskMB   int64   `json:"disk_mb,omitempty"`
 	MemoryMB int64   `json:"memory_mb,omitempty"`

@@ -128,10 +128,12 @@ func (c admissionCheck) diskRoomMB() int64 {
 }
 
 // tenantLimits fills the limits the tenants file leaves out with the
-// built-in defaults: half of the backend's disk room, half of the host's
-// memory and twice its CPUs (CPU time is shared, memory and disk are
-// not). Without a capacity (a backend that cannot say) a missing limit
-// does not apply (0).
+// built-in defaults: half of the backend's disk room (disk a tenant holds
+// is disk no other tenant can have), the host's memory and four times its
+// CPUs (memory_mb and cpus are ceilings the kernel enforces on use, not
+// space set aside: one tenant is never promised more memory than the host
+// has, and CPU time is shared). Without a capacity (a backend that cannot
+// say) a missing limit does not apply (0).
 func (c admissionCheck) tenantLimits() auth.Limits {
 	l := c.limits
 	if c.cap == nil {
@@ -141,10 +143,10 @@ func (c admissionCheck) tenantLimits() auth.Limits {
 		l.DiskMB = max(c.diskRoomMB()/2, 1)
 	}
 	if l.MemoryMB == 0 {
-		l.MemoryMB = max(c.cap.MemoryMB/2, 1)
+		l.MemoryMB = max(c.cap.MemoryMB, 1)
 	}
 	if l.CPUs == 0 {
-		l.CPUs = float64(2 * c.cap.CPUs)
+		l.CPUs = float64(4 * c.cap.CPUs)
 	}
 	return l
 }

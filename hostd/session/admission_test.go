@@ -16,8 +16,8 @@ import (
 // numbers each refusal gives.
 func TestAdmissionArithmetic(t *testing.T) {
 	// A 2 GiB disk keeping 512 MiB: 1536 MiB can be committed; a host of
-	// 4096 MiB and 2 CPUs. Tenant defaults: 768 MiB of disk, 2048 MiB of
-	// memory, 4 CPUs.
+	// 4096 MiB and 2 CPUs. Tenant defaults: 768 MiB of disk, 4096 MiB of
+	// memory, 8 CPUs.
 	capa := &hypervisor.Capacity{DiskBytes: 2 << 30, DiskReserveBytes: 512 << 20, Disk: "the test store", MemoryMB: 4096, CPUs: 2}
 	one := Resources{DiskMB: 256, MemoryMB: 512, CPUs: 1}
 	cases := []struct {
@@ -52,10 +52,12 @@ func TestAdmissionArithmetic(t *testing.T) {
 		{"tenant default disk", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{DiskMB: 513}}, CodeTenantDiskLimit,
 			[]string{"tenant a's limit on disk_mb", "is 768 MiB", "hold 513 MiB", "256 MiB more", "tenants file"}},
 		{"tenant default disk, just in", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{DiskMB: 512}}, "", nil},
-		{"tenant default memory", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{MemoryMB: 1600}}, CodeTenantMemoryLimit,
-			[]string{"memory_mb is 2048 MiB", "hold 1600 MiB", "512 MiB more"}},
-		{"tenant default cpus", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{CPUs: 3.5}}, CodeTenantCPUsLimit,
-			[]string{"limit on cpus is 4", "hold 3.5", "1 more"}},
+		{"tenant default memory", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{MemoryMB: 3600}}, CodeTenantMemoryLimit,
+			[]string{"memory_mb is 4096 MiB", "hold 3600 MiB", "512 MiB more"}},
+		{"tenant default memory, just in", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{MemoryMB: 3584}}, "", nil},
+		{"tenant default cpus", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{CPUs: 7.5}}, CodeTenantCPUsLimit,
+			[]string{"limit on cpus is 8", "hold 7.5", "1 more"}},
+		{"tenant default cpus, just in", admissionCheck{ask: one, count: 1, tenant: "a", tenantHeld: Resources{CPUs: 7}}, "", nil},
 		{"tenant cpus in tenths add up", admissionCheck{ask: Resources{CPUs: 0.2}, count: 1, tenant: "a", limits: auth.Limits{CPUs: 0.3}, tenantHeld: Resources{CPUs: 0.1}}, "", nil},
 		{"tenant file limit", admissionCheck{ask: one, count: 1, tenant: "a", limits: auth.Limits{DiskMB: 300}, tenantHeld: Resources{DiskMB: 100}}, CodeTenantDiskLimit,
 			[]string{"is 300 MiB"}},
