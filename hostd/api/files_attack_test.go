@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -21,14 +22,25 @@ import (
 // the list names (or over /bin/sh) replaced it, and the next command ran
 // the upload. These attacks run it against a real daemon and sandbox.
 
-// refusedWith fails unless err is a 403 whose message holds want.
+// refusedWith fails unless err is a 403 whose message holds want and
+// whose body's code is the code that goes with it.
 func refusedWith(t *testing.T, what string, err error, want string) {
 	t.Helper()
+	code := map[string]string{system: session.CodeSystemPath, list: session.CodeExecProgram, guestUser: session.CodePermissionDenied}[want]
 	var e *client.Error
-	if !errors.As(err, &e) || e.Status != http.StatusForbidden || !strings.Contains(e.Message, want) {
-		t.Errorf("%s: %v, want 403 saying %q", what, err, want)
+	var body struct{ Code string }
+	if !errors.As(err, &e) || e.Status != http.StatusForbidden || !strings.Contains(e.Message, want) ||
+		json.Unmarshal(e.Body, &body) != nil || body.Code != code {
+		t.Errorf("%s: %v, want 403 saying %q with code %q", what, err, want, code)
 	}
 }
+
+// What the refusals say.
+const (
+	system    = "one of the image's system directories"
+	list      = "execute allow-list"
+	guestUser = "the guest user (uid 1000) may not write"
+)
 
 // attackFiles are the files-API calls of the attack on one session: a
 // write, an upload (open, one chunk, complete) and a delete of p.
@@ -132,7 +144,6 @@ func TestAttackFilesOverExecAllowList(t *testing.T) {
 		t.Fatalf("the planted link: %+v %v", l, err)
 	}
 
-	const system = "one of the image's system directories"
 	for _, p := range []string{"/usr/bin/git", "/bin/sh", "/bin/git", "/workspace/sys/git", "/workspace/sys/sh", "/usr/bin/new"} {
 		refusedWith(t, "PUT "+p, a.write(p), system)
 	}
@@ -187,7 +198,6 @@ func TestAttackFilesOverExecProgramInWorkspace(t *testing.T) {
 	}
 	a := attackFiles{t: t, c: d.c, id: s.ID, ctx: ctx}
 	sum := a.checksum("/workspace/cat")
-	const list = "execute allow-list"
 	refusedWith(t, "PUT /workspace/cat", a.write("/workspace/cat"), list)
 	refusedWith(t, "upload over /workspace/cat", a.upload("/workspace/cat"), list)
 	refusedWith(t, "DELETE /workspace/cat", a.remove("/workspace/cat", false), list)
@@ -229,13 +239,13 @@ func TestAttackFilesSandboxWrite(t *testing.T) {
 	for _, p := range []string{"/usr/bin/cat", "/bin/sh"} {
 		for _, data := range [][]byte{attackPayload, big} {
 			_, err := d.c.SandboxWriteFile(ctx, sb.ID, p, data, "0755")
-			refusedWith(t, "fs/write "+p, err, "one of the image's system directories")
+			refusedWith(t, "fs/write "+p, err, system)
 		}
 	}
 	// Outside the system directories the guest user's rights hold: root's
 	// home is not the guest's.
 	_, err = d.c.SandboxWriteFile(ctx, sb.ID, "/root/.profile", attackPayload, "")
-	refusedWith(t, "fs/write /root/.profile", err, "the guest user (uid 1000) may not write")
+	refusedWith(t, "fs/write /root/.profile", err, guestUser)
 	if got := run("sha256sum /usr/bin/cat /usr/bin/sh"); got != sums {
 		t.Errorf("cat or sh changed:\n%s\nwas\n%s", got, sums)
 	}

@@ -44,8 +44,23 @@ func guestErr(err error) error {
 	default:
 		return err
 	}
-	return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(ge.Message, sentinel.Error()+": "))
+	out := fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(ge.Message, sentinel.Error()+": "))
+	switch ge.Code {
+	case CodeSystemPath, CodeExecProgram, CodePermissionDenied:
+		return &CodedError{Code: ge.Code, Err: out}
+	}
+	return out
 }
+
+// Codes of the files routes' refusals (403), passed on from the agent
+// (guest/api): the path is under a system directory of the image, it
+// would change a program of the session's execute list, or the guest user,
+// whose rights the files routes act with, may not do it.
+const (
+	CodeSystemPath       = api.CodeSystemPath
+	CodeExecProgram      = api.CodeExecProgram
+	CodePermissionDenied = api.CodePermission
+)
 
 // FileWrite is the body of PUT .../files/content.
 type FileWrite struct {
