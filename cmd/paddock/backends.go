@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -34,8 +33,7 @@ func newBackendsCmd(g *globals) *cobra.Command {
 			if g.json {
 				return json.NewEncoder(c.OutOrStdout()).Encode(rows)
 			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tISOLATION\tAVAILABLE\tSNAPSHOT\tMEMORY\tFORK\tCONFINE\tACCEL\tNOTE")
+			tw := newTable(c.OutOrStdout(), "NAME", "ISOLATION", "AVAILABLE", "SNAPSHOT", "MEMORY", "FORK", "CONFINE", "ACCEL", "NOTE")
 			for _, r := range rows {
 				note := r.Reason
 				if note == "" && !r.MemoryCheckpoint {
@@ -45,15 +43,15 @@ func newBackendsCmd(g *globals) *cobra.Command {
 				if accel == "" {
 					accel = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%v\t%s\t%s\n", r.Name, r.Isolation, r.Available, r.Snapshot, r.MemoryCheckpoint, r.Fork, r.Confinement, accel, note)
+				tw.row(r.Name, r.Isolation, r.Available, r.Snapshot, r.MemoryCheckpoint, r.Fork, r.Confinement, accel, note)
 			}
-			if err := tw.Flush(); err != nil {
+			if err := tw.flush(); err != nil {
 				return err
 			}
 			// Which accelerator and why, in full (too long for the table).
 			for _, r := range rows {
 				if r.Accelerator != "" {
-					fmt.Fprintf(c.OutOrStdout(), "%s accelerator: %s\n", r.Name, r.Accelerator)
+					fmt.Fprintf(c.OutOrStdout(), "%s accelerator: %s\n", cell(r.Name), cell(r.Accelerator))
 				}
 			}
 			return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -124,12 +123,11 @@ PADDOCK_VM_CACHE), the root disk beside the image build.`,
 				}
 				return json.NewEncoder(c.OutOrStdout()).Encode(ms)
 			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tBUILDER\tFILES\tSIZE\tCREATED")
+			tw := newTable(c.OutOrStdout(), "NAME", "BUILDER", "FILES", "SIZE", "CREATED")
 			for _, m := range ms {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f MiB\t%s\n", m.Name, m.Builder, m.Files, float64(m.Bytes)/(1<<20), m.CreatedAt.Format(time.RFC3339))
+				tw.row(m.Name, m.Builder, m.Files, fmt.Sprintf("%.1f MiB", float64(m.Bytes)/(1<<20)), m.CreatedAt.Format(time.RFC3339))
 			}
-			return tw.Flush()
+			return tw.flush()
 		},
 	}
 	rm := &cobra.Command{

@@ -48,7 +48,8 @@ func main() {
 	err := root.ExecuteContext(ctx)
 	var ec exitCodeError
 	if err != nil && !errors.As(err, &ec) {
-		fmt.Fprintln(os.Stderr, "paddock:", err)
+		// An error can quote what a sandbox made (a path, git's words).
+		fmt.Fprintln(os.Stderr, "paddock:", text(err.Error()))
 		if hint := trustHint(err, rootStateDir(root)); hint != "" {
 			fmt.Fprintln(os.Stderr, "paddock:", hint)
 		}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,29 +100,29 @@ cannot be read or compiled, 2 on bad flags.`,
 }
 
 func printTestReport(w io.Writer, rep *policy.TestReport) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	for _, t := range rep.Tests {
 		status := "ok"
 		if !t.Pass {
 			status = "FAIL"
 		}
-		fmt.Fprintf(tw, "%s\t%s.%s\t%s\n", status, t.Package, t.Name, t.Duration.Round(time.Microsecond))
+		tw.row(status, t.Package+"."+t.Name, t.Duration.Round(time.Microsecond))
 		if !t.Pass {
-			fmt.Fprintf(tw, "\t  %s\t\n", t.Error)
+			tw.row("", "  "+t.Error, "")
 		}
 	}
-	tw.Flush()
+	tw.flush()
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "coverage (lines of each module the tests ran):")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw = newTable(w)
 	for _, c := range rep.Coverage {
-		fmt.Fprintf(tw, "  %s\t%.1f%%\t%d/%d lines", c.File, c.Percent, c.Covered, c.Covered+c.NotCovered)
+		cells := []any{"  " + c.File, fmt.Sprintf("%.1f%%", c.Percent), fmt.Sprintf("%d/%d lines", c.Covered, c.Covered+c.NotCovered)}
 		if len(c.Missed) > 0 {
-			fmt.Fprintf(tw, "\tnot run: %s", strings.Join(c.Missed, ", "))
+			cells = append(cells, "not run: "+strings.Join(c.Missed, ", "))
 		}
-		fmt.Fprintln(tw)
+		tw.row(cells...)
 	}
-	tw.Flush()
+	tw.flush()
 	fmt.Fprintf(w, "  built-in %.1f%%, all modules %.1f%%\n\n", rep.Builtin, rep.Total)
 	fmt.Fprintf(w, "%d tests: %d passed, %d failed\n", len(rep.Tests), rep.Passed, rep.Failed)
 }
@@ -284,16 +283,16 @@ func evalCommand(c *cobra.Command, g *globals, e *policy.Engine, p policyFile, f
 	if g.json {
 		json.NewEncoder(out).Encode(d)
 	} else {
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "result\t%s\n", d.Result)
-		fmt.Fprintf(tw, "rule\t%s\n", d.Rule)
-		fmt.Fprintf(tw, "pattern\t%s\n", dashIfEmpty(d.Pattern))
-		fmt.Fprintf(tw, "piece\t%s\n", dashIfEmpty(d.Piece))
-		fmt.Fprintf(tw, "reason\t%s\n", d.Reason)
+		tw := newTable(out)
+		tw.row("result", d.Result)
+		tw.row("rule", d.Rule)
+		tw.row("pattern", dashIfEmpty(d.Pattern))
+		tw.row("piece", dashIfEmpty(d.Piece))
+		tw.row("reason", d.Reason)
 		if r.Enforce == policy.EnforceExec {
-			fmt.Fprintf(tw, "exec list\t%s\n", strings.Join(e.ExecPrograms(r), " "))
+			tw.row("exec list", strings.Join(e.ExecPrograms(r), " "))
 		}
-		tw.Flush()
+		tw.flush()
 	}
 	switch d.Result {
 	case policy.Deny:
@@ -338,13 +337,13 @@ func evalRequest(c *cobra.Command, g *globals, e *policy.Engine, p policyFile, r
 	if g.json {
 		json.NewEncoder(out).Encode(res)
 	} else {
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "result\t%s\n", res.Result)
-		fmt.Fprintf(tw, "rule\t%s\n", res.Rule)
-		fmt.Fprintf(tw, "inspect\t%v\n", res.Inspect)
-		fmt.Fprintf(tw, "request\t%s %s:%d%s\n", r.Method, r.Host, r.Port, r.Path)
-		fmt.Fprintf(tw, "reason\t%s\n", dashIfEmpty(res.Reason))
-		tw.Flush()
+		tw := newTable(out)
+		tw.row("result", res.Result)
+		tw.row("rule", res.Rule)
+		tw.row("inspect", res.Inspect)
+		tw.row("request", fmt.Sprintf("%s %s:%d%s", r.Method, r.Host, r.Port, r.Path))
+		tw.row("reason", dashIfEmpty(res.Reason))
+		tw.flush()
 	}
 	if !d.Allow {
 		return exitCodeError(exitDenied)

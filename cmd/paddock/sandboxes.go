@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -190,7 +189,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 			if err := os.WriteFile(args[2], data, 0o644); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.ErrOrStderr(), "read %s (%d bytes, mode %s) into %s\n", f.Path, f.Size, f.Mode, args[2])
+			fmt.Fprintf(c.ErrOrStderr(), "read %s (%d bytes, mode %s) into %s\n", cell(f.Path), f.Size, cell(f.Mode), cell(args[2]))
 			return nil
 		}
 		_, err = c.OutOrStdout().Write(data)
@@ -226,7 +225,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 		if g.json {
 			return printJSON(c, w)
 		}
-		fmt.Fprintf(c.OutOrStdout(), "wrote %s (%d bytes, mode %s)\n", w.Path, w.Size, w.Mode)
+		fmt.Fprintf(c.OutOrStdout(), "wrote %s (%d bytes, mode %s)\n", cell(w.Path), w.Size, cell(w.Mode))
 		return nil
 	}}
 	write.Flags().StringVar(&mode, "mode", "", "octal mode, e.g. 640 (default 0644)")
@@ -250,10 +249,9 @@ func processExit(r *session.ProcessResult) error {
 }
 
 func printSandboxes(c *cobra.Command, sbs []*session.Sandbox) {
-	tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tIMAGE\tBACKEND\tCREATED\tEXPIRES")
+	tw := newTable(c.OutOrStdout(), "ID", "STATUS", "IMAGE", "BACKEND", "CREATED", "EXPIRES")
 	for _, s := range sbs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Status, s.Image, s.Backend, s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))
+		tw.row(s.ID, s.Status, s.Image, s.Backend, s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))
 	}
-	tw.Flush()
+	tw.flush()
 }

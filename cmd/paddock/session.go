@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -142,7 +140,7 @@ workspace is (default /workspace).
 				return apiErr(err)
 			}
 			if s.Workspace.Note != "" && !g.json {
-				fmt.Fprintf(c.ErrOrStderr(), "paddock: workspace: %s\n", s.Workspace.Note)
+				fmt.Fprintf(c.ErrOrStderr(), "paddock: workspace: %s\n", text(s.Workspace.Note))
 			}
 			return out(c, s, func() { printSessions(c, []*session.Session{s}) })
 		},
@@ -258,7 +256,7 @@ workspace is (default /workspace).
 		if err != nil {
 			return apiErr(err)
 		}
-		return out(c, cp, func() { fmt.Fprintf(c.OutOrStdout(), "checkpoint %s (%s)\n", cp.Tag, cp.Snapshot) })
+		return out(c, cp, func() { fmt.Fprintf(c.OutOrStdout(), "checkpoint %s (%s)\n", cell(cp.Tag), cell(cp.Snapshot)) })
 	}}
 	ckpt.Flags().StringVar(&tag, "tag", "", "name of the checkpoint")
 	restore := &cobra.Command{Use: "restore ID TAG", Short: "Restore a checkpoint", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, args []string) error {
@@ -270,7 +268,7 @@ workspace is (default /workspace).
 		if err != nil {
 			return apiErr(err)
 		}
-		return out(c, s, func() { fmt.Fprintf(c.OutOrStdout(), "restored %s to %s\n", s.ID, args[1]) })
+		return out(c, s, func() { fmt.Fprintf(c.OutOrStdout(), "restored %s to %s\n", cell(s.ID), cell(args[1])) })
 	}}
 	var count int
 	fork := &cobra.Command{Use: "fork ID", Short: "Fork the session into children", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
@@ -296,13 +294,13 @@ workspace is (default /workspace).
 		}
 		return out(c, a, func() {
 			for _, p := range a.Added {
-				fmt.Fprintf(c.OutOrStdout(), "A %s\n", p)
+				fmt.Fprintf(c.OutOrStdout(), "A %s\n", cell(p))
 			}
 			for _, p := range a.Modified {
-				fmt.Fprintf(c.OutOrStdout(), "M %s\n", p)
+				fmt.Fprintf(c.OutOrStdout(), "M %s\n", cell(p))
 			}
 			for _, p := range a.Deleted {
-				fmt.Fprintf(c.OutOrStdout(), "D %s\n", p)
+				fmt.Fprintf(c.OutOrStdout(), "D %s\n", cell(p))
 			}
 		})
 	}}
@@ -316,16 +314,11 @@ workspace is (default /workspace).
 			return apiErr(err)
 		}
 		return out(c, es, func() {
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tDATA")
+			tw := newTable(c.OutOrStdout(), "SEQ", "TIME", "KIND", "DATA")
 			for _, e := range es {
-				var data bytes.Buffer
-				if json.Compact(&data, e.Data) != nil {
-					data.Write(e.Data)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Seq, e.Time.Format(time.RFC3339), e.Kind, data.String())
+				tw.row(e.Seq, e.Time.Format(time.RFC3339), e.Kind, newJSONCell(e.Data))
 			}
-			tw.Flush()
+			tw.flush()
 		})
 	}}
 	rm := &cobra.Command{Use: "rm ID", Short: "Delete a session and its sandbox", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
@@ -346,17 +339,16 @@ workspace is (default /workspace).
 }
 
 func printSessions(c *cobra.Command, ss []*session.Session) {
-	tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tIMAGE\tCHECKPOINTS\tEXECS\tJOBS\tCREATED\tEXPIRES")
+	tw := newTable(c.OutOrStdout(), "ID", "AGENT", "STATE", "IMAGE", "CHECKPOINTS", "EXECS", "JOBS", "CREATED", "EXPIRES")
 	for _, s := range ss {
 		b := s.Budget
 		if b == nil {
 			b = &session.Budget{}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Agent, s.State, s.Runtime.Image, len(s.Checkpoints),
+		tw.row(s.ID, s.Agent, s.State, s.Runtime.Image, len(s.Checkpoints),
 			usedOf(s.Usage.Execs, b.MaxExecs), usedOf(s.Usage.Jobs, b.MaxJobs), s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))
 	}
-	tw.Flush()
+	tw.flush()
 }
 
 // apiErr turns API statuses into the CLI's exit codes.

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,13 +35,12 @@ func approvalCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Co
 			if g.json {
 				return printJSON(c, as)
 			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tKIND\tCOMMAND\tMATCHED\tREQUESTER\tDECIDER\tEXPIRES")
+			tw := newTable(c.OutOrStdout(), "ID", "STATE", "KIND", "COMMAND", "MATCHED", "REQUESTER", "DECIDER", "EXPIRES")
 			for _, a := range as {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Kind, clipCell(a.Command, 48), a.Matched,
+				tw.row(a.ID, a.State, a.Kind, clipCell(a.Command, 48), a.Matched,
 					a.Requester, orDash(a.Decider), a.ExpiresAt.Local().Format(time.DateTime))
 			}
-			return tw.Flush()
+			return tw.flush()
 		},
 	}
 	var note string
@@ -77,7 +75,7 @@ waiting with --approval-wait wakes and runs.`,
 				if g.json {
 					return printJSON(c, a)
 				}
-				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s\n", a.ID, a.State, a.Command)
+				fmt.Fprintf(c.OutOrStdout(), "%s %s: %s\n", cell(a.ID), cell(a.State), cell(a.Command))
 				return nil
 			},
 		}

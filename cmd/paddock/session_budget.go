@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -94,24 +93,23 @@ func printUsage(c *cobra.Command, s *session.Session) {
 		return humanSize(*p)
 	}
 	fmt.Fprintln(c.OutOrStdout())
-	tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "USAGE\tUSED\tLIMIT")
-	fmt.Fprintf(tw, "execs\t%d\t%s\n", u.Execs, limitN(b.MaxExecs))
-	fmt.Fprintf(tw, "exec time\t%s\t%s\n", secs(u.ExecMS), limitSecs(b.MaxExecSeconds))
-	fmt.Fprintf(tw, "jobs\t%d\t%s\n", u.Jobs, limitN(b.MaxJobs))
-	fmt.Fprintf(tw, "jobs at once\t\t%s\n", limitN(b.MaxConcurrentJobs))
-	fmt.Fprintf(tw, "compute (execs + jobs)\t%s\t%s\n", secs(u.ComputeMS), limitSecs(b.MaxComputeSeconds))
-	fmt.Fprintf(tw, "fork children\t%d\t%s\n", u.Children, limitN(b.MaxChildren))
+	tw := newTable(c.OutOrStdout(), "USAGE", "USED", "LIMIT")
+	tw.row("execs", u.Execs, limitN(b.MaxExecs))
+	tw.row("exec time", secs(u.ExecMS), limitSecs(b.MaxExecSeconds))
+	tw.row("jobs", u.Jobs, limitN(b.MaxJobs))
+	tw.row("jobs at once", "", limitN(b.MaxConcurrentJobs))
+	tw.row("compute (execs + jobs)", secs(u.ComputeMS), limitSecs(b.MaxComputeSeconds))
+	tw.row("fork children", u.Children, limitN(b.MaxChildren))
 	ws := "-"
 	if u.WorkspaceBytes > 0 || b.MaxWorkspaceBytes != nil {
 		ws = humanSize(u.WorkspaceBytes)
 	}
-	fmt.Fprintf(tw, "workspace\t%s\t%s\n", ws, limitBytes(b.MaxWorkspaceBytes))
-	fmt.Fprintf(tw, "output per stream\t\t%s\n", limitBytes(b.MaxOutputBytes))
-	tw.Flush()
+	tw.row("workspace", ws, limitBytes(b.MaxWorkspaceBytes))
+	tw.row("output per stream", "", limitBytes(b.MaxOutputBytes))
+	tw.flush()
 	if op := s.InterruptedOp; op != nil {
 		fmt.Fprintf(c.OutOrStdout(), "\ninterrupted: a %s started %s did not finish (the daemon stopped mid-way); check the session before relying on it\n",
-			op.Op, op.StartedAt.Format(time.RFC3339))
+			cell(op.Op), op.StartedAt.Format(time.RFC3339))
 	}
 }
 

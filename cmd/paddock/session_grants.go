@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,13 +24,12 @@ func grantCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Comma
 		return enc.Encode(v)
 	}
 	printGrants := func(c *cobra.Command, gs []session.Grant) error {
-		tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSECRET_REF\tHOSTS\tMETHODS\tPATHS\tHEADER\tEXPIRES")
+		tw := newTable(c.OutOrStdout(), "ID", "SECRET_REF", "HOSTS", "METHODS", "PATHS", "HEADER", "EXPIRES")
 		for _, gr := range gs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", gr.ID, orDash(gr.SecretRef), strings.Join(gr.Hosts, ","),
+			tw.row(gr.ID, orDash(gr.SecretRef), strings.Join(gr.Hosts, ","),
 				orDash(strings.Join(gr.Methods, ",")), orDash(strings.Join(gr.Paths, ",")), gr.Header, gr.ExpiresAt.Format(time.RFC3339))
 		}
-		return tw.Flush()
+		return tw.flush()
 	}
 	var req session.GrantRequest
 	var valueStdin bool

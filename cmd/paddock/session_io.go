@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -41,16 +40,15 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if g.json {
 			return printJSON(c, l)
 		}
-		tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "MODE\tSIZE\tMODIFIED\tNAME")
+		tw := newTable(c.OutOrStdout(), "MODE", "SIZE", "MODIFIED", "NAME")
 		for _, e := range l.Entries {
 			name := e.Name
 			if e.Type == api.TypeDir {
 				name += "/"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Mode, e.Size, e.MTime.Format(time.RFC3339), name)
+			tw.row(e.Mode, e.Size, e.MTime.Format(time.RFC3339), name)
 		}
-		return tw.Flush()
+		return tw.flush()
 	}}
 	cat := &cobra.Command{Use: "cat ID PATH", Short: "Print a file from the session", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
@@ -85,7 +83,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if g.json {
 			return printJSON(c, fi)
 		}
-		fmt.Fprintf(c.OutOrStdout(), "wrote %s (%d bytes, mode %s)\n", fi.Path, fi.Size, fi.Mode)
+		fmt.Fprintf(c.OutOrStdout(), "wrote %s (%d bytes, mode %s)\n", cell(fi.Path), fi.Size, cell(fi.Mode))
 		return nil
 	}}
 	put.Flags().StringVar(&mode, "mode", "", "octal mode, e.g. 755")
@@ -157,7 +155,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if g.json {
 			return printJSON(c, done)
 		}
-		fmt.Fprintf(c.OutOrStdout(), "uploaded %s (%d bytes, sha256 verified: %v)\n", done.Path, done.Size, done.Verified)
+		fmt.Fprintf(c.OutOrStdout(), "uploaded %s (%d bytes, sha256 verified: %v)\n", cell(done.Path), done.Size, done.Verified)
 		return nil
 	}}
 	upload.Flags().StringVar(&upMode, "mode", "", "octal mode")
@@ -253,16 +251,15 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if g.json {
 			return printJSON(c, out.Jobs)
 		}
-		tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "JOB\tSTATE\tEXIT\tCOMMAND")
+		tw := newTable(c.OutOrStdout(), "JOB", "STATE", "EXIT", "COMMAND")
 		for _, j := range out.Jobs {
 			code := "-"
 			if j.ExitCode != nil {
 				code = strconv.Itoa(*j.ExitCode)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.ID, j.State, code, j.Command)
+			tw.row(j.ID, j.State, code, j.Command)
 		}
-		return tw.Flush()
+		return tw.flush()
 	}}
 	probe := &cobra.Command{Use: "probe ID", Short: "Which tools the sandbox has, and what that makes ready", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
@@ -305,11 +302,13 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		switch {
 		case out.Commit != "":
-			fmt.Fprintln(c.OutOrStdout(), out.Commit)
+			fmt.Fprintln(c.OutOrStdout(), cell(out.Commit))
 		case out.Branch != "":
-			fmt.Fprintln(c.OutOrStdout(), out.Branch)
+			fmt.Fprintln(c.OutOrStdout(), cell(out.Branch))
 		default:
-			fmt.Fprint(c.OutOrStdout(), out.Output)
+			// git's own text: escaped on a terminal, as it is for a
+			// program reading it (a diff to apply).
+			fmt.Fprint(c.OutOrStdout(), textFor(c.OutOrStdout(), out.Output))
 		}
 		return nil
 	}}
@@ -408,10 +407,10 @@ func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 				return err
 			}
 			if kept > 0 {
-				fmt.Fprintf(c.OutOrStdout(), "downloaded %s to %s (%d bytes, %d of them kept from %s, sha256 verified)\n", args[1], args[2], first.Size, kept, part)
+				fmt.Fprintf(c.OutOrStdout(), "downloaded %s to %s (%d bytes, %d of them kept from %s, sha256 verified)\n", cell(args[1]), cell(args[2]), first.Size, kept, cell(part))
 				return nil
 			}
-			fmt.Fprintf(c.OutOrStdout(), "downloaded %s to %s (%d bytes, sha256 verified)\n", args[1], args[2], first.Size)
+			fmt.Fprintf(c.OutOrStdout(), "downloaded %s to %s (%d bytes, sha256 verified)\n", cell(args[1]), cell(args[2]), first.Size)
 			return nil
 		},
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,12 +81,11 @@ printed (its url is relative to the daemon).`,
 		if g.json {
 			return printJSON(c, map[string]any{"previews": ps})
 		}
-		tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPORT\tCREATED\tEXPIRES")
+		tw := newTable(c.OutOrStdout(), "ID", "PORT", "CREATED", "EXPIRES")
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.ID, p.Port, p.CreatedAt.Format(time.RFC3339), p.ExpiresAt.Format(time.RFC3339))
+			tw.row(p.ID, p.Port, p.CreatedAt.Format(time.RFC3339), p.ExpiresAt.Format(time.RFC3339))
 		}
-		return tw.Flush()
+		return tw.flush()
 	}}
 	unpreview := &cobra.Command{Use: "unpreview ID PREVIEW_ID", Short: "Delete a preview at once (pv-…): its URL stops working", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, args []string) error {
 		if strings.HasPrefix(args[1], session.PreviewTokenPrefix) || strings.Contains(args[1], session.PreviewPathPrefix) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,12 +23,11 @@ func tokenCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Comma
 		return enc.Encode(v)
 	}
 	printTokens := func(c *cobra.Command, ts []session.SessionToken) error {
-		tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tOPS\tLABEL\tEXPIRES")
+		tw := newTable(c.OutOrStdout(), "ID", "OPS", "LABEL", "EXPIRES")
 		for _, t := range ts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, strings.Join(t.Ops, ","), orDash(t.Label), t.ExpiresAt.Format(time.RFC3339))
+			tw.row(t.ID, strings.Join(t.Ops, ","), orDash(t.Label), t.ExpiresAt.Format(time.RFC3339))
 		}
-		return tw.Flush()
+		return tw.flush()
 	}
 	var req session.TokenRequest
 	var ttl time.Duration
@@ -69,7 +67,7 @@ the session's tenant's token.`,
 			case g.json:
 				return printJSON(c, out)
 			default:
-				fmt.Fprintf(c.OutOrStdout(), "%s for %s: %s, expires %s\n", out.ID, out.Session, strings.Join(out.Ops, ","), out.ExpiresAt.Format(time.RFC3339))
+				fmt.Fprintf(c.OutOrStdout(), "%s for %s: %s, expires %s\n", cell(out.ID), cell(out.Session), cell(strings.Join(out.Ops, ",")), out.ExpiresAt.Format(time.RFC3339))
 				fmt.Fprintln(c.OutOrStdout(), out.Token)
 				fmt.Fprintln(c.ErrOrStderr(), "paddock: the token is shown once; the daemon keeps only its hash")
 			}
@@ -122,15 +120,15 @@ the session's tenant's token.`,
 		}
 		switch w.Kind {
 		case auth.KindTenant:
-			fmt.Fprintf(c.OutOrStdout(), "tenant %s\n", w.Tenant)
+			fmt.Fprintf(c.OutOrStdout(), "tenant %s\n", cell(w.Tenant))
 		case auth.KindSession:
 			exp := ""
 			if w.ExpiresAt != nil {
 				exp = ", expires " + w.ExpiresAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "session token %s for %s: %s%s\n", w.TokenID, w.Session, strings.Join(w.Ops, ","), exp)
+			fmt.Fprintf(c.OutOrStdout(), "session token %s for %s: %s%s\n", cell(w.TokenID), cell(w.Session), cell(strings.Join(w.Ops, ",")), exp)
 		default:
-			fmt.Fprintln(c.OutOrStdout(), w.Kind)
+			fmt.Fprintln(c.OutOrStdout(), cell(w.Kind))
 		}
 		return nil
 	}}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -103,12 +102,11 @@ cpus) is set in the file itself, per tenant ("limits") or for all
 			enc.SetIndent("", "  ")
 			return enc.Encode(map[string]any{"tenants": names})
 		}
-		tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME")
+		tw := newTable(c.OutOrStdout(), "NAME")
 		for _, n := range names {
-			fmt.Fprintln(tw, n)
+			tw.row(n)
 		}
-		return tw.Flush()
+		return tw.flush()
 	}}
 	rm := &cobra.Command{Use: "rm NAME", Short: "Remove a tenant (its token stops working at the daemon's next SIGHUP)", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		if err := need(); err != nil {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
-	"slices"
-	"strings"
 
 	"paddock.dev/paddock/egress/rules"
 
@@ -148,9 +145,8 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 
 // Detach lets the running sandboxes outlive this daemon for the next one
 // to Reattach, when their backend can; the others are stopped as
-// Shutdown stops them. It returns the sandboxes it left running, by
-// session id.
-func (m *Manager) Detach(ctx context.Context) []LeftRunning {
+// Shutdown stops them.
+func (m *Manager) Detach(ctx context.Context) {
 	defer m.flushEgressLog()
 	m.closeTerminals(reasonShutdown)
 	adopters := 0
@@ -161,27 +157,25 @@ func (m *Manager) Detach(ctx context.Context) []LeftRunning {
 	}
 	if adopters == 0 {
 		m.Shutdown(ctx)
-		return nil
+		return
 	}
 	// Sandboxes on backends that cannot be adopted are stopped first, by
 	// the same path as a shutdown; the rest are let go.
 	m.mu.Lock()
-	running := maps.Clone(m.machines)
+	var stop []string
+	for id := range m.machines {
+		stop = append(stop, id)
+	}
 	m.mu.Unlock()
-	var left []LeftRunning
-	for id, mc := range running {
+	for _, id := range stop {
 		s, _, err := m.load(ctx, "", id)
 		if err != nil {
-			left = append(left, LeftRunning{Session: id, Sandbox: mc.ID()})
 			continue
 		}
 		if _, ok := m.backendOf(s.Backend).(hypervisor.Adopter); !ok {
 			m.stopForShutdown(ctx, id)
-			continue
 		}
-		left = append(left, LeftRunning{Session: id, Sandbox: s.SandboxID, Backend: s.Backend})
 	}
-	slices.SortFunc(left, func(a, b LeftRunning) int { return strings.Compare(a.Session, b.Session) })
 	m.mu.Lock()
 	m.machines, m.done = map[string]hypervisor.Machine{}, true
 	m.stopExpiryLocked()
@@ -191,7 +185,6 @@ func (m *Manager) Detach(ctx context.Context) []LeftRunning {
 			ad.Detach()
 		}
 	}
-	return left
 }
 
 // stopped reports whether Shutdown or Detach ran.
