@@ -253,6 +253,14 @@ func daemonSetupFresh(t *testing.T) (bin, state, addr string, env []string) {
 	t.Helper()
 	testutil.RequiresRoot(t)
 	bin = buildCLI(t)
+	state, addr, env = daemonOn(t, bin)
+	return bin, state, addr, env
+}
+
+// daemonOn is daemonSetupFresh for a CLI already built: another empty
+// state dir, address and env, for a second daemon in one test.
+func daemonOn(t *testing.T, bin string) (state, addr string, env []string) {
+	t.Helper()
 	state = t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -278,7 +286,7 @@ func daemonSetupFresh(t *testing.T) (bin, state, addr string, env []string) {
 			t.Errorf("sandboxes outlived the test: %d machine directories left after serve --stop-sandboxes", len(ents))
 		}
 	})
-	return bin, state, addr, env
+	return state, addr, env
 }
 
 // startServe starts `paddock serve` on addr (with extraArgs after the

@@ -127,7 +127,7 @@ print its output and delete the sandbox. One argument is a shell line
 	f.StringSliceVar(&fsRead, "fs-read", nil, "extra read-only paths under --confine")
 	f.StringSliceVar(&execAllow, "exec-allow", nil, "executable allow-list under --confine (empty: any)")
 	f.BoolVar(&bestEffort, "best-effort", false, "run even when the kernel cannot enforce every right")
-	cmd.AddCommand(run, newShellCmd(g))
+	cmd.AddCommand(run, newShellCmd(g), newOrphansCmd(g))
 	return cmd
 }
 

@@ -69,7 +69,9 @@ docs/gateway.md has the limits, the timeouts and what is logged.
 On SIGTERM or SIGINT the daemon finishes the requests in flight and exits,
 leaving the sandboxes running: the next start on the same state dir adopts
 them (a sandbox that died meanwhile is reported with state "lost").
---stop-sandboxes stops them instead.
+--stop-sandboxes stops them instead. On exit the daemon names what it left
+running; ` + "`paddock sandbox orphans --stop`" + ` finds and stops sandboxes
+whose state dir was removed after that.
 
 --tenants FILE gives tenants their own tokens (see paddock tenant): a
 tenant token sees and creates only that tenant's sessions and sandboxes.
@@ -242,7 +244,7 @@ not fit is refused with a code and the numbers (docs/tenants.md).`,
 				if stopSandboxes {
 					mgr.Shutdown(context.Background())
 				} else {
-					mgr.Detach(context.Background())
+					reportLeftRunning(c.ErrOrStderr(), log, g.stateDir, mgr.Detach(context.Background()))
 				}
 			}()
 			if err := applyTestHooks(mgr, log); err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 
 	"paddock.dev/paddock/egress/rules"
 
@@ -145,8 +148,9 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 
 // Detach lets the running sandboxes outlive this daemon for the next one
 // to Reattach, when their backend can; the others are stopped as
-// Shutdown stops them.
-func (m *Manager) Detach(ctx context.Context) {
+// Shutdown stops them. It returns the sandboxes it left running, by
+// session id.
+func (m *Manager) Detach(ctx context.Context) []LeftRunning {
 	defer m.flushEgressLog()
 	m.closeTerminals(reasonShutdown)
 	adopters := 0
@@ -157,25 +161,27 @@ func (m *Manager) Detach(ctx context.Context) {
 	}
 	if adopters == 0 {
 		m.Shutdown(ctx)
-		return
+		return nil
 	}
 	// Sandboxes on backends that cannot be adopted are stopped first, by
 	// the same path as a shutdown; the rest are let go.
 	m.mu.Lock()
-	var stop []string
-	for id := range m.machines {
-		stop = append(stop, id)
-	}
+	running := maps.Clone(m.machines)
 	m.mu.Unlock()
-	for _, id := range stop {
+	var left []LeftRunning
+	for id, mc := range running {
 		s, _, err := m.load(ctx, "", id)
 		if err != nil {
+			left = append(left, LeftRunning{Session: id, Sandbox: mc.ID()})
 			continue
 		}
 		if _, ok := m.backendOf(s.Backend).(hypervisor.Adopter); !ok {
 			m.stopForShutdown(ctx, id)
+			continue
 		}
+		left = append(left, LeftRunning{Session: id, Sandbox: s.SandboxID, Backend: s.Backend})
 	}
+	slices.SortFunc(left, func(a, b LeftRunning) int { return strings.Compare(a.Session, b.Session) })
 	m.mu.Lock()
 	m.machines, m.done = map[string]hypervisor.Machine{}, true
 	m.stopExpiryLocked()
@@ -185,6 +191,7 @@ func (m *Manager) Detach(ctx context.Context) {
 			ad.Detach()
 		}
 	}
+	return left
 }
 
 // stopped reports whether Shutdown or Detach ran.
