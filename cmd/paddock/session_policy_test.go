@@ -42,6 +42,17 @@ func TestCLISessionRunPolicy(t *testing.T) {
 	if out, _, _ := pd("", "session", "timeline", s.ID); !strings.Contains(out, "egress.deny") {
 		t.Errorf("the refusal is not in the timeline: %q", out)
 	}
+	// The egress log (outside the ledger's chain) has it too.
+	if out, se, code := pd("", "--state-dir", state, "ledger", "egress", s.ID); code != 0 ||
+		!strings.Contains(out, `"kind":"egress.deny","host":"other.example"`) || !strings.Contains(out, `"count":1`) {
+		t.Errorf("ledger egress: %d %q %q", code, out, se)
+	}
+	if _, se, code := pd("", "--state-dir", state, "ledger", "egress", s.ID, "--limit", "0"); code != exitUsage || !strings.Contains(se, "--limit") {
+		t.Errorf("ledger egress --limit 0: %d %q", code, se)
+	}
+	if _, se, code := pd("", "serve", "--egress-log-retention", "5m"); code != exitUsage || !strings.Contains(se, "--egress-log-retention") {
+		t.Errorf("serve --egress-log-retention 5m: %d %q", code, se)
+	}
 	pd("", "session", "rm", s.ID)
 
 	// No policy is offline: no proxy to speak to.
