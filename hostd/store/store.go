@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -69,12 +70,50 @@ type Store struct {
 	now func() time.Time
 }
 
+// FileMode is the mode of the database file and of its -wal and -shm
+// files: they hold every session's record, the ledger and the hashes of
+// tokens, which are the daemon's alone whatever directory they live in.
+const FileMode os.FileMode = 0o600
+
+// privateFiles makes the database file before SQLite does, with FileMode
+// (SQLite would make it 0644 less the umask; the -wal and -shm files it
+// makes later take the database file's mode), and takes group and other
+// rights off the files a database made before this existed has.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		if fi.Mode().Perm()&^FileMode != 0 {
+			if err := os.Chmod(p, FileMode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Open opens (creating if needed) the database at path and applies any
-// migrations it does not have yet. It refuses a database written by a newer
+// migrations it does not have yet. The database's files are FileMode. It refuses a database written by a newer
 // Paddock (one with migrations this binary does not know).
 func Open(path string) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("store: open %q: want a plain file path without '?' or '#': %w", path, ErrInvalid)
+	}
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	dsn := path + "?" + strings.Join([]string{
 		fmt.Sprintf("_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()),
