@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -159,12 +158,11 @@ func printOrphans(out, errw io.Writer, rows []orphanRow, stop, all bool, found i
 		}
 		return
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	head := "BACKEND\tID\tSTATE DIR\tPIDS\tAGE\tSTATUS"
+	head := []string{"BACKEND", "ID", "STATE DIR", "PIDS", "AGE", "STATUS"}
 	if stop {
-		head += "\tRESULT"
+		head = append(head, "RESULT")
 	}
-	fmt.Fprintln(tw, head)
+	tw := newTable(out, head...)
 	orphans := 0
 	for _, r := range rows {
 		if r.Orphan {
@@ -185,17 +183,17 @@ func printOrphans(out, errw io.Writer, rows []orphanRow, stop, all bool, found i
 			}
 			pids = append(pids, fmt.Sprint(p))
 		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", r.Backend, r.ID, dir, strings.Join(pids, ","), age, r.Status)
+		cells := []any{r.Backend, r.ID, dir, strings.Join(pids, ","), age, r.Status}
 		if stop {
 			res := "stopped"
 			if !r.Stopped {
 				res = "failed: " + r.Error
 			}
-			line += "\t" + res
+			cells = append(cells, res)
 		}
-		fmt.Fprintln(tw, line)
+		tw.row(cells...)
 	}
-	tw.Flush()
+	tw.flush()
 	if !stop && orphans > 0 {
 		fmt.Fprintln(errw, "paddock: stop them with `paddock sandbox orphans --stop` (or name the ones to stop)")
 	}
