@@ -63,6 +63,14 @@ func probes(t *testing.T) (probe, netprobe []byte) {
 	return a, b
 }
 
+// host32BitEntry says whether int 0x80 getpid works on the host with no
+// filter (some hypervisors' guests fault on it whatever a filter says).
+func host32BitEntry(t *testing.T) bool {
+	probes(t)
+	out, err := exec.Command(filepath.Join(probesDir, "probe"), "int80").Output()
+	return err == nil && strings.HasPrefix(string(out), "ok ")
+}
+
 type buildErr struct {
 	out string
 	err error
@@ -116,6 +124,10 @@ func TestConformanceConfinement(t *testing.T) {
 			{"32-bit int 0x80", []string{"/tmp/probe", "int80"}, "", ""},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				if tc.argv[1] == "int80" && e.name == "procbox" && !host32BitEntry(t) {
+					// procbox runs on the host's kernel.
+					t.Skip("this machine has no working 32-bit system call entry (int 0x80 faults on the host with no filter)")
+				}
 				ctl := run(t, c, nil, tc.argv...)
 				if tc.unconfined == "" {
 					if ctl.Signal != "SYS" && ctl.Signal != "SIGSYS" {
