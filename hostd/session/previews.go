@@ -86,18 +86,24 @@ func previewView(p store.PreviewRow) Preview {
 func IsPreviewToken(s string) bool { return previewTokenRE.MatchString(s) }
 
 // secretsRE matches what must never reach a log: a preview token ("pvw-"
-// and its characters, whole or cut short, in any case) and a terminal
-// ticket ("pdk_pty_" and its hex digits).
-var secretsRE = regexp.MustCompile(`(?i)pvw-[a-z0-9]+|pdk_pty_[0-9a-f]+`)
+// and its characters, whole or cut short, in any case), a terminal ticket
+// ("pdk_pty_" and its hex digits), and any other Paddock token ("pdk_":
+// session and tenant tokens, a generated admin token), whole or cut
+// short, also percent-encoded ("pdk%5F").
+var secretsRE = regexp.MustCompile(`(?i)pvw-[a-z0-9]+|pdk_pty_[0-9a-f]+|pdk(?:_|%5f)[0-9a-z_.~%-]+`)
 
-// RedactSecrets replaces every preview token and terminal ticket in s
-// (a path, a query, an error's text) with its prefix and "[redacted]".
+// RedactSecrets replaces every preview token, terminal ticket and
+// Paddock token in s (a path, a query, an error's text) with its prefix
+// and "[redacted]".
 func RedactSecrets(s string) string {
 	return secretsRE.ReplaceAllStringFunc(s, func(m string) string {
-		if len(m) >= len(PreviewTokenPrefix) && strings.EqualFold(m[:len(PreviewTokenPrefix)], PreviewTokenPrefix) {
+		switch {
+		case len(m) >= len(PreviewTokenPrefix) && strings.EqualFold(m[:len(PreviewTokenPrefix)], PreviewTokenPrefix):
 			return PreviewTokenPrefix + "[redacted]"
+		case len(m) >= len("pdk_pty_") && strings.EqualFold(m[:len("pdk_pty_")], "pdk_pty_"):
+			return "pdk_pty_[redacted]"
 		}
-		return "pdk_pty_[redacted]"
+		return "pdk_[redacted]"
 	})
 }
 
