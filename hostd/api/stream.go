@@ -19,7 +19,10 @@ import (
 // session, so one tenant (or one session) cannot take every slot: a
 // tenant at its cap leaves the rest of the daemon's to the others. The
 // admin's own sessions have no tenant and only the session and daemon
-// caps apply to them. Every stream ends after MaxAge.
+// caps apply to them. Every stream ends after MaxAge, and a stream whose
+// client stops reading ends once one write has waited WriteTimeout (or
+// at MaxAge, whichever is first): every write has a deadline, so a
+// client that reads nothing cannot keep its slot.
 type StreamLimits struct {
 	JobStreams             int           // on the daemon
 	JobStreamsPerTenant    int           // on one tenant's sessions
@@ -28,13 +31,22 @@ type StreamLimits struct {
 	EventStreamsPerTenant  int           // on one tenant's sessions
 	EventStreamsPerSession int           // on one session
 	MaxAge                 time.Duration // how long one stream lasts
+	WriteTimeout           time.Duration // how long one write may wait for the client; 0 is DefaultStreamWriteTimeout
 }
+
+// DefaultStreamWriteTimeout is how long one write of a stream may wait
+// for a client that does not read.
+const DefaultStreamWriteTimeout = 30 * time.Second
+
+// finalWriteGrace is how long the last event of a stream that reached its
+// age (the error event) may take to be written.
+const finalWriteGrace = 2 * time.Second
 
 // DefaultStreamLimits are the limits a daemon starts with.
 var DefaultStreamLimits = StreamLimits{
-	JobStreams: 16, JobStreamsPerTenant: 8, JobStreamsPerSession: 4,
-	EventStreams: 64, EventStreamsPerTenant: 16, EventStreamsPerSession: 8,
-	MaxAge: time.Hour,
+	JobStreams: 32, JobStreamsPerTenant: 8, JobStreamsPerSession: 4,
+	EventStreams: 128, EventStreamsPerTenant: 16, EventStreamsPerSession: 8,
+	MaxAge: time.Hour, WriteTimeout: DefaultStreamWriteTimeout,
 }
 
 // Codes of a stream refused at a cap (StreamLimitError.Code): which cap.
@@ -88,6 +100,9 @@ func (l StreamLimits) Check() error {
 	if l.MaxAge <= 0 {
 		return fmt.Errorf("%w: a stream's MaxAge must be positive", session.ErrBadRequest)
 	}
+	if l.WriteTimeout < 0 {
+		return fmt.Errorf("%w: a stream's WriteTimeout must not be negative (0 is the default, %s)", session.ErrBadRequest, DefaultStreamWriteTimeout)
+	}
 	return nil
 }
 
@@ -120,10 +135,10 @@ const (
 
 // enterStream takes a slot of kind for session id of tenant ("" for the
 // admin's sessions: no tenant cap) and returns its release and the
-// stream's age limit. The caller has found the session as the caller's
+// stream's age and write limits. The caller has found the session as the caller's
 // tenant sees it, so a refusal never tells one tenant about another's
 // sessions.
-func (s *Server) enterStream(kind streamKind, tenant, id string) (release func(), maxAge time.Duration, err error) {
+func (s *Server) enterStream(kind streamKind, tenant, id string) (release func(), lim StreamLimits, err error) {
 	s.streamMu.Lock()
 	defer s.streamMu.Unlock()
 	l := s.streamLimits
@@ -140,11 +155,11 @@ func (s *Server) enterStream(kind streamKind, tenant, id string) (release func()
 	}
 	switch {
 	case c.perSession[id] >= caps[0]:
-		return nil, 0, &StreamLimitError{Code: codes[0], Limit: caps[0], what: what, where: "on this session"}
+		return nil, l, &StreamLimitError{Code: codes[0], Limit: caps[0], what: what, where: "on this session"}
 	case tenant != "" && c.tenants[tenant] >= caps[1]:
-		return nil, 0, &StreamLimitError{Code: codes[1], Limit: caps[1], what: what, where: "on this tenant's sessions"}
+		return nil, l, &StreamLimitError{Code: codes[1], Limit: caps[1], what: what, where: "on this tenant's sessions"}
 	case c.daemon >= caps[2]:
-		return nil, 0, &StreamLimitError{Code: codes[2], Limit: caps[2], what: what, where: "on this daemon"}
+		return nil, l, &StreamLimitError{Code: codes[2], Limit: caps[2], what: what, where: "on this daemon"}
 	}
 	c.daemon++
 	c.perSession[id]++
@@ -168,7 +183,7 @@ func (s *Server) enterStream(kind streamKind, tenant, id string) (release func()
 				delete(c.tenants, tenant)
 			}
 		}
-	}, l.MaxAge, nil
+	}, l, nil
 }
 
 // ageLimitMessage is the error event of a stream that reached its age.
@@ -176,46 +191,91 @@ func ageLimitMessage(age time.Duration, resume string) string {
 	return fmt.Sprintf("the stream reached its time limit (%s); %s with Last-Event-ID", age, resume)
 }
 
-// sse writes Server-Sent Events.
+// sse writes Server-Sent Events. Every write has a deadline: no later
+// than the stream's end (its start plus MaxAge) and no more than
+// WriteTimeout from the write's start. A write that misses it fails, and
+// so does every one after it: the stream ends and gives its slot back.
 type sse struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	end     time.Time     // the stream's age limit
+	timeout time.Duration // one write's limit
+	err     error         // the first failed write
 }
 
-func newSSE(w http.ResponseWriter) (*sse, error) {
-	f, ok := w.(http.Flusher)
-	if !ok {
-		return nil, fmt.Errorf("streaming is not supported on this connection")
+func newSSE(w http.ResponseWriter, lim StreamLimits) (*sse, error) {
+	s := &sse{w: w, rc: http.NewResponseController(w), end: time.Now().Add(lim.MaxAge), timeout: lim.WriteTimeout}
+	if s.timeout <= 0 {
+		s.timeout = DefaultStreamWriteTimeout
+	}
+	if err := s.deadline(); err != nil {
+		return nil, fmt.Errorf("streaming is not supported on this connection: %v", err)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	f.Flush()
-	return &sse{w: w, f: f}, nil
+	if err := s.rc.Flush(); err != nil {
+		return nil, fmt.Errorf("streaming is not supported on this connection: %v", err)
+	}
+	return s, nil
 }
 
+// deadline sets the connection's write deadline for the next write:
+// now plus the write limit, but not past the stream's end (past it, the
+// closing error event gets finalWriteGrace).
+func (s *sse) deadline() error {
+	now := time.Now()
+	d := now.Add(s.timeout)
+	if now.Before(s.end) {
+		d = minTime(d, s.end)
+	} else {
+		d = now.Add(min(s.timeout, finalWriteGrace))
+	}
+	return s.rc.SetWriteDeadline(d)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// event writes one event; once a write failed (the client went away or
+// stopped reading past the deadline) every event fails.
 func (s *sse) event(name, id string, v any) error {
+	if s.err != nil {
+		return s.err
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
+	if s.err = s.deadline(); s.err != nil {
+		return s.err
+	}
 	if id != "" {
-		fmt.Fprintf(s.w, "id: %s\n", id)
+		if _, s.err = fmt.Fprintf(s.w, "id: %s\n", id); s.err != nil {
+			return s.err
+		}
 	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
-		return err
+	if _, s.err = fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); s.err != nil {
+		return s.err
 	}
-	s.f.Flush()
-	return nil
+	s.err = s.rc.Flush()
+	return s.err
 }
+
+// failed is the first failed write, nil while the client keeps up.
+func (s *sse) failed() error { return s.err }
 
 // streamJob follows a job from the offsets to its end: output and stderr
 // events whose id is "<stdout offset>:<stderr offset>" (a cursor for
 // Last-Event-ID), then one exit event.
 func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job string, off, eoff int64, ev *sse, maxAge time.Duration) (*session.JobRead, error) {
-	deadline := time.Now().Add(maxAge)
+	deadline := ev.end
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -238,7 +298,9 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job strin
 			ev.event("exit", cursor, map[string]any{"exit_code": rd.ExitCode, "state": rd.State, "signal": rd.Signal})
 			return rd, nil
 		}
-		if r.Context().Err() != nil {
+		if r.Context().Err() != nil || ev.failed() != nil {
+			// Gone, or not reading within the write limit: the stream
+			// ends and its slot is given back.
 			return nil, nil
 		}
 	}
@@ -270,7 +332,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	release, maxAge, err := s.enterStream(jobStreams, sess.Tenant, id)
+	release, lim, err := s.enterStream(jobStreams, sess.Tenant, id)
 	if err != nil {
 		return err
 	}
@@ -280,12 +342,12 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ev, err := newSSE(w)
+	ev, err := newSSE(w, lim)
 	if err != nil {
 		return err
 	}
 	ev.event("start", "0:0", map[string]string{"job": job.ID})
-	rd, _ := s.streamJob(w, r, id, job.ID, 0, 0, ev, maxAge)
+	rd, _ := s.streamJob(w, r, id, job.ID, 0, 0, ev, lim.MaxAge)
 	if rd != nil && rd.ExitCode != nil {
 		// The client may be gone already: the record must still be made.
 		s.sessions.RecordExec(context.WithoutCancel(r.Context()), id, req.Command, *rd.ExitCode, time.Since(start))
@@ -318,7 +380,7 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	release, maxAge, err := s.enterStream(jobStreams, sess.Tenant, id)
+	release, lim, err := s.enterStream(jobStreams, sess.Tenant, id)
 	if err != nil {
 		return err
 	}
@@ -327,11 +389,11 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.sessions.ReadJob(r.Context(), tenant(r), id, r.PathValue("job"), off, eoff, 0); err != nil {
 		return err
 	}
-	ev, err := newSSE(w)
+	ev, err := newSSE(w, lim)
 	if err != nil {
 		return err
 	}
-	s.streamJob(w, r, id, r.PathValue("job"), off, eoff, ev, maxAge)
+	s.streamJob(w, r, id, r.PathValue("job"), off, eoff, ev, lim.MaxAge)
 	return nil
 }
 
@@ -353,16 +415,16 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	release, maxAge, err := s.enterStream(eventStreams, sess.Tenant, id)
+	release, lim, err := s.enterStream(eventStreams, sess.Tenant, id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	ev, err := newSSE(w)
+	ev, err := newSSE(w, lim)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(maxAge)
+	maxAge, deadline := lim.MaxAge, ev.end
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -372,7 +434,9 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 		for _, e := range entries {
-			ev.event("ledger", strconv.FormatInt(e.Seq, 10), e)
+			if ev.event("ledger", strconv.FormatInt(e.Seq, 10), e) != nil {
+				return nil // not read within the write limit, or gone
+			}
 			after = e.Seq
 		}
 		if sess, err := s.sessions.Get(r.Context(), tenant(r), id); err != nil || sess.State != session.StateRunning {

@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -105,15 +108,21 @@ func TestStreamLimits(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := context.Background()
 	l := api.DefaultStreamLimits
-	if l.JobStreams != 16 || l.EventStreams != 64 || l.MaxAge != time.Hour {
-		t.Fatalf("default limits %+v: the docs say 16 job streams, 64 event streams, one hour each", l)
+	if l.JobStreams != 32 || l.EventStreams != 128 || l.JobStreamsPerTenant != 8 || l.EventStreamsPerTenant != 16 ||
+		l.JobStreamsPerSession != 4 || l.EventStreamsPerSession != 8 || l.MaxAge != time.Hour || l.WriteTimeout != 30*time.Second {
+		t.Fatalf("default limits %+v: the docs say 32 job and 128 event streams on the daemon, 8 and 16 per tenant, 4 and 8 per session, one hour each, 30 s per write", l)
+	}
+	// Two tenants at their caps must leave most of the daemon's slots.
+	if l.JobStreams < 4*l.JobStreamsPerTenant || l.EventStreams < 4*l.EventStreamsPerTenant {
+		t.Fatalf("default limits %+v: the daemon's caps must be at least four tenants' caps", l)
 	}
 	// Enough sessions to fill the daemon's event streams one session cap
 	// at a time, and one more.
 	n := l.EventStreams/l.EventStreamsPerSession + 1
 	ids := make([]string, n)
 	for i := range ids {
-		s, err := d.c.CreateSession(ctx, session.CreateRequest{})
+		// Small ones, so that many fit the backend's disk.
+		s, err := d.c.CreateSession(ctx, session.CreateRequest{Runtime: session.Runtime{CPUs: 0.25, MemoryMB: 256, DiskMB: 256}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,15 +214,16 @@ func TestStreamLimits(t *testing.T) {
 // streams over many sessions of its own, as many as it is let. It is
 // stopped at its tenant cap, below the daemon's, and another tenant still
 // gets both kinds of stream (before the tenant caps, the first tenant
-// took all 16 job and 64 event streams and the other got 409).
+// took all the daemon's job and event streams and the other got 409).
 func TestAttackOneTenantHoldsAllStreams(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := context.Background()
 	toks := withTenants(t, d, "hog", "other")
 	hog, other := client.New(d.url, toks["hog"]), client.New(d.url, toks["other"])
 	l := api.DefaultStreamLimits
-	// Sessions enough to fill the daemon's caps through session caps alone.
-	n := max(l.JobStreams/l.JobStreamsPerSession, l.EventStreams/l.EventStreamsPerSession) + 1
+	// Sessions enough to pass the tenant's caps through session caps
+	// alone (the tenant cap, not a session cap, must be what stops it).
+	n := max(l.JobStreamsPerTenant/l.JobStreamsPerSession, l.EventStreamsPerTenant/l.EventStreamsPerSession) + 1
 	var ids []string
 	for range n {
 		// Small ones: the tenant's default limits on the sums of cpus
@@ -272,5 +282,118 @@ func TestAttackOneTenantHoldsAllStreams(t *testing.T) {
 	ev.close()
 	if evs := <-sc; len(evs) == 0 || evs[0].name != "ledger" {
 		t.Errorf("the other tenant's event stream carried %+v, want its ledger", evs)
+	}
+}
+
+// stalledStream starts a job stream over a raw connection whose client
+// never reads: the command writes far more than the socket buffers hold,
+// so the daemon's writes block.
+func stalledStream(t *testing.T, url, id, command string) net.Conn {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	body := fmt.Sprintf(`{"command":%q}`, command)
+	fmt.Fprintf(conn, "POST /v1/agents/sessions/%s/exec/stream HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		id, u.Host, token, len(body), body)
+	// Read up to the start event, so the stream holds its slot, and no
+	// further.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	br := bufio.NewReaderSize(conn, 16)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stalled stream's head: %v", err)
+		}
+		if strings.HasPrefix(line, "HTTP/1.1 ") && !strings.HasPrefix(line, "HTTP/1.1 200") {
+			t.Fatalf("the stalled stream was refused: %s", line)
+		}
+		if line == "event: start\n" {
+			return conn
+		}
+	}
+}
+
+// TestAttackStalledStreamReader: a client starts a streamed command that
+// writes without end and then reads nothing. Before the write deadlines,
+// the daemon's write blocked for ever, the age limit (checked between
+// writes) was never reached and the stream kept its slot: with one job
+// stream per session, a second stream was refused for as long as the
+// client held on. Now the stream ends at its age (MaxAge 2 s) and, with
+// a long age, once one write waited WriteTimeout (1 s); each time a
+// second stream goes through within a few seconds.
+func TestAttackStalledStreamReader(t *testing.T) {
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, s.ID)
+	l := api.DefaultStreamLimits
+	defer d.api.SetStreamLimits(l)
+	flood := "yes paddock-stalled-reader-paddock-stalled-reader | head -c 100000000"
+	for _, c := range []struct {
+		what  string
+		age   time.Duration
+		write time.Duration
+	}{
+		{"the age limit", 2 * time.Second, 0},
+		{"the write limit", time.Hour, time.Second},
+	} {
+		lim := l
+		lim.JobStreamsPerSession, lim.MaxAge, lim.WriteTimeout = 1, c.age, c.write
+		if err := d.api.SetStreamLimits(lim); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		conn := stalledStream(t, d.url, s.ID, flood)
+		// The stalled stream holds the session's one slot.
+		var held bool
+		for until := time.Now().Add(5 * time.Second); !held && time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+			o := execStreamOf(t, d.url, token, s.ID)
+			if o.status == http.StatusOK {
+				o.close()
+				continue
+			}
+			wantRefused(t, c.what+": a second stream", o, api.CodeJobStreamsSession, 1)
+			held = true
+		}
+		if !held {
+			t.Fatalf("%s: the stalled stream never took the session's slot", c.what)
+		}
+		// Within the limit and a few seconds, the slot is free again.
+		limit := c.age
+		if c.write > 0 {
+			limit = c.write
+		}
+		wait := limit + 5*time.Second
+		var freed time.Duration
+		for until := start.Add(wait); time.Now().Before(until); time.Sleep(200 * time.Millisecond) {
+			o := openStream(t, d.url, token, "POST", "/v1/agents/sessions/"+s.ID+"/exec/stream", `{"command":"echo ok"}`)
+			if o.status == http.StatusOK {
+				freed = time.Since(start)
+				evs := readSSE(t, o.resp)
+				if len(evs) == 0 || evs[len(evs)-1].name != "exit" {
+					t.Errorf("%s: the second stream carried %+v, want its command to its exit", c.what, evs)
+				}
+				break
+			}
+			if o.code != api.CodeJobStreamsSession {
+				t.Fatalf("%s: a second stream: %d %q, want 429 %q or a stream", c.what, o.status, o.code, api.CodeJobStreamsSession)
+			}
+		}
+		if freed == 0 {
+			t.Fatalf("%s (%s): a client that reads nothing still holds its stream slot after %s", c.what, limit, wait)
+		}
+		t.Logf("%s (%s): the stalled stream's slot was free again %s after it started", c.what, limit, freed.Round(time.Millisecond))
+		conn.Close()
 	}
 }
