@@ -653,7 +653,11 @@ func TestPreviewLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		rb, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			t.Logf("%s %s: %d %s", method, path, resp.StatusCode, rb)
+		}
 		return resp.StatusCode
 	}
 	pvTok, readTok := mint("preview"), mint("read")

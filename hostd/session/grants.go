@@ -254,6 +254,9 @@ func (m *Manager) Grant(ctx context.Context, tenant, id string, req GrantRequest
 
 // Grants lists a session's live grants, without their values.
 func (m *Manager) Grants(ctx context.Context, tenant, id string) ([]Grant, error) {
+	if err := grantCaller(ctx, false); err != nil {
+		return nil, err
+	}
 	if err := m.grantSession(ctx, tenant, id); err != nil {
 		return nil, err
 	}
@@ -267,6 +270,9 @@ func (m *Manager) Grants(ctx context.Context, tenant, id string) ([]Grant, error
 // Ungrant revokes one grant of the session (404 when it has no such live
 // grant), or all of them when grant is "".
 func (m *Manager) Ungrant(ctx context.Context, tenant, id, grant string) error {
+	if err := grantCaller(ctx, false); err != nil {
+		return err
+	}
 	if err := m.grantSession(ctx, tenant, id); err != nil {
 		return err
 	}
@@ -301,12 +307,10 @@ func grantCaller(ctx context.Context, secretRef bool) error {
 	return nil
 }
 
-// grantSession checks the caller may see grants and that id names a
-// session (not a sandbox) the caller sees.
+// grantSession checks that id names a session (not a sandbox) the caller
+// sees. Grants, previews and tokens share it; who may call each is theirs
+// to check (grantCaller for grants).
 func (m *Manager) grantSession(ctx context.Context, tenant, id string) error {
-	if err := grantCaller(ctx, false); err != nil {
-		return err
-	}
 	s, _, err := m.load(ctx, tenant, id)
 	if err != nil {
 		return err
