@@ -48,9 +48,29 @@ const (
 	// egressKeysPerWindow is how many distinct (kind, host, reason) a
 	// sandbox gets a row for in one window.
 	egressKeysPerWindow = 32
-	// egressChainKeys is how many distinct (kind, host, reason) of a
-	// session are ledgered one by one (their first decision).
+	// egressChainKeys is how many distinct (kind, host, code) of a
+	// session are ledgered one by one (their first decision), for
+	// refusals and, apart, for allowed connections: a flood of refusals
+	// cannot use up what the allows get.
 	egressChainKeys = 256
+	// egressSummaryAllowHosts is how many allowed hosts without a ledger
+	// entry of their own an egress.summary names (all of them up to
+	// that; past it a count, and an egress.hosts_overflow entry).
+	egressSummaryAllowHosts = 64
+	// egressTextBytes bounds a path or a reason kept in the log or the
+	// ledger; egressCodeBytes a reason code (the deciding rule).
+	egressTextBytes = 256
+	egressCodeBytes = 128
+	// egressLogBytes is what one session's egress log may cost (rows as
+	// store.EgressLogRow.Size counts them); past it the oldest rows go
+	// down to three quarters of it, counted in an egress.pruned row.
+	egressLogBytes = 1 << 20
+	// egressLedgerWindowBytes bounds what the ledger gets for one window
+	// of one session once the session's itemised budgets are spent: the
+	// egress.summary (16 busiest keys, 64 allowed hosts, per-kind
+	// overflow counts) and an egress.hosts_overflow entry, every text in
+	// them clipped (TestEgressLogByteBudget measures it).
+	egressLedgerWindowBytes = 48 << 10
 	// egressSamples is how many decisions a summary row keeps.
 	egressSamples = 3
 	// egressSummaryHosts is how many hosts an egress.summary names.
@@ -77,8 +97,42 @@ func CheckEgressLogRetention(d time.Duration) error {
 	return nil
 }
 
-// egressKey is what makes two decisions alike.
-type egressKey struct{ kind, host, reason string }
+// egressKey is what makes two decisions alike: the kind, the host, the
+// reason code (the deciding rule, or the reason when no rule is named)
+// and the grant injected, if any.
+type egressKey struct{ kind, host, code, grant string }
+
+func keyOf(ev egress.Event) egressKey {
+	code := ev.Rule
+	if code == "" {
+		code = ev.Reason
+	}
+	return egressKey{ev.Kind, ev.Host, clipText(code, egressCodeBytes), ev.Grant}
+}
+
+// clipEvent bounds what a decision carries into the log and the ledger.
+func clipEvent(ev egress.Event) egress.Event {
+	ev.Host = clipText(ev.Host, 255)
+	ev.Method = clipText(ev.Method, 32)
+	ev.Path = clipText(ev.Path, egressTextBytes)
+	ev.Reason = clipText(ev.Reason, egressTextBytes)
+	ev.Rule = clipText(ev.Rule, egressCodeBytes)
+	ev.Grant = clipText(ev.Grant, 64)
+	return ev
+}
+
+// egressChain is what a session's ledger itemises.
+type egressChain struct {
+	keys           map[egressKey]bool
+	allows, denies int
+}
+
+// egressAllowHost is one allowed host (and grant) in a summary.
+type egressAllowHost struct {
+	Host  string `json:"host"`
+	Grant string `json:"grant,omitempty"`
+	Count int64  `json:"count"`
+}
 
 // egressTally counts decisions alike after the first of a window.
 type egressTally struct {
@@ -120,16 +174,43 @@ type egressWindowState struct {
 	// unchained counts the window's decisions that have no ledger entry
 	// of their own.
 	unchained int64
+	// allowed: the window's allowed decisions whose (host, grant) has
+	// no ledger entry of its own, by host and grant, at most
+	// egressSummaryAllowHosts; the rest counted in allowUnnamed, their
+	// distinct hosts in allowUnnamedHosts (at most egressOverflowHosts).
+	allowed           map[egressAllowHost]int64
+	allowUnnamed      int64
+	allowUnnamedHosts map[string]bool
 }
 
-// egressWrite is one batch for the writer: log rows, and a ledger entry
-// when kind is set.
+// noteAllow names an allowed decision that has no ledger entry of its own
+// in the window's summary.
+func (w *egressWindowState) noteAllow(ev egress.Event) {
+	k := egressAllowHost{Host: ev.Host, Grant: ev.Grant}
+	if _, ok := w.allowed[k]; ok || len(w.allowed) < egressSummaryAllowHosts {
+		w.allowed[k]++
+		return
+	}
+	w.allowUnnamed++
+	if len(w.allowUnnamedHosts) < egressOverflowHosts {
+		w.allowUnnamedHosts[ev.Host] = true
+	}
+}
+
+// egressWrite is one batch for the writer: log rows, and ledger entries.
+// forget tells the writer the session's egress is closed.
 type egressWrite struct {
 	sandbox   string
 	rows      []store.EgressLogRow
-	kind      string
-	data      any
+	entries   []egressEntry
 	decisions int64 // what the batch accounts for, for egress.dropped
+	forget    bool
+}
+
+// egressEntry is one ledger entry to append.
+type egressEntry struct {
+	kind string
+	data any
 }
 
 // egressLog folds decisions and hands the result to one writer
@@ -145,9 +226,12 @@ type egressLog struct {
 	stop    chan struct{}
 	mu      sync.Mutex
 	windows map[string]*egressWindowState
-	chained map[string]map[egressKey]bool // sandbox → keys with a ledger entry
+	chained map[string]*egressChain // sandbox → keys with a ledger entry
 	dropped map[string]int64
 	closed  bool
+	// logBytes: what each session's log costs, as far as the writer
+	// knows (the writer's alone).
+	logBytes map[string]int64
 }
 
 func (m *Manager) startEgressLog() {
@@ -155,7 +239,8 @@ func (m *Manager) startEgressLog() {
 	l.once.Do(func() {
 		l.mu.Lock()
 		l.ch, l.done, l.stop = make(chan egressWrite, egressQueue), make(chan struct{}), make(chan struct{})
-		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]map[egressKey]bool{}, map[string]int64{}
+		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]*egressChain{}, map[string]int64{}
+		l.logBytes = map[string]int64{}
 		l.mu.Unlock()
 		go m.writeEgressLog()
 	})
@@ -177,16 +262,58 @@ func (m *Manager) recordEgress(ev egress.Event) {
 		w = nil
 	}
 	if w == nil {
-		w = &egressWindowState{start: now, decisions: map[string]int64{}, keys: map[egressKey]*egressTally{}, overflow: map[string]*egressTally{}}
+		w = &egressWindowState{start: now, decisions: map[string]int64{}, keys: map[egressKey]*egressTally{}, overflow: map[string]*egressTally{},
+			allowed: map[egressAllowHost]int64{}, allowUnnamedHosts: map[string]bool{}}
 		l.windows[ev.Sandbox] = w
 	}
 	w.last = now
 	w.decisions[ev.Kind]++
-	key := egressKey{ev.Kind, ev.Host, ev.Reason}
+	ev = clipEvent(ev)
+	key := keyOf(ev)
+	allow := ev.Kind == "egress.allow"
+	chain := l.chained[ev.Sandbox]
+	if chain == nil {
+		chain = &egressChain{keys: map[egressKey]bool{}}
+		l.chained[ev.Sandbox] = chain
+	}
 	if t := w.keys[key]; t != nil {
 		t.add(ev, now)
 		w.unchained++
+		if allow && !chain.keys[key] {
+			w.noteAllow(ev)
+		}
 		return
+	}
+	raw, _ := json.Marshal(ev)
+	wr := egressWrite{sandbox: ev.Sandbox, decisions: 1,
+		rows: []store.EgressLogRow{{Session: ev.Sandbox, Time: now, Kind: ev.Kind, Host: ev.Host, Reason: ev.Reason, Count: 1, Data: raw}}}
+	// The first decision of a key in the session is ledgered (and logged)
+	// however full the window is, while the session's budget for its
+	// class lasts: checked before the window's key limit, so a window
+	// filled with junk cannot hide a new host.
+	if !chain.keys[key] {
+		room := chain.denies < egressChainKeys
+		if allow {
+			room = chain.allows < egressChainKeys
+		}
+		if room {
+			chain.keys[key] = true
+			if allow {
+				chain.allows++
+			} else {
+				chain.denies++
+			}
+			w.keys[key] = &egressTally{}
+			wr.entries = []egressEntry{{ev.Kind, ev}}
+			l.queueLocked(wr)
+			return
+		}
+	}
+	// Not itemised in the ledger: counted in the summary, and an allowed
+	// host without an entry of its own is named there.
+	w.unchained++
+	if allow && !chain.keys[key] {
+		w.noteAllow(ev)
 	}
 	if len(w.keys) >= egressKeysPerWindow {
 		t := w.overflow[ev.Kind]
@@ -195,24 +322,9 @@ func (m *Manager) recordEgress(ev egress.Event) {
 			w.overflow[ev.Kind] = t
 		}
 		t.add(ev, now)
-		w.unchained++
 		return
 	}
 	w.keys[key] = &egressTally{}
-	raw, _ := json.Marshal(ev)
-	wr := egressWrite{sandbox: ev.Sandbox, decisions: 1,
-		rows: []store.EgressLogRow{{Session: ev.Sandbox, Time: now, Kind: ev.Kind, Host: ev.Host, Reason: ev.Reason, Count: 1, Data: raw}}}
-	chained := l.chained[ev.Sandbox]
-	if chained == nil {
-		chained = map[egressKey]bool{}
-		l.chained[ev.Sandbox] = chained
-	}
-	if !chained[key] && len(chained) < egressChainKeys {
-		chained[key] = true
-		wr.kind, wr.data = ev.Kind, ev
-	} else {
-		w.unchained++
-	}
 	l.queueLocked(wr)
 }
 
@@ -229,10 +341,11 @@ func (l *egressLog) queueLocked(wr egressWrite) {
 
 // egressHostCount is one line of an egress.summary's hosts.
 type egressHostCount struct {
-	Kind   string `json:"kind"`
-	Host   string `json:"host"`
-	Reason string `json:"reason,omitempty"`
-	Count  int64  `json:"count"`
+	Kind  string `json:"kind"`
+	Host  string `json:"host"`
+	Code  string `json:"code,omitempty"`
+	Grant string `json:"grant,omitempty"`
+	Count int64  `json:"count"`
 }
 
 // closeWindowLocked writes what a window folded: a summary row per key
@@ -253,19 +366,22 @@ func (m *Manager) closeWindowLocked(sandbox string, w *egressWindowState) {
 		if a.host != b.host {
 			return a.host < b.host
 		}
-		return a.reason < b.reason
+		if a.code != b.code {
+			return a.code < b.code
+		}
+		return a.grant < b.grant
 	})
 	wr := egressWrite{sandbox: sandbox}
 	var hosts []egressHostCount
 	for _, k := range keys {
 		t := w.keys[k]
-		hosts = append(hosts, egressHostCount{Kind: k.kind, Host: k.host, Reason: k.reason, Count: t.more + 1})
+		hosts = append(hosts, egressHostCount{Kind: k.kind, Host: k.host, Code: k.code, Grant: k.grant, Count: t.more + 1})
 		if t.more == 0 {
 			continue
 		}
 		raw, _ := json.Marshal(map[string]any{"more_like_this": t.more, "samples": t.samples})
 		wr.rows = append(wr.rows, store.EgressLogRow{Session: sandbox, Time: t.from, LastTime: t.last, Kind: k.kind,
-			Host: k.host, Reason: k.reason, Count: t.more, Summary: true, Data: raw})
+			Host: k.host, Reason: clipText(k.code, egressCodeBytes), Count: t.more, Summary: true, Data: raw})
 		wr.decisions += t.more
 	}
 	kinds := make([]string, 0, len(w.overflow))
@@ -301,9 +417,32 @@ func (m *Manager) closeWindowLocked(sandbox string, w *egressWindowState) {
 		if len(overflow) > 0 {
 			d["past_host_limit"] = overflow
 		}
-		wr.kind, wr.data = "egress.summary", d
+		if len(w.allowed) > 0 {
+			allowed := make([]egressAllowHost, 0, len(w.allowed))
+			for k, n := range w.allowed {
+				allowed = append(allowed, egressAllowHost{Host: k.Host, Grant: k.Grant, Count: n})
+			}
+			sort.Slice(allowed, func(i, j int) bool {
+				if allowed[i].Host != allowed[j].Host {
+					return allowed[i].Host < allowed[j].Host
+				}
+				return allowed[i].Grant < allowed[j].Grant
+			})
+			d["allowed_hosts"] = allowed
+		}
+		wr.entries = append(wr.entries, egressEntry{"egress.summary", d})
+		if w.allowUnnamed > 0 {
+			o := map[string]any{"from": w.start, "to": w.last, "named": len(w.allowed), "decisions": w.allowUnnamed,
+				"hosts":  len(w.allowUnnamedHosts),
+				"reason": fmt.Sprintf("more allowed hosts without a ledger entry of their own than the %d a summary names", egressSummaryAllowHosts)}
+			if len(w.allowUnnamedHosts) >= egressOverflowHosts {
+				o["hosts_at_least"] = true
+			}
+			d["allowed_hosts_unnamed"] = o
+			wr.entries = append(wr.entries, egressEntry{"egress.hosts_overflow", o})
+		}
 	}
-	if len(wr.rows) > 0 || wr.kind != "" {
+	if len(wr.rows) > 0 || len(wr.entries) > 0 {
 		l.queueLocked(wr)
 	}
 }
@@ -318,6 +457,9 @@ func (m *Manager) closeEgressWindow(sandbox string) {
 	}
 	if l.chained != nil {
 		delete(l.chained, sandbox)
+	}
+	if l.ch != nil && !l.closed {
+		l.queueLocked(egressWrite{sandbox: sandbox, forget: true})
 	}
 	l.mu.Unlock()
 	m.settleEgressLog()
@@ -364,13 +506,18 @@ func (m *Manager) writeEgressLog() {
 				m.writeEgressDropped(ctx)
 				return
 			}
+			if wr.forget {
+				delete(l.logBytes, wr.sandbox)
+			}
 			if len(wr.rows) > 0 {
 				if err := m.st.AppendEgressLog(ctx, wr.rows); err != nil {
 					m.log.Error("egress log append", "session", wr.sandbox, "err", err)
+				} else {
+					m.boundEgressLog(ctx, wr.sandbox, wr.rows)
 				}
 			}
-			if wr.kind != "" {
-				m.ledgerAppend(ctx, wr.sandbox, wr.kind, wr.data)
+			for _, e := range wr.entries {
+				m.ledgerAppend(ctx, wr.sandbox, e.kind, e.data)
 			}
 			l.pending.Add(-1)
 		}
@@ -378,6 +525,37 @@ func (m *Manager) writeEgressLog() {
 			m.writeEgressDropped(ctx)
 		}
 	}
+}
+
+// boundEgressLog keeps a session's egress log under egressLogBytes after
+// rows were added: past it, the oldest rows go (store.TrimEgressLog).
+func (m *Manager) boundEgressLog(ctx context.Context, sandbox string, rows []store.EgressLogRow) {
+	l := &m.egressLog
+	n, ok := l.logBytes[sandbox]
+	if !ok {
+		var err error
+		if n, err = m.st.EgressLogBytes(ctx, sandbox); err != nil {
+			m.log.Warn("egress log size", "session", sandbox, "err", err)
+			return
+		}
+	} else {
+		for _, r := range rows {
+			n += r.Size()
+		}
+	}
+	if n > egressLogBytes {
+		removed, size, err := m.st.TrimEgressLog(ctx, sandbox, egressLogBytes*3/4, m.now().UTC())
+		if err != nil {
+			m.log.Warn("trim the egress log", "session", sandbox, "err", err)
+			delete(l.logBytes, sandbox)
+			return
+		}
+		if removed > 0 {
+			m.log.Info("trimmed the egress log", "session", sandbox, "rows", removed, "bytes", size)
+		}
+		n = size
+	}
+	l.logBytes[sandbox] = n
 }
 
 // writeEgressDropped ledgers the decisions whose batches found the queue
