@@ -26,7 +26,10 @@ import (
 // are kernel code a sandbox has no use for. Only unix, inet, inet6 and
 // netlink (routing, socket diagnostics) may open; every other family fails
 // with EAFNOSUPPORT and every other netlink protocol with EPROTONOSUPPORT,
-// for a plain command and for a confined one alike.
+// for a plain command and for a confined one alike. IPv4 and IPv6 sockets
+// may name only TCP, UDP and ICMP: SCTP, SMC, MPTCP and the rest fail with
+// EPROTONOSUPPORT (before, socket(AF_INET, …, IPPROTO_SCTP) from a
+// procbox sandbox made the host's kernel load the module).
 func TestAttackSocketFamilies(t *testing.T) {
 	allowedAF := map[int]bool{1: true, 2: true, 10: true, 16: true} // unix, inet, inet6, netlink
 	allowedNL := map[int]bool{0: true, 4: true}                     // route, sock_diag
@@ -82,6 +85,22 @@ func TestAttackSocketFamilies(t *testing.T) {
 					}
 					if v != want {
 						t.Errorf("%s in the sandbox: %s, want %s", k, v, want)
+					}
+				}
+				// IPv4 and IPv6 protocols: naming one the kernel has not
+				// loaded would load its module (in a namespace sandbox,
+				// into the host's kernel). Only TCP, UDP and ICMP open.
+				for _, pc := range []struct{ args, want string }{
+					{"2 1 132", "err=EPROTONOSUPPORT"},  // inet SCTP
+					{"10 5 132", "err=EPROTONOSUPPORT"}, // inet6 SCTP, seqpacket
+					{"2 1 256", "err=EPROTONOSUPPORT"},  // SMC
+					{"2 1 262", "err=EPROTONOSUPPORT"},  // MPTCP (the host kernel has it)
+					{"2 1 6", "ok 0"},                   // TCP
+					{"10 2 17", "ok 0"},                 // UDP
+				} {
+					res := run(t, c, tc.confine, append([]string{"/tmp/probe", "socket"}, strings.Fields(pc.args)...)...)
+					if got := strings.TrimSpace(string(res.Stdout)); got != pc.want {
+						t.Errorf("socket(%s) in the sandbox: %q (stderr %q), want %s", pc.args, got, res.Stderr, pc.want)
 					}
 				}
 			})

@@ -292,6 +292,26 @@ func TestSeccomp(t *testing.T) {
 		{"netlink generic control", &off, []string{"socket", "16", "3", "16"}, "", "err=", 0},
 		{"netlink audit", &on, []string{"socket", "16", "3", "9"}, "err=EPROTONOSUPPORT", "", 0},
 		{"netlink route upper bits", &on, []string{"socket", "16", "3", "0x100000010"}, "err=EPROTONOSUPPORT", "", 0},
+		// IPv4 and IPv6 protocols: a protocol the kernel has not loaded
+		// is a module load into the host's kernel, so only TCP, UDP and
+		// ICMP (ping sockets) may be named. ICMP may still be refused by
+		// ping_group_range (EACCES), never by the filter.
+		{"inet sctp", &on, []string{"socket", "2", "1", "132"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet6 sctp seqpacket", &on, []string{"socket", "10", "5", "132"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet dccp", &on, []string{"socket", "2", "6", "33"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet l2tp", &on, []string{"socket", "2", "2", "115"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet6 smc", &on, []string{"socket", "10", "1", "256"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet smc", &on, []string{"socket", "2", "1", "256"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet mptcp", &on, []string{"socket", "2", "1", "262"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet raw protocol", &on, []string{"socket", "2", "3", "255"}, "err=EPROTONOSUPPORT", "", 0},
+		{"socketpair inet sctp", &on, []string{"socketpair", "2", "1", "132"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet tcp upper bits", &on, []string{"socket", "2", "1", "0x100000006"}, "err=EPROTONOSUPPORT", "", 0},
+		{"inet tcp", &on, []string{"socket", "2", "1", "6"}, "ok 0", "", 0},
+		{"inet6 tcp", &on, []string{"socket", "10", "1", "6"}, "ok 0", "", 0},
+		{"inet udp", &on, []string{"socket", "2", "2", "17"}, "ok 0", "", 0},
+		{"inet6 udp", &on, []string{"socket", "10", "2", "17"}, "ok 0", "", 0},
+		{"inet icmp", &on, []string{"socket", "2", "2", "1"}, "", "err=EPROTONOSUPPORT", 0},
+		{"inet6 icmpv6", &on, []string{"socket", "10", "2", "58"}, "", "err=EPROTONOSUPPORT", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

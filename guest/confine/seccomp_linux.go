@@ -72,6 +72,15 @@ var allowedFamilies = []int{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_N
 // route and nftables) happens before the filter is loaded.
 var allowedNetlink = []int{unix.NETLINK_ROUTE, unix.NETLINK_SOCK_DIAG}
 
+// allowedInet are the protocols an IPv4 or IPv6 socket may name: 0 (the
+// type's default), TCP, UDP, ICMP (ping sockets) and ICMPv6. Any other
+// (SCTP, DCCP, L2TP, SMC, UDP-Lite, MPTCP, raw protocol numbers, ...)
+// fails with EPROTONOSUPPORT, a kernel without that protocol's answer:
+// socket() naming a protocol the kernel has not loaded asks it to load
+// the module, so from a namespace sandbox it would load kernel code into
+// the host's kernel. Go and glibc fall back to TCP when MPTCP is refused.
+var allowedInet = []int{0, unix.IPPROTO_ICMP, unix.IPPROTO_TCP, unix.IPPROTO_UDP, unix.IPPROTO_ICMPV6}
+
 // Personalities a program may still ask for: Linux itself and the query.
 const (
 	perLinux = 0
@@ -177,7 +186,9 @@ func (sf *seccompFilter) addRules() error {
 }
 
 // addSocketRules refuses socket and socketpair for every family outside
-// allowedFamilies, and netlink sockets outside allowedNetlink. The
+// allowedFamilies, netlink sockets outside allowedNetlink and IPv4 and
+// IPv6 sockets outside allowedInet (socketpair too: it creates its
+// sockets, and may load their module, before it refuses them). The
 // arguments are ints the kernel truncates from 64 bits, so every
 // comparison is on the whole register: a value with any of the upper bits
 // set is above the highest allowed number and refused, whatever its low
@@ -222,11 +233,20 @@ func addSocketRules(f *seccomp.ScmpFilter) error {
 			}
 		}
 	}
-	if nr, ok := resolve("socket"); ok {
-		for _, conds := range refused(2, allowedNetlink) {
-			conds = append([]seccomp.ScmpCondition{eq(0, unix.AF_NETLINK)}, conds...)
-			if err := f.AddRuleConditional(nr, noProtocol, conds); err != nil {
-				return fmt.Errorf("deny netlink protocols: %w", err)
+	for _, name := range []string{"socket", "socketpair"} {
+		nr, ok := resolve(name)
+		if !ok {
+			continue
+		}
+		for _, fam := range []struct {
+			family  int
+			allowed []int
+		}{{unix.AF_NETLINK, allowedNetlink}, {unix.AF_INET, allowedInet}, {unix.AF_INET6, allowedInet}} {
+			for _, conds := range refused(2, fam.allowed) {
+				conds = append([]seccomp.ScmpCondition{eq(0, fam.family)}, conds...)
+				if err := f.AddRuleConditional(nr, noProtocol, conds); err != nil {
+					return fmt.Errorf("deny %s protocols of family %d: %w", name, fam.family, err)
+				}
 			}
 		}
 	}
