@@ -100,8 +100,11 @@ func TestCLIServeInterruptedFork(t *testing.T) {
 	probe := filepath.Join(t.TempDir(), "probe")
 	os.WriteFile(probe, []byte("x"), 0o644)
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// The session is held (409) a moment before the marker is on
+		// disk; the test hook's log line comes after it.
 		_, se, code := pd("session", "put", s.ID, probe, "/tmp/probe")
-		if code == exitConflict && strings.Contains(se, "fork is in progress") {
+		if code == exitConflict && strings.Contains(se, "fork is in progress") &&
+			strings.Contains(serveLogs(srv), "pausing a lifecycle operation after its marker") {
 			break
 		}
 		if time.Now().After(deadline) {
