@@ -50,6 +50,12 @@ type Capabilities struct {
 	// ExecAllowlist is a session's: the guest kernel enforces its process
 	// policy's execute list (process.enforce "exec"), checked at create.
 	ExecAllowlist bool `json:"exec_allowlist"`
+	// CPUMeter: the backend's machines report their CPU time
+	// (CPUMeter) and can have their commands stopped (CommandStopper),
+	// so the daemon can hold max_compute_seconds against processes left
+	// in the background. A session with that budget is refused on a
+	// backend without it.
+	CPUMeter bool `json:"cpu_meter"`
 	// Accelerator is a VM backend's: what its machines run under and
 	// why, "kvm (…)" or "tcg (…)". Empty for other backends.
 	Accelerator string `json:"accelerator,omitempty"`

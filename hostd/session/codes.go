@@ -20,4 +20,8 @@ const (
 	// CodeGrantNeedsAdminOrTenant: a grant route called by a session
 	// token (or a caller that is neither the admin nor a tenant).
 	CodeGrantNeedsAdminOrTenant = "grant_needs_admin_or_tenant"
+	// CodeComputeBudgetUnmetered: a create with max_compute_seconds on a
+	// backend that does not measure its machines' CPU time (qemu), where
+	// a process left in the background would escape the budget.
+	CodeComputeBudgetUnmetered = "compute_budget_unmetered"
 )

@@ -330,6 +330,12 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if err != nil {
 		return nil, err
 	}
+	// Compute is charged as the sandbox's CPU time only where the backend
+	// measures it (compute.go); elsewhere a process left in the
+	// background would burn past max_compute_seconds unseen.
+	if budget != nil && budget.MaxComputeSeconds != nil && !backend.Capabilities().CPUMeter {
+		return nil, coded(CodeComputeBudgetUnmetered, fmt.Errorf("%w: the %s backend does not measure a sandbox's CPU time, so it cannot hold max_compute_seconds (a process left running in the background would escape it); leave budget.max_compute_seconds out or use a backend that meters CPU (procbox)", ErrConflict, backend.Name()))
+	}
 	// What the sandbox asks for must fit the host, the tenant's limits
 	// and the backend's disk; held from here until it runs or fails.
 	adm, err := m.admitMachines(backend, tenant, req.Runtime, 1, "")

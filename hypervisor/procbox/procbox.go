@@ -385,6 +385,7 @@ func probeCapabilities() hypervisor.Capabilities {
 		Snapshot:  true,
 		Fork:      true,
 		PTY:       true,
+		CPUMeter:  true,
 		Available: true,
 	}
 	if os.Geteuid() != 0 {
