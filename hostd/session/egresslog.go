@@ -7,24 +7,38 @@ package session
 // second (issue 16). Decisions are now folded per sandbox in windows of
 // egressWindow:
 //
-//   - The egress log (store.EgressLogRow, outside the hash chain) gets
-//     the first decision of each (kind, host, reason) in a window, at
-//     most egressKeysPerWindow of them; the rest of the window's
-//     decisions are counted, and when the window closes each key that
-//     repeated gets one summary row ("N more like this", with a few
-//     samples), and the decisions past the key limit one row per kind.
-//     Retention (Config.EgressLogRetention, paddock serve
-//     --egress-log-retention) prunes the log; the chain is untouched.
-//   - The ledger (the hash chain, kept forever) gets the first decision
-//     of each (kind, host, reason) of the session as the entry it always
-//     was (egress.allow, egress.deny, dns.deny), for at most
-//     egressChainKeys keys, and, for a window in which some decisions
-//     were not itemised that way, one egress.summary entry with the
-//     counts per kind and the busiest hosts.
+// A decision's key is (kind, host, reason code, grant): the code is the
+// deciding rule (the reason when there is none), so paths and reasons
+// that vary do not make new keys. Paths and reasons are clipped to
+// egressTextBytes wherever they are kept.
 //
-// So a flood costs a sandbox at most a few dozen log rows and one ledger
-// entry per window, whatever its rate, and every decision is counted
-// somewhere: an itemised row or a summary's count.
+//   - The ledger (the hash chain, kept forever) gets the first decision
+//     of each key of the session as the entry it always was
+//     (egress.allow, egress.deny, dns.deny), checked before anything
+//     else, so that no window full of junk can hide a new host; the
+//     session has egressChainKeys such keys for allows and as many for
+//     refusals, so refusals cannot spend what allows get. For a window
+//     in which some decisions were not itemised that way, one
+//     egress.summary entry: counts per kind, the busiest keys (with
+//     codes, not reasons), and every allowed host that has no entry of
+//     its own (up to egressSummaryAllowHosts; past it a count, and an
+//     egress.hosts_overflow entry that says so).
+//   - The egress log (store.EgressLogRow, outside the hash chain) gets a
+//     row for each itemised decision, and the first decision of each
+//     other key in a window while the window has fewer than
+//     egressKeysPerWindow keys; the rest of the window's decisions are
+//     counted, and when the window closes each key that repeated gets
+//     one summary row ("N more like this", with a few samples), and the
+//     decisions past the key limit one row per kind. A session's log is
+//     kept under egressLogBytes (its oldest rows trimmed, counted in an
+//     egress.pruned row); retention (Config.EgressLogRetention, paddock
+//     serve --egress-log-retention) prunes it by age; the chain is
+//     untouched.
+//
+// So a flood costs a sandbox at most 2×egressChainKeys itemised ledger
+// entries in its life, then at most egressLedgerWindowBytes of ledger
+// per window, and at most egressLogBytes of log, whatever its rate; every
+// decision is counted somewhere: an itemised entry or a summary's count.
 
 import (
 	"context"
