@@ -124,7 +124,7 @@ func egressFloodIsBounded(t *testing.T, backend string) {
 			t.Errorf("unexpected %s: %s", e.Kind, e.Data)
 		}
 	}
-	if itemised+notItemised != n || summaries == 0 || len(es) > 100 {
+	if itemised+notItemised != n || summaries == 0 || len(es) > 320 {
 		t.Errorf("ledger: %d entries, %d egress.deny itemised + %d in %d summaries, want %d refusals", len(es), itemised, notItemised, summaries, n)
 	}
 	if v, err := led.Verify(ctx, s.ID); err != nil || !v.OK {
