@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -90,8 +91,10 @@ func TestCLIServeInterruptedFork(t *testing.T) {
 	}
 	pd("session", "exec", s.ID, "--", "echo before > /workspace/f")
 	forked := make(chan int, 1)
+	var forkErr atomic.Value
 	go func() {
-		_, _, code := runCLI(t, bin, env, nil, "session", "fork", s.ID, "--count", "2")
+		_, se, code := runCLI(t, bin, env, nil, "session", "fork", s.ID, "--count", "2")
+		forkErr.Store(se)
 		forked <- code
 	}()
 	// The fork holds the session once its marker is written. The probe
@@ -108,7 +111,7 @@ func TestCLIServeInterruptedFork(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the fork never held the session (last write: %d %q)\n%s", code, se, serveLogs(srv))
+			t.Fatalf("the fork never held the session (last write: %d %q; the fork said %q)\n%s", code, se, forkErr.Load(), serveLogs(srv))
 		}
 	}
 	srv.Process.Kill()
