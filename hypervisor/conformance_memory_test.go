@@ -27,13 +27,15 @@ func counter(t *testing.T, c *client.Client) int {
 // waitAbove polls the counter until it passes n.
 func waitAbove(t *testing.T, c *client.Client, n int) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// A VM under TCG on a loaded machine counts slowly (each step starts
+	// two programs): allow two minutes.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if v := counter(t, c); v > n {
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the counter stayed at or below %d", n)
+			t.Fatalf("the counter stayed at or below %d for 2 minutes", n)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
