@@ -19,9 +19,14 @@
 // refuse a second entry with the same seq even if they did not.
 //
 // Changing, removing or reordering a stored entry breaks the chain at that
-// entry, which Verify reports. What the chain cannot show is the loss of the
-// newest entries (truncating the tail leaves a shorter, valid chain); keep
-// an exported copy or the head hash elsewhere if that matters.
+// entry, which Verify reports. The chain alone cannot show the loss of the
+// newest entries (truncating the tail leaves a shorter, valid chain), so
+// every append also records the session's head (its seq and hash) in the
+// ledger_heads table, in the same transaction; Verify compares the chain
+// with it, and reports a ledger that ends early, was emptied, has no head,
+// or names a session the database does not know. The head lives in the
+// same file: someone who can rewrite the file can rewrite both, so keep an
+// exported copy or the head hash elsewhere when that matters.
 //
 // # No secrets
 //
@@ -140,14 +145,26 @@ func (l *Ledger) Append(ctx context.Context, session, kind, actor string, data a
 			lastSeq  int64
 			lastTime string
 		)
-		err := tx.QueryRowContext(ctx, `SELECT seq, hash, time FROM ledger WHERE session = ? ORDER BY seq DESC LIMIT 1`, session).
-			Scan(&lastSeq, &e.Prev, &lastTime)
+		// The recorded head says where the chain goes on: after entries
+		// were removed from the tail, the next entry still follows the
+		// last one appended, so the gap stays visible. A ledger without
+		// a head (none should be left after the migration) goes on from
+		// its last row.
+		err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM ledger_heads WHERE session = ?`, session).Scan(&lastSeq, &e.Prev)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM ledger WHERE session = ? ORDER BY seq DESC LIMIT 1`, session).
+				Scan(&lastSeq, &e.Prev)
+		}
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("ledger: append to %s: read head: %w", session, err)
+		}
+		err = tx.QueryRowContext(ctx, `SELECT time FROM ledger WHERE session = ? ORDER BY seq DESC LIMIT 1`, session).Scan(&lastTime)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("ledger: append to %s: read head: %w", session, err)
 		}
 		e.Seq = lastSeq + 1
 		e.Time = l.now().UTC().Round(0)
-		if lastSeq > 0 {
+		if lastTime != "" {
 			if prevTime, err := time.Parse(time.RFC3339Nano, lastTime); err == nil && e.Time.Before(prevTime) {
 				e.Time = prevTime.UTC()
 			}
@@ -157,6 +174,12 @@ func (l *Ledger) Append(ctx context.Context, session, kind, actor string, data a
 			`INSERT INTO ledger (session, seq, time, kind, actor, data, prev, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.Session, e.Seq, e.Time.Format(TimeLayout), e.Kind, e.Actor, string(e.Data), e.Prev, e.Hash); err != nil {
 			return fmt.Errorf("ledger: append to %s: %w", session, err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO ledger_heads (session, seq, hash) VALUES (?, ?, ?)
+			 ON CONFLICT (session) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`,
+			e.Session, e.Seq, e.Hash); err != nil {
+			return fmt.Errorf("ledger: append to %s: record the head: %w", session, err)
 		}
 		return nil
 	})

@@ -103,11 +103,11 @@ func TestChainOf100Verifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(VerifyResult{OK: true, Entries: 100, Head: entries[99].Hash}, res); diff != "" {
+	if diff := cmp.Diff(VerifyResult{OK: true, Entries: 100, Head: entries[99].Hash, Recorded: 100, RecordedHead: entries[99].Hash}, res); diff != "" {
 		t.Errorf("Verify (-want +got):\n%s", diff)
 	}
-	if res, _ := l.Verify(ctx, "empty"); !res.OK || res.Entries != 0 {
-		t.Errorf("Verify of an empty ledger: %+v", res)
+	if res, _ := l.Verify(ctx, "empty"); res.OK || res.Reason != ReasonUnknownSession {
+		t.Errorf("Verify of a session the database does not know: %+v, want %s", res, ReasonUnknownSession)
 	}
 
 	all, err := l.List(ctx, "s", 0, 0)
@@ -153,6 +153,7 @@ func TestTamperingIsDetected(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	appendN(t, l, "untouched", 5)
 	tests := []struct {
 		name   string
 		tamper func(session string, entries []Entry)
@@ -215,7 +216,7 @@ func TestTamperingIsDetected(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want := VerifyResult{OK: false, Entries: tc.seq - 1, Head: head, BrokenSeq: tc.seq, Reason: tc.reason}
+			want := VerifyResult{OK: false, Entries: tc.seq - 1, Head: head, BrokenSeq: tc.seq, Reason: tc.reason, Recorded: 100, RecordedHead: entries[99].Hash}
 			res.Detail = "" // checked below, not compared
 			if diff := cmp.Diff(want, res); diff != "" {
 				t.Errorf("Verify after tampering (-want +got):\n%s", diff)

@@ -2,8 +2,11 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+
+	"paddock.dev/paddock/hostd/store"
 )
 
 // Reason says why a chain is broken.
@@ -23,6 +26,20 @@ const (
 	// ReasonSessionMismatch: an entry belongs to another session (only
 	// possible in a list of entries, such as an export).
 	ReasonSessionMismatch Reason = "session mismatch"
+	// ReasonTruncated: the chain holds together but ends before the head
+	// recorded as entries were appended: the newest entries are gone, or
+	// all of them (an emptied ledger).
+	ReasonTruncated Reason = "truncated"
+	// ReasonHeadMismatch: the chain goes past the recorded head, or ends
+	// at its seq with another hash (the newest entries were replaced).
+	ReasonHeadMismatch Reason = "head mismatch"
+	// ReasonNoHead: the session has entries or a record, but no head was
+	// recorded for its ledger, so nothing shows whether its newest entries
+	// are all there.
+	ReasonNoHead Reason = "no head"
+	// ReasonUnknownSession: the database has no session of that id: no
+	// record, no recorded head, no entry. There is nothing to verify.
+	ReasonUnknownSession Reason = "unknown session"
 )
 
 // VerifyResult is the outcome of checking one session's chain.
@@ -37,6 +54,11 @@ type VerifyResult struct {
 	BrokenSeq int64  `json:"broken_seq,omitempty"`
 	Reason    Reason `json:"reason,omitempty"`
 	Detail    string `json:"detail,omitempty"`
+	// Recorded and RecordedHead are the head recorded with the appends
+	// (Verify only): how many entries the ledger should hold and the hash
+	// of the last. 0 and "" when none was recorded.
+	Recorded     int64  `json:"recorded"`
+	RecordedHead string `json:"recorded_head,omitempty"`
 }
 
 // verifier checks entries one at a time, in the order given.
@@ -85,9 +107,61 @@ func VerifyEntries(entries []Entry) VerifyResult {
 }
 
 // Verify recomputes every hash of session's ledger and checks each link,
-// reporting the first broken seq and why. An empty ledger is OK. The error
-// is for failing to read, never for a broken chain.
+// reporting the first broken seq and why; then it holds the chain to the
+// head recorded with the appends, so a ledger whose newest entries were
+// removed (or all of them) is not OK either (ReasonTruncated,
+// ReasonHeadMismatch, ReasonNoHead), and neither is a session the database
+// does not know (ReasonUnknownSession). The error is for failing to read,
+// never for a ledger that does not verify.
 func (l *Ledger) Verify(ctx context.Context, session string) (VerifyResult, error) {
+	var (
+		recSeq   int64
+		recHash  string
+		haveHead = true
+	)
+	err := l.st.DB().QueryRowContext(ctx, `SELECT seq, hash FROM ledger_heads WHERE session = ?`, session).Scan(&recSeq, &recHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		haveHead, err = false, nil
+	}
+	if err != nil {
+		return VerifyResult{}, fmt.Errorf("ledger: read the head of %s: %w", session, err)
+	}
+	res, err := l.verifyChain(ctx, session)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	res.Recorded, res.RecordedHead = recSeq, recHash
+	if !res.OK {
+		return res, nil // the chain's own break comes first
+	}
+	fail := func(seq int64, r Reason, format string, args ...any) (VerifyResult, error) {
+		res.OK, res.BrokenSeq, res.Reason, res.Detail = false, seq, r, fmt.Sprintf(format, args...)
+		return res, nil
+	}
+	switch {
+	case !haveHead && res.Entries == 0:
+		if _, err := l.st.GetSession(ctx, session); errors.Is(err, store.ErrNotFound) {
+			return fail(0, ReasonUnknownSession, "the database has no session %s: no record, no ledger entry, no recorded head", session)
+		} else if err != nil {
+			return VerifyResult{}, err
+		}
+		return fail(1, ReasonNoHead, "session %s has a record but no ledger entry and no recorded head: its ledger was emptied, head and all", session)
+	case !haveHead:
+		return fail(res.Entries+1, ReasonNoHead, "%d entries hold together, but no head was recorded for this ledger, so nothing shows whether newer entries were removed", res.Entries)
+	case res.Entries == 0:
+		return fail(1, ReasonTruncated, "the ledger is empty, but %d entries were recorded (head %s)", recSeq, recHash)
+	case res.Entries < recSeq:
+		return fail(res.Entries+1, ReasonTruncated, "the chain ends at seq %d, but %d entries were recorded (head %s): seq %d to %d are gone", res.Entries, recSeq, recHash, res.Entries+1, recSeq)
+	case res.Entries > recSeq:
+		return fail(recSeq+1, ReasonHeadMismatch, "the chain goes on to seq %d, past the %d entries recorded", res.Entries, recSeq)
+	case res.Head != recHash:
+		return fail(res.Entries, ReasonHeadMismatch, "seq %d hashes to %s, but the recorded head is %s: the newest entries were replaced", res.Entries, res.Head, recHash)
+	}
+	return res, nil
+}
+
+// verifyChain checks the links of session's stored entries, from seq 1.
+func (l *Ledger) verifyChain(ctx context.Context, session string) (VerifyResult, error) {
 	v := verifier{session: session, res: VerifyResult{OK: true}}
 	errStop := errors.New("stop")
 	err := l.each(ctx, `WHERE session = ? ORDER BY seq`, []any{session}, func(r row) error {

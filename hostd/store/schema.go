@@ -11,9 +11,10 @@ import (
 // its version row in the one transaction Open runs, so a database is never
 // left between two versions.
 //
-// The ledger table lives here too, so the database has one schema version.
-// Its rows are written and read only by package ledger (which imports this
-// package, never the other way round); it has no foreign key to sessions
+// The ledger table lives here too, so the database has one schema version,
+// and so does ledger_heads, each session's recorded head (migration 9).
+// Their rows are written and read only by package ledger (which imports this
+// package, never the other way round); they have no foreign key to sessions
 // because a session's ledger outlives the session row. The two triggers make
 // it append-only for anything going through SQLite's normal paths; someone
 // with the file can still drop them, which is what the hash chain detects.
@@ -197,6 +198,29 @@ CREATE INDEX egress_log_time ON egress_log (last_time);
 	`
 ALTER TABLE usage ADD COLUMN cpu_ms INTEGER NOT NULL DEFAULT 0 CHECK (cpu_ms >= 0);
 ALTER TABLE usage ADD COLUMN cpu_seen_ms INTEGER NOT NULL DEFAULT 0 CHECK (cpu_seen_ms >= 0);
+`,
+	// 9: each session's ledger head (issue 16): how many entries its
+	// ledger holds and the hash of the last, written by package ledger in
+	// the transaction of every append, so a verify can tell a ledger
+	// whose newest entries (or all of them) were removed from a whole
+	// one. Like the ledger it outlives the session row (a sandbox's row
+	// goes at its expiry) and has no foreign key. A head only moves one
+	// entry forward and is never deleted, through SQLite's normal paths.
+	// Ledgers from before are given their head as they stand.
+	`
+CREATE TABLE ledger_heads (
+	session TEXT PRIMARY KEY,
+	seq     INTEGER NOT NULL CHECK (seq >= 1),
+	hash    TEXT NOT NULL CHECK (length(hash) = 64)
+);
+INSERT INTO ledger_heads (session, seq, hash)
+	SELECT l.session, l.seq, l.hash FROM ledger AS l
+	WHERE l.seq = (SELECT MAX(seq) FROM ledger WHERE session = l.session);
+CREATE TRIGGER ledger_heads_forward BEFORE UPDATE ON ledger_heads
+WHEN NEW.session != OLD.session OR NEW.seq != OLD.seq + 1
+BEGIN SELECT RAISE(ABORT, 'a ledger head only moves forward'); END;
+CREATE TRIGGER ledger_heads_no_delete BEFORE DELETE ON ledger_heads
+BEGIN SELECT RAISE(ABORT, 'a ledger head only moves forward'); END;
 `,
 }
 
