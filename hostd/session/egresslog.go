@@ -242,7 +242,11 @@ type egressLog struct {
 	windows map[string]*egressWindowState
 	chained map[string]*egressChain // sandbox → keys with a ledger entry
 	dropped map[string]int64
-	closed  bool
+	// droppedAllowed: the allowed hosts named in dropped batches, per
+	// sandbox (at most egressSummaryAllowHosts, the rest counted under
+	// ""), so that egress.dropped names them.
+	droppedAllowed map[string]map[string]int64
+	closed         bool
 	// logBytes: what each session's log costs, as far as the writer
 	// knows (the writer's alone).
 	logBytes map[string]int64
@@ -254,7 +258,7 @@ func (m *Manager) startEgressLog() {
 		l.mu.Lock()
 		l.ch, l.done, l.stop = make(chan egressWrite, egressQueue), make(chan struct{}), make(chan struct{})
 		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]*egressChain{}, map[string]int64{}
-		l.logBytes = map[string]int64{}
+		l.logBytes, l.droppedAllowed = map[string]int64{}, map[string]map[string]int64{}
 		l.mu.Unlock()
 		go m.writeEgressLog()
 	})
@@ -350,6 +354,56 @@ func (l *egressLog) queueLocked(wr egressWrite) {
 	default:
 		l.pending.Add(-1)
 		l.dropped[wr.sandbox] += wr.decisions
+		l.droppedLocked(wr)
+	}
+}
+
+// droppedLocked keeps what a batch lost to a full queue must not lose:
+// the keys it itemised go back to unledgered (the next decision of each
+// is itemised again), and its allowed hosts are named in egress.dropped.
+func (l *egressLog) droppedLocked(wr egressWrite) {
+	var hosts []string
+	for _, e := range wr.entries {
+		switch d := e.data.(type) {
+		case egress.Event:
+			if chain := l.chained[wr.sandbox]; chain != nil && chain.keys[keyOf(d)] {
+				delete(chain.keys, keyOf(d))
+				if d.Kind == "egress.allow" {
+					chain.allows--
+				} else {
+					chain.denies--
+				}
+			}
+			if d.Kind == "egress.allow" {
+				hosts = append(hosts, d.Host)
+			}
+		case map[string]any:
+			if a, ok := d["allowed_hosts"].([]egressAllowHost); ok {
+				for _, h := range a {
+					hosts = append(hosts, h.Host)
+				}
+			}
+		}
+	}
+	for _, r := range wr.rows {
+		if r.Kind == "egress.allow" && !r.Summary {
+			hosts = append(hosts, r.Host)
+		}
+	}
+	if len(hosts) == 0 {
+		return
+	}
+	named := l.droppedAllowed[wr.sandbox]
+	if named == nil {
+		named = map[string]int64{}
+		l.droppedAllowed[wr.sandbox] = named
+	}
+	for _, h := range hosts {
+		if _, ok := named[h]; ok || len(named) < egressSummaryAllowHosts {
+			named[h]++
+		} else {
+			named[""]++
+		}
 	}
 }
 
@@ -577,11 +631,25 @@ func (m *Manager) boundEgressLog(ctx context.Context, sandbox string, rows []sto
 func (m *Manager) writeEgressDropped(ctx context.Context) {
 	l := &m.egressLog
 	l.mu.Lock()
-	dropped := l.dropped
-	l.dropped = map[string]int64{}
+	dropped, allowed := l.dropped, l.droppedAllowed
+	l.dropped, l.droppedAllowed = map[string]int64{}, map[string]map[string]int64{}
 	l.mu.Unlock()
 	for id, n := range dropped {
-		m.ledgerAppend(ctx, id, "egress.dropped", map[string]any{"count": n, "reason": "more decisions at once than the egress log's queue holds"})
+		d := map[string]any{"count": n, "reason": "more decisions at once than the egress log's queue holds"}
+		if named := allowed[id]; len(named) > 0 {
+			hosts := make([]string, 0, len(named))
+			for h := range named {
+				if h != "" {
+					hosts = append(hosts, h)
+				}
+			}
+			sort.Strings(hosts)
+			d["allowed_hosts"] = hosts
+			if named[""] > 0 {
+				d["allowed_hosts_unnamed"] = named[""]
+			}
+		}
+		m.ledgerAppend(ctx, id, "egress.dropped", d)
 	}
 }
 

@@ -241,3 +241,46 @@ func TestEgressLogByteBudget(t *testing.T) {
 	}
 	m.flushEgressLog()
 }
+
+// TestEgressDroppedNamesAllowedHosts: when the writer's queue is full, an
+// allowed host's itemised decision is not lost without a trace: the
+// egress.dropped entry names the host, and the key goes back to
+// unledgered, so its next decision is itemised again.
+func TestEgressDroppedNamesAllowedHosts(t *testing.T) {
+	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	m, _, led := egressLogManager(t, clock)
+	ctx := context.Background()
+	const id, host = "ses-dropped", "exfil.allowed.test"
+	// A writer that never reads: every batch finds the queue full.
+	l := &m.egressLog
+	l.once.Do(func() {
+		l.ch, l.done, l.stop = make(chan egressWrite), make(chan struct{}), make(chan struct{})
+		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]*egressChain{}, map[string]int64{}
+		l.logBytes, l.droppedAllowed = map[string]int64{}, map[string]map[string]int64{}
+	})
+	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: host, Port: 443, Method: "POST", Path: "/upload"})
+	l.mu.Lock()
+	chained := l.chained[id].keys[egressKey{kind: "egress.allow", host: host}]
+	l.mu.Unlock()
+	if chained {
+		t.Error("the dropped decision's key is still marked as ledgered")
+	}
+	m.writeEgressDropped(ctx)
+	es, err := led.List(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Count   int64    `json:"count"`
+		Allowed []string `json:"allowed_hosts"`
+	}
+	if len(es) != 1 || es[0].Kind != "egress.dropped" {
+		t.Fatalf("ledger %+v, want one egress.dropped", es)
+	}
+	if err := json.Unmarshal(es[0].Data, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Count != 1 || len(d.Allowed) != 1 || d.Allowed[0] != host {
+		t.Errorf("egress.dropped %s, want a count of 1 naming %s", es[0].Data, host)
+	}
+}
