@@ -41,6 +41,10 @@ type Options struct {
 	// Logger receives loads, refused loads and evaluation errors. Nil:
 	// nothing is logged.
 	Logger *slog.Logger
+	// MaxEvalTime bounds one decision; a decision that takes longer is a
+	// deny. Zero: MaxEvalTime. Tests that decide many times at once on a
+	// loaded machine raise it.
+	MaxEvalTime time.Duration
 }
 
 // Engine makes policy decisions. It is safe for concurrent use; a reload
@@ -78,8 +82,9 @@ type loaded struct {
 // prepared is one decision's query: the built-in rule bound to d, and
 // each operator rule of its category bound to x0, x1, ….
 type prepared struct {
-	pq  rego.PreparedEvalQuery
-	ext []extRule // ext[i] is bound to "x<i>"
+	pq      rego.PreparedEvalQuery
+	ext     []extRule // ext[i] is bound to "x<i>"
+	maxEval time.Duration
 }
 
 // New compiles the built-in modules and the operator's (Options.ExtDir),
@@ -123,7 +128,7 @@ func (e *Engine) Reload() error {
 	if prev != nil {
 		rev = prev.revision + 1
 	}
-	l, err := load(ctx, e.opts.ExtDir, e.opts.BundleKey, rev, e.cache)
+	l, err := load(ctx, e.opts.ExtDir, e.opts.BundleKey, rev, e.cache, e.opts.MaxEvalTime)
 	now := time.Now()
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
@@ -198,7 +203,10 @@ func sources(extDir string, key *BundleKey) (builtin, operator map[string]*ast.M
 
 // load builds a new set: parse, check, run the tests, compile the
 // decision modules (tests left out), prepare the queries.
-func load(ctx context.Context, extDir string, key *BundleKey, rev int, c cache.InterQueryValueCache) (*loaded, error) {
+func load(ctx context.Context, extDir string, key *BundleKey, rev int, c cache.InterQueryValueCache, maxEval time.Duration) (*loaded, error) {
+	if maxEval <= 0 {
+		maxEval = MaxEvalTime
+	}
 	builtin, operator, err := sources(extDir, key)
 	if err != nil {
 		return nil, err
@@ -257,6 +265,7 @@ func load(ctx context.Context, extDir string, key *BundleKey, rev int, c cache.I
 		if err != nil {
 			return nil, fmt.Errorf("preparing %s: %w", q.rule, err)
 		}
+		p.maxEval = maxEval
 		*q.dst = p
 	}
 	return l, nil
@@ -306,13 +315,17 @@ type extHit struct {
 	inspect bool
 }
 
-// eval runs a prepared query on input, within MaxEvalTime and ctx, and
+// eval runs a prepared query on input, within its time limit and ctx, and
 // returns the built-in result and what the operator's rules said.
 func (p *prepared) eval(ctx context.Context, input ast.Value) (map[string]any, []extHit, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	t := time.AfterFunc(MaxEvalTime, cancel.Cancel)
+	limit := p.maxEval
+	if limit <= 0 {
+		limit = MaxEvalTime
+	}
+	t := time.AfterFunc(limit, cancel.Cancel)
 	defer t.Stop()
 	rs, err := p.pq.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), rego.EvalMetrics(noMetrics))
 	if err != nil {
@@ -321,7 +334,7 @@ func (p *prepared) eval(ctx context.Context, input ast.Value) (map[string]any, [
 		}
 		var te *topdown.Error
 		if errors.As(err, &te) && te.Code == topdown.CancelErr {
-			return nil, nil, fmt.Errorf("%w: a module took longer than %v", ErrEval, MaxEvalTime)
+			return nil, nil, fmt.Errorf("%w: a module took longer than %v", ErrEval, limit)
 		}
 		return nil, nil, fmt.Errorf("%w: %w", ErrEval, err)
 	}

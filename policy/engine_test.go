@@ -604,7 +604,7 @@ func TestReloadDebounce(t *testing.T) {
 func TestConcurrentDecisionsDuringReloads(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "m.rego", extNoCurl)
-	e, err := New(Options{ExtDir: dir})
+	e, err := New(Options{ExtDir: dir, MaxEvalTime: loadedMachineEval})
 	if err != nil {
 		t.Fatal(err)
 	}

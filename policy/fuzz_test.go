@@ -31,7 +31,7 @@ func FuzzProcessFastPath(f *testing.F) {
 			f.Add(s, uint8(i))
 		}
 	}
-	e, err := New(Options{})
+	e, err := New(Options{MaxEvalTime: loadedMachineEval})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -14,7 +15,13 @@ import (
 
 // builtinEngine is one engine with the built-in modules only, shared by
 // the tests that do not change it.
-var builtinEngine = sync.OnceValues(func() (*Engine, error) { return New(Options{}) })
+// loadedMachineEval is the decision time limit of tests that decide many
+// times, or with the largest rules, while the rest of the suite (VMs under
+// TCG among it) loads the machine: these tests check answers, not speed
+// (TestEvalTimeLimit checks the limit itself at its default).
+const loadedMachineEval = 10 * time.Second
+
+var builtinEngine = sync.OnceValues(func() (*Engine, error) { return New(Options{MaxEvalTime: loadedMachineEval}) })
 
 func mustBuiltin(t testing.TB) *Engine {
 	t.Helper()
