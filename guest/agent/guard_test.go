@@ -2,12 +2,14 @@ package agent_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -429,4 +431,48 @@ func checkThreadsRoot(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Errorf("threads with a lowered identity remain: %q", bad)
+}
+
+// TestAgentProcRefused: the files routes run in a thread of the agent's
+// own process, so /proc/self/fd would list the agent's descriptors (host
+// state paths). Every way to name the agent's /proc entry is refused with
+// agent_process, a link to it too; another process's entry is not.
+func TestAgentProcRefused(t *testing.T) {
+	a := startAgent(t, nil)
+	ctx := context.Background()
+	if err := os.Symlink("/proc/self", filepath.Join(a.root, "me")); err != nil {
+		t.Fatal(err)
+	}
+	pid := os.Getpid()
+	tids, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tid string
+	for _, e := range tids {
+		if e.Name() != strconv.Itoa(pid) {
+			tid = e.Name()
+		}
+	}
+	if tid == "" {
+		t.Fatal("the test process has one thread only")
+	}
+	for _, p := range []string{"/proc/self", "/proc/self/fd", "/proc/self/fd/3", "/proc/thread-self/environ",
+		fmt.Sprintf("/proc/%d/fd", pid), fmt.Sprintf("/proc/%d/task/%s/fd", pid, tid), "/proc/" + tid + "/maps", "/me/fd", "/me"} {
+		if p != "/me" { // listing a link is its own stat: not followed
+			_, err := a.c.List(ctx, p)
+			wantCode(t, err, http.StatusForbidden, api.CodeAgentProcess)
+		}
+		_, err = a.c.ReadFile(ctx, p)
+		wantCode(t, err, http.StatusForbidden, api.CodeAgentProcess)
+	}
+	// Not the agent: refused for its own reasons (here, not there), never
+	// as the agent's.
+	for _, p := range []string{"/proc/1/fd", "/proc", "/procself"} {
+		_, err := a.c.List(ctx, p)
+		var e *client.Error
+		if errors.As(err, &e) && e.Code == api.CodeAgentProcess {
+			t.Errorf("list %s: %v, refused as the agent's own", p, err)
+		}
+	}
 }

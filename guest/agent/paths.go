@@ -156,7 +156,42 @@ func (s *Server) openResolved(clean, rel string, followLast bool) (*os.Root, str
 		root.Close()
 		return nil, "", rootErr(clean, err)
 	}
+	if err := agentProcErr(clean, rel, resolved); err != nil {
+		root.Close()
+		return nil, "", err
+	}
 	return root, resolved, nil
+}
+
+// agentProcErr refuses the agent's own /proc entries. The files routes
+// run in a thread of the agent's process, lowered to the guest user, and
+// a process may always look at itself: /proc/self/fd, environ, maps and
+// root would show the agent's descriptors (state paths of the host),
+// memory and environment to the sandbox. So /proc/self, /proc/thread-self
+// and /proc/<agent pid> (and /proc/<tid> of each agent thread) are
+// refused, as given and with links followed (resolved); other processes'
+// entries are the guest user's to read as the kernel allows.
+func agentProcErr(clean string, rels ...string) error {
+	pid := os.Getpid()
+	for _, rel := range rels {
+		parts := strings.SplitN(rel, "/", 3)
+		if len(parts) < 2 || parts[0] != "proc" {
+			continue
+		}
+		p := parts[1]
+		mine := p == "self" || p == "thread-self" || p == strconv.Itoa(pid)
+		if !mine {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 {
+				_, err := os.Lstat(fmt.Sprintf("/proc/%d/task/%d", pid, n))
+				mine = err == nil
+			}
+		}
+		if mine {
+			return withCode(api.CodeAgentProcess, fmt.Errorf("%w: %s is the guest agent's own process (/proc/self, /proc/thread-self, /proc/%d and its threads), which the files routes do not open; look at a command's process, or run ls or cat as a command",
+				ErrForbidden, clean, pid))
+		}
+	}
+	return nil
 }
 
 // openRoot opens Config.Root for one request.

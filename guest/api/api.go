@@ -55,6 +55,10 @@ const (
 	// CodePermission: the guest user may not do this (file permissions);
 	// the files routes act with the guest user's rights.
 	CodePermission = "permission_denied"
+	// CodeAgentProcess: the path is the guest agent's own /proc entry
+	// (/proc/self, /proc/thread-self, /proc/<agent pid> or one of its
+	// threads'), or leads there through a link.
+	CodeAgentProcess = "agent_process"
 )
 
 // SystemDirs are the image's system directories. The files routes (write,

@@ -26,7 +26,7 @@ import (
 // whose body's code is the code that goes with it.
 func refusedWith(t *testing.T, what string, err error, want string) {
 	t.Helper()
-	code := map[string]string{system: session.CodeSystemPath, list: session.CodeExecProgram, guestUser: session.CodePermissionDenied}[want]
+	code := map[string]string{system: session.CodeSystemPath, list: session.CodeExecProgram, guestUser: session.CodePermissionDenied, agentProc: session.CodeAgentProcess}[want]
 	var e *client.Error
 	var body struct{ Code string }
 	if !errors.As(err, &e) || e.Status != http.StatusForbidden || !strings.Contains(e.Message, want) ||
@@ -40,6 +40,7 @@ const (
 	system    = "one of the image's system directories"
 	list      = "execute allow-list"
 	guestUser = "the guest user (uid 1000) may not write"
+	agentProc = "the guest agent's own process"
 )
 
 // attackFiles are the files-API calls of the attack on one session: a
@@ -197,6 +198,12 @@ func TestAttackFilesOverExecProgramInWorkspace(t *testing.T) {
 		t.Fatalf("execute list: %v", s.Policy.ExecPrograms)
 	}
 	a := attackFiles{t: t, c: d.c, id: s.ID, ctx: ctx}
+	// GET files of the agent's own /proc entry (its descriptors name the
+	// host's state paths): refused (links to it: guest/agent's unit test).
+	for _, p := range []string{"/proc/self/fd", "/proc/thread-self/fd", "/proc/self/fd/0"} {
+		var l json.RawMessage
+		refusedWith(t, "GET files "+p, d.c.Call(ctx, "GET", s.ID, "/files", url.Values{"path": {p}}, nil, &l), agentProc)
+	}
 	sum := a.checksum("/workspace/cat")
 	refusedWith(t, "PUT /workspace/cat", a.write("/workspace/cat"), list)
 	refusedWith(t, "upload over /workspace/cat", a.upload("/workspace/cat"), list)
@@ -246,6 +253,13 @@ func TestAttackFilesSandboxWrite(t *testing.T) {
 	// home is not the guest's.
 	_, err = d.c.SandboxWriteFile(ctx, sb.ID, "/root/.profile", attackPayload, "")
 	refusedWith(t, "fs/write /root/.profile", err, guestUser)
+	// The files routes run in a thread of the agent: its own /proc entry
+	// would list its descriptors (the host's state paths). Refused as
+	// given and through /proc/self.
+	for _, p := range []string{"/proc/self/environ", "/proc/thread-self/environ", "/proc/self/fd/0"} {
+		_, _, err := d.c.SandboxReadFile(ctx, sb.ID, p)
+		refusedWith(t, "fs/read "+p, err, agentProc)
+	}
 	if got := run("sha256sum /usr/bin/cat /usr/bin/sh"); got != sums {
 		t.Errorf("cat or sh changed:\n%s\nwas\n%s", got, sums)
 	}

@@ -46,7 +46,7 @@ func guestErr(err error) error {
 	}
 	out := fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(ge.Message, sentinel.Error()+": "))
 	switch ge.Code {
-	case CodeSystemPath, CodeExecProgram, CodePermissionDenied:
+	case CodeSystemPath, CodeExecProgram, CodePermissionDenied, CodeAgentProcess:
 		return &CodedError{Code: ge.Code, Err: out}
 	}
 	return out
@@ -60,6 +60,9 @@ const (
 	CodeSystemPath       = api.CodeSystemPath
 	CodeExecProgram      = api.CodeExecProgram
 	CodePermissionDenied = api.CodePermission
+	// CodeAgentProcess: the path is the guest agent's own /proc entry
+	// (/proc/self and the like), which would show its descriptors.
+	CodeAgentProcess = api.CodeAgentProcess
 )
 
 // FileWrite is the body of PUT .../files/content.
