@@ -222,6 +222,7 @@ func Boot(ctx context.Context, cfg VMConfig) (*VM, error) {
 	}
 	vm.Args = cfg.args(vm.Overlay, vm.Console, vm.Socket, vm.Agent)
 	cmd := exec.Command(cfg.QEMU, vm.Args...)
+	cmd.Env = qemuEnv(os.Environ())
 	cmd.Stderr = vm.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if cfg.Detachable {
@@ -461,4 +462,20 @@ func Attach(ctx context.Context, cfg VMConfig, pid int) (*VM, error) {
 	}
 	vm.QMP = c
 	return vm, nil
+}
+
+// qemuEnv is the environment QEMU starts with: the few variables it reads
+// (PATH, TMPDIR, the locale), never the daemon's own, whose
+// PADDOCK_SECRET_* credentials would otherwise sit in every VM process's
+// /proc/<pid>/environ on the host.
+func qemuEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "PATH", "TMPDIR", "LANG", "LC_ALL":
+			out = append(out, kv)
+		}
+	}
+	return out
 }

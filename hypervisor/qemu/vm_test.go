@@ -3,6 +3,7 @@ package qemu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,6 +62,7 @@ func TestBootTCG(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a VM under TCG (several seconds)")
 	}
+	t.Setenv("PADDOCK_SECRET_LEAK_CHECK", "operator-secret-value")
 	kit := miniKit(t)
 	base, err := os.ReadFile(kit.RootDisk)
 	if err != nil {
@@ -76,6 +78,10 @@ func TestBootTCG(t *testing.T) {
 	}
 	defer vm.Stop(context.Background())
 	t.Logf("qemu-system-x86_64 %s", strings.Join(vm.Args, " "))
+	// QEMU gets none of the daemon's environment (its secrets above all).
+	if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", vm.Pid())); err != nil || strings.Contains(string(environ), "operator-secret-value") || strings.Contains(string(environ), "PADDOCK_") {
+		t.Errorf("QEMU's environment (%v): %q", err, environ)
+	}
 	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 	line, err := vm.WaitConsole(wctx, RootUpMarker)
 	wcancel()
