@@ -2,6 +2,10 @@ package api
 
 import "time"
 
+// PTYExitReasonPrefix starts the close reason of a terminal whose shell
+// exited: "exit=" and the exit code, on a normal closure (1000).
+const PTYExitReasonPrefix = "exit="
+
 // Limits of terminals a client sees.
 const (
 	MaxTerminalDim          = 1000 // cols and rows, at open and on resize

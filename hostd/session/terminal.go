@@ -343,7 +343,7 @@ func (t *Terminal) Serve(peer *websocket.Conn) {
 		c, exited := client.ExitCode(e.err)
 		switch {
 		case exited:
-			code, how, reason = &c, "exit", fmt.Sprintf("exit=%d", c)
+			code, how, reason = &c, "exit", fmt.Sprintf("%s%d", apiv1.PTYExitReasonPrefix, c)
 		case e.peerErr:
 			how, peerGone = "client", true
 		default:
