@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // approvalCommands are `session approvals`, `approve` and `deny`: commands
@@ -89,7 +89,7 @@ waiting with --approval-wait wakes and runs.`,
 // with exitHeld after saying how to approve it.
 type heldError struct {
 	session string
-	hold    *session.Hold
+	hold    *apiv1.Hold
 }
 
 func (e heldError) Error() string {
