@@ -96,7 +96,7 @@ type Usage struct {
 	Jobs   int64 `json:"jobs"`
 	// JobMS is the wall time of jobs: finished ones by their start and
 	// end, running ones up to now. CPUMS is the CPU time the sandbox
-	// used (on backends that measure it: compute.go). ComputeMS is the
+	// used (on backends that measure it: hostd/session/compute.go). ComputeMS is the
 	// larger of ExecMS plus JobMS and CPUMS.
 	JobMS     int64 `json:"job_ms"`
 	CPUMS     int64 `json:"cpu_ms"`
@@ -110,7 +110,7 @@ type Usage struct {
 // Session is the record GET /v1/agents/sessions/{id} returns.
 type Session struct {
 	ID           string       `json:"id"`
-	Kind         string       `json:"kind,omitempty"` // "" for a session, KindSandbox for a sandbox (sandbox.go)
+	Kind         string       `json:"kind,omitempty"` // "" for a session, KindSandbox for a sandbox
 	Agent        string       `json:"agent"`
 	Tenant       string       `json:"tenant,omitempty"`
 	State        string       `json:"state"`
@@ -130,9 +130,9 @@ type Session struct {
 	ExpiresAt    time.Time    `json:"expires_at"`
 	DeletedAt    *time.Time   `json:"deleted_at,omitempty"`
 
-	// Budget is what the session may consume (budget.go).
+	// Budget is what the session may consume.
 	Budget *Budget `json:"budget,omitempty"`
-	// InterruptedOp is a lifecycle operation a daemon died in (gate.go).
+	// InterruptedOp is a lifecycle operation a daemon died in.
 	InterruptedOp *InterruptedOp `json:"interrupted_op,omitempty"`
 }
 
@@ -145,7 +145,7 @@ type CreateRequest struct {
 	// Policy is the network and process policy; no network policy means
 	// offline.
 	Policy *PolicyRequest `json:"policy,omitempty"`
-	// Budget limits what the session may consume (budget.go).
+	// Budget limits what the session may consume.
 	Budget *Budget `json:"budget,omitempty"`
 }
 

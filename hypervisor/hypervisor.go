@@ -32,6 +32,7 @@ var (
 	ErrUnknownBackend = errors.New("unknown backend")
 )
 
+// Capabilities is the public wire type api.Capabilities, kept under this name here.
 type Capabilities = apiv1.Capabilities
 
 // Network modes.

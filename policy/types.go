@@ -22,6 +22,7 @@ const (
 	Ask   Result = "ask" // hold the command for an operator's approval
 )
 
+// ProcessRules is the public wire type api.ProcessRules, kept under this name here.
 type ProcessRules = apiv1.ProcessRules
 
 // Process kinds.

@@ -277,6 +277,7 @@ func (c *Compiled) AddUnenforced(what string) {
 	}
 }
 
+// Summary is the public wire type api.NetworkSummary, kept under this name here.
 type Summary = apiv1.NetworkSummary
 
 // Summary describes the compiled policy.

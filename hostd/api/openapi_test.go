@@ -53,7 +53,7 @@ type (
 	}
 	eventsBody struct { // events
 		Ledger   []apiv1.LedgerEntry `json:"ledger"`
-		VMEvents []any          `json:"vm_events"`
+		VMEvents []any               `json:"vm_events"`
 	}
 	uploadList struct {
 		Uploads []*apiv1.Upload `json:"uploads"` // listUploads

@@ -84,6 +84,7 @@ func (id Identity) Has(op string) bool {
 	return false
 }
 
+// WhoAmI is the public wire type api.WhoAmI, kept under this name here.
 type WhoAmI = apiv1.WhoAmI
 
 // WhoAmI describes the caller; there is no secret in it.

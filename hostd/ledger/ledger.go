@@ -70,6 +70,7 @@ func New(st *store.Store) *Ledger {
 	return &Ledger{st: st, now: time.Now}
 }
 
+// Entry is the public wire type api.LedgerEntry, kept under this name here.
 type Entry = apiv1.LedgerEntry
 
 // hashDomain is the first field of every entry's canonical encoding; a new

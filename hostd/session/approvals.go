@@ -31,11 +31,12 @@ const (
 // for an operator's decision (428).
 var ErrApprovalRequired = errdefs.ErrApprovalRequired
 
-type Hold = apiv1.Hold
-
-type Approval = apiv1.Approval
-
-type Decision = apiv1.Decision
+// The public wire types (package api), kept under these names here.
+type (
+	Hold     = apiv1.Hold
+	Approval = apiv1.Approval
+	Decision = apiv1.Decision
+)
 
 func approvalOut(a store.ApprovalRow, now time.Time) Approval {
 	out := Approval{ID: a.ID, Session: a.SessionID, Kind: a.Kind, Command: a.Command, Summary: a.Summary,

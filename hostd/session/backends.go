@@ -53,9 +53,11 @@ func (m *Manager) backendOf(name string) hypervisor.Backend {
 	return m.backends[name]
 }
 
-type BackendInfo = apiv1.BackendInfo
-
-type BackendList = apiv1.BackendList
+// The public wire types (package api), kept under these names here.
+type (
+	BackendInfo = apiv1.BackendInfo
+	BackendList = apiv1.BackendList
+)
 
 // Backends describes the enabled backends, default first, then by name:
 // what a create may put in runtime.backend and what each can do here.

@@ -45,6 +45,7 @@ import (
 	"paddock.dev/paddock/hostd/store"
 )
 
+// Budget is the public wire type api.Budget, kept under this name here.
 type Budget = apiv1.Budget
 
 // budgetLimitsCommands reports whether b limits what commands may spend (all
@@ -183,6 +184,7 @@ func (e *BudgetError) Error() string {
 // Unwrap makes a BudgetError a 403.
 func (e *BudgetError) Unwrap() error { return ErrForbidden }
 
+// InterruptedOp is the public wire type api.InterruptedOp, kept under this name here.
 type InterruptedOp = apiv1.InterruptedOp
 
 // jobRow is the host's record of a job it started and has not yet

@@ -40,11 +40,12 @@ const (
 	gitTimeout = 120
 )
 
-type GitRequest = apiv1.GitRequest
-
-type GitResult = apiv1.GitResult
-
-type GitCommit = apiv1.GitCommit
+// The public wire types (package api), kept under these names here.
+type (
+	GitRequest = apiv1.GitRequest
+	GitResult  = apiv1.GitResult
+	GitCommit  = apiv1.GitCommit
+)
 
 var branchRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
 

@@ -42,9 +42,11 @@ var secretRefRE = regexp.MustCompile(`^[A-Z0-9_]{1,64}$`)
 var refusedGrantHeaders = []string{"Host", "Cookie", "Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length"}
 
-type GrantRequest = apiv1.GrantRequest
-
-type Grant = apiv1.Grant
+// The public wire types (package api), kept under these names here.
+type (
+	GrantRequest = apiv1.GrantRequest
+	Grant        = apiv1.Grant
+)
 
 func grantView(g egress.Grant) Grant {
 	return Grant{ID: g.ID, SecretRef: g.SecretRef, Hosts: slices.Clone(g.Hosts), Methods: slices.Clone(g.Methods),

@@ -66,11 +66,12 @@ const (
 	CodeAgentProcess = api.CodeAgentProcess
 )
 
-type FileWrite = apiv1.FileWrite
-
-type FileRead = apiv1.FileRead
-
-type FileRange = apiv1.FileRange
+// The public wire types (package api), kept under these names here.
+type (
+	FileWrite = apiv1.FileWrite
+	FileRead  = apiv1.FileRead
+	FileRange = apiv1.FileRange
+)
 
 // MaxFileWriteBytes bounds one PUT of file content (decoded).
 const MaxFileWriteBytes = apiv1.MaxFileWriteBytes
@@ -179,13 +180,13 @@ func (m *Manager) ReadRange(ctx context.Context, tenant, id, path string, offset
 	return &FileRange{Path: r.Path, Offset: r.Offset, DataBase64: base64.StdEncoding.EncodeToString(r.Data), Length: len(r.Data), Size: r.Size, EOF: r.EOF, SHA256: r.SHA256}, nil
 }
 
-type JobStart = apiv1.JobStart
-
-type Job = apiv1.Job
-
-type JobRead = apiv1.JobRead
-
-type JobStdin = apiv1.JobStdin
+// The public wire types (package api), kept under these names here.
+type (
+	JobStart = apiv1.JobStart
+	Job      = apiv1.Job
+	JobRead  = apiv1.JobRead
+	JobStdin = apiv1.JobStdin
+)
 
 // refusedBeforeStart reports whether a guest error means the command was
 // never started: the agent answered with a refusal (a status), as opposed

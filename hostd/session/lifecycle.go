@@ -15,13 +15,13 @@ import (
 
 var tagRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-type CheckpointRequest = apiv1.CheckpointRequest
-
-type RestoreRequest = apiv1.RestoreRequest
-
-type ForkRequest = apiv1.ForkRequest
-
-type Artifacts = apiv1.Artifacts
+// The public wire types (package api), kept under these names here.
+type (
+	CheckpointRequest = apiv1.CheckpointRequest
+	RestoreRequest    = apiv1.RestoreRequest
+	ForkRequest       = apiv1.ForkRequest
+	Artifacts         = apiv1.Artifacts
+)
 
 func (m *Manager) snapshots(ctx context.Context, id string) (map[string]hypervisor.Snapshot, error) {
 	row, err := m.st.GetSession(ctx, id)

@@ -8,6 +8,7 @@ import (
 	"paddock.dev/paddock/policy"
 )
 
+// PolicyRequest is the public wire type api.PolicyRequest, kept under this name here.
 type PolicyRequest = apiv1.PolicyRequest
 
 // policyNetwork is the network part, nil when there is none (offline: a policy
@@ -33,4 +34,5 @@ func policyProcess(p *PolicyRequest) *policy.ProcessRules {
 	return &pr
 }
 
+// Policy is the public wire type api.Policy, kept under this name here.
 type Policy = apiv1.Policy

@@ -62,9 +62,11 @@ var previewReservedPorts = func() map[int]string {
 	}
 }()
 
-type PreviewRequest = apiv1.PreviewRequest
-
-type Preview = apiv1.Preview
+// The public wire types (package api), kept under these names here.
+type (
+	PreviewRequest = apiv1.PreviewRequest
+	Preview        = apiv1.Preview
+)
 
 func previewView(p store.PreviewRow) Preview {
 	return Preview{ID: p.ID, Port: p.Port, CreatedAt: p.CreatedAt.UTC(), ExpiresAt: p.ExpiresAt.UTC()}

@@ -51,21 +51,17 @@ const (
 	sandboxExpirySlack = 250 * time.Millisecond
 )
 
-type SandboxRequest = apiv1.SandboxRequest
-
-type Sandbox = apiv1.Sandbox
-
-type ProcessRequest = apiv1.ProcessRequest
-
-type ProcessResult = apiv1.ProcessResult
-
-type SandboxPath = apiv1.SandboxPath
-
-type SandboxFile = apiv1.SandboxFile
-
-type SandboxWrite = apiv1.SandboxWrite
-
-type SandboxWritten = apiv1.SandboxWritten
+// The public wire types (package api), kept under these names here.
+type (
+	SandboxRequest = apiv1.SandboxRequest
+	Sandbox        = apiv1.Sandbox
+	ProcessRequest = apiv1.ProcessRequest
+	ProcessResult  = apiv1.ProcessResult
+	SandboxPath    = apiv1.SandboxPath
+	SandboxFile    = apiv1.SandboxFile
+	SandboxWrite   = apiv1.SandboxWrite
+	SandboxWritten = apiv1.SandboxWritten
+)
 
 // notKindError is a 404 for an id of the other kind: a session id on a
 // sandbox route, or a sandbox id on a session route.

@@ -62,21 +62,17 @@ const (
 	StateGone    = apiv1.StateGone
 )
 
-type Runtime = apiv1.Runtime
-
-type Workspace = apiv1.Workspace
-
-type Checkpoint = apiv1.Checkpoint
-
-type Usage = apiv1.Usage
-
-type Session = apiv1.Session
-
-type CreateRequest = apiv1.CreateRequest
-
-type ExecRequest = apiv1.ExecRequest
-
-type ExecResult = apiv1.ExecResult
+// The public wire types (package api), kept under these names here.
+type (
+	Runtime       = apiv1.Runtime
+	Workspace     = apiv1.Workspace
+	Checkpoint    = apiv1.Checkpoint
+	Usage         = apiv1.Usage
+	Session       = apiv1.Session
+	CreateRequest = apiv1.CreateRequest
+	ExecRequest   = apiv1.ExecRequest
+	ExecResult    = apiv1.ExecResult
+)
 
 // Manager runs sessions on the daemon's backends: a default one and any
 // others a create may name in runtime.backend.
@@ -905,9 +901,11 @@ func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int6
 	return m.ledger.List(ctx, id, after, 1000)
 }
 
-type Step = apiv1.Step
-
-type Trajectory = apiv1.Trajectory
+// The public wire types (package api), kept under these names here.
+type (
+	Step       = apiv1.Step
+	Trajectory = apiv1.Trajectory
+)
 
 // Trajectory merges what the session recorded into numbered steps.
 func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajectory, error) {

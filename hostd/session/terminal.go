@@ -84,11 +84,12 @@ type TerminalRequest struct {
 	Command string
 }
 
-type TerminalResize = apiv1.TerminalResize
-
-type TerminalSize = apiv1.TerminalSize
-
-type TerminalTicket = apiv1.TerminalTicket
+// The public wire types (package api), kept under these names here.
+type (
+	TerminalResize = apiv1.TerminalResize
+	TerminalSize   = apiv1.TerminalSize
+	TerminalTicket = apiv1.TerminalTicket
+)
 
 func (req *TerminalRequest) check() error {
 	if req.Cols < 1 || req.Cols > MaxTerminalDim || req.Rows < 1 || req.Rows > MaxTerminalDim {

@@ -22,9 +22,11 @@ const (
 	MaxTokenLabel          = apiv1.MaxTokenLabel
 )
 
-type TokenRequest = apiv1.TokenRequest
-
-type SessionToken = apiv1.SessionToken
+// The public wire types (package api), kept under these names here.
+type (
+	TokenRequest = apiv1.TokenRequest
+	SessionToken = apiv1.SessionToken
+)
 
 var _ auth.SessionTokens = (*Manager)(nil)
 

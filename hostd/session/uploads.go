@@ -24,9 +24,11 @@ const (
 	UploadComplete = apiv1.UploadComplete
 )
 
-type UploadRequest = apiv1.UploadRequest
-
-type Upload = apiv1.Upload
+// The public wire types (package api), kept under these names here.
+type (
+	UploadRequest = apiv1.UploadRequest
+	Upload        = apiv1.Upload
+)
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 

@@ -45,6 +45,7 @@ const (
 	maxNoteStderr = 1000
 )
 
+// WorkspaceRequest is the public wire type api.WorkspaceRequest, kept under this name here.
 type WorkspaceRequest = apiv1.WorkspaceRequest
 
 // checkWorkspace validates the workspace part of a create and returns its
