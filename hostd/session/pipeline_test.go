@@ -1,0 +1,321 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"paddock.dev/paddock/policy"
+)
+
+// stepTrace records the steps every entry walks, per kind.
+type stepTrace struct {
+	mu    sync.Mutex
+	steps map[CommandKind][]string
+}
+
+func traceSteps(m *Manager) *stepTrace {
+	tr := &stepTrace{steps: map[CommandKind][]string{}}
+	m.cmds.mu.Lock()
+	m.cmds.trace = func(kind CommandKind, step string) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		tr.steps[kind] = append(tr.steps[kind], step)
+	}
+	m.cmds.mu.Unlock()
+	return tr
+}
+
+// take returns the steps kind walked since the last take, and forgets them.
+func (tr *stepTrace) take(kind CommandKind) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := strings.Join(tr.steps[kind], " ")
+	delete(tr.steps, kind)
+	return out
+}
+
+// policyManager is sandboxManager with a policy engine whose operator
+// modules are mods (file name → Rego).
+func policyManager(t *testing.T, mods map[string]string) *Manager {
+	t.Helper()
+	m, _, _, _ := sandboxManager(t)
+	dir := t.TempDir()
+	for name, text := range mods {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng, err := policy.New(policy.Options{ExtDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.policy = eng
+	return m
+}
+
+// ledgerKinds is the kinds of session id's ledger, in order.
+func pipeKinds(t *testing.T, m *Manager, id string) []string {
+	t.Helper()
+	es, err := m.Events(context.Background(), "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// lastEntry is the data of the last entry of kind in session id's ledger.
+func lastEntry(t *testing.T, m *Manager, id, kind string) map[string]any {
+	t.Helper()
+	es, err := m.Events(context.Background(), "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Kind == kind {
+			var d map[string]any
+			if err := json.Unmarshal(es[i].Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatalf("no %s entry in %v", kind, pipeKinds(t, m, id))
+	return nil
+}
+
+// TestPipelineSteps: every entry (exec, exec/stream, job, a git verb, a
+// terminal, a sandbox's process) walks the pipeline's named steps in
+// order, and the command hooks see each of them with its kind.
+func TestPipelineSteps(t *testing.T) {
+	m := policyManager(t, nil)
+	tr := traceSteps(m)
+	var seenMu sync.Mutex
+	var seen []string
+	m.AddCommandHook("watch", func(_ context.Context, c *Command) error {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		seen = append(seen, string(c.Kind)+":"+c.Text)
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const full = "validate load judge gate admit spend hooks run record usage"
+	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.StartExecStream(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.StartJob(ctx, "", s.ID, JobStart{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	// The mini image may have no git: the verb then fails in run, which
+	// still walks to record (a git verb is ledgered once git ran).
+	m.GitStatus(ctx, "", s.ID, "")
+	gitStatus := tr.take(CommandGit)
+	m.GitCommit(ctx, "", s.ID, GitRequest{Message: "m"})
+	gitCommit := tr.take(CommandGit)
+	term, err := m.OpenTerminal(ctx, "", s.ID, TerminalRequest{Cols: 80, Rows: 24, Command: "sleep 60"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term.Abort()
+	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, got, want string }{
+		{"exec", tr.take(CommandExec), full},
+		{"exec/stream", tr.take(CommandStream), full},
+		{"job", tr.take(CommandJob), full},
+		{"git status", gitStatus, "load hooks run record"},
+		{"git commit", gitCommit, "validate load gate admit hooks run record usage"},
+		{"terminal", tr.take(CommandTerminal), "validate load judge gate hooks run record"},
+		{"process", tr.take(CommandProcess), "validate load judge gate admit hooks run record usage"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s walked %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	want := []string{"exec:true", "exec/stream:true", "job:true", "git:git status", "git:git commit", "terminal:sleep 60", "process:true"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("the hook saw (-want +got):\n%s", diff)
+	}
+
+	// A walk stops at the step that refuses: an empty command at
+	// validate, a session that is not there at load.
+	m.Exec(ctx, "", s.ID, ExecRequest{Command: " "})
+	m.Exec(ctx, "", "ses-0000000000000000", ExecRequest{Command: "true"})
+	m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true", TimeoutSeconds: -1})
+	if got := tr.take(CommandExec); got != "validate validate load" {
+		t.Errorf("refused execs walked %q, want %q", got, "validate validate load")
+	}
+	if got := tr.take(CommandProcess); got != "validate" {
+		t.Errorf("a refused process walked %q, want validate only", got)
+	}
+}
+
+// TestCommandHookRefuses: a hook that refuses stops the command before
+// the guest sees it, the ledger says which hook and why, and the budget's
+// unit goes back; a hook's annotation lands in the command's entry; a
+// hook's conflict keeps its 409.
+func TestCommandHookRefuses(t *testing.T) {
+	m := policyManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m.AddCommandHook("rewind", func(_ context.Context, c *Command) error {
+		switch {
+		case strings.Contains(c.Text, "conflict"):
+			return errorsJoinConflict
+		case strings.Contains(c.Text, "refuse-me"), c.Verb == "branch":
+			return errors.New("no point could be taken")
+		}
+		c.Annotate("point", 7)
+		return nil
+	})
+	two := int64(2)
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600, Budget: &Budget{MaxExecs: &two}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Exec(ctx, "", s.ID, ExecRequest{Command: "touch /workspace/marker # refuse-me"})
+	var hr *HookRefused
+	if !errors.As(err, &hr) || hr.Hook != "rewind" || !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "no point could be taken") {
+		t.Fatalf("refused by the hook: %v, want a HookRefused of rewind (403)", err)
+	}
+	d := lastEntry(t, m, s.ID, "exec.refused")
+	if d["hook"] != "rewind" || d["command"] != "touch /workspace/marker # refuse-me" || !strings.Contains(d["reason"].(string), "no point") {
+		t.Errorf("exec.refused: %v", d)
+	}
+	// The guest never ran it, and its unit went back: two execs still go.
+	r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e /workspace/marker; echo $?"})
+	if err != nil || r.Stdout != "1\n" {
+		t.Fatalf("the refused command ran: %+v %v", r, err)
+	}
+	e := lastEntry(t, m, s.ID, "exec")
+	if n, _ := e["hooks"].(map[string]any); n == nil || n["point"] != float64(7) {
+		t.Errorf("exec entry without the hook's note: %v", e)
+	}
+	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Errorf("the second exec of two: %v (the refused one kept its unit?)", err)
+	}
+	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); !errors.As(err, new(*BudgetError)) {
+		t.Errorf("a third exec of two: %v, want the budget's refusal", err)
+	}
+
+	// A hook's own kind of error is kept.
+	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "echo conflict > /tmp/x"})
+	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrForbidden) {
+		t.Errorf("a hook's conflict: %v, want ErrConflict only", err)
+	}
+	if e := lastEntry(t, m, sb.ID, "exec.refused"); e["hook"] != "rewind" {
+		t.Errorf("sandbox exec.refused: %v", e)
+	}
+	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/x; echo $?"})
+	if err != nil || r2.Stdout != "1\n" {
+		t.Errorf("the refused process ran: %+v %v", r2, err)
+	}
+	// A git verb refused by the hook never starts git.
+	if _, err := m.GitBranch(ctx, "", s.ID, GitRequest{Name: "refuse-me"}); !errors.As(err, &hr) {
+		t.Errorf("git branch: %v, want the hook's refusal", err)
+	}
+	if e := lastEntry(t, m, s.ID, "git.refused"); e["command"] != "git branch" {
+		t.Errorf("git.refused: %v", e)
+	}
+}
+
+var errorsJoinConflict = errors.Join(errors.New("a restore is being taken"), ErrConflict)
+
+// TestSandboxProcessJudged: a sandbox's process is judged by the same
+// process policy as a session's exec (the operator's modules: a sandbox
+// has no rules of its own), refused with the same error and ledgered as
+// exec.refused; a command the policy would hold is refused, since the
+// sandbox API has no approvals; and it counts in, and is limited by, the
+// record's exec budget.
+func TestSandboxProcessJudged(t *testing.T) {
+	m := policyManager(t, map[string]string{"guard.rego": `package paddock.ext.guard.process
+
+deny contains "no rm -rf here" if contains(input.command, "rm -rf")
+
+ask contains "deploys need a second pair of eyes" if startswith(input.command, "deploy")
+`})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bad = "touch /tmp/keep; rm -rf /tmp/keep"
+	_, execErr := m.Exec(ctx, "", s.ID, ExecRequest{Command: bad})
+	_, procErr := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: bad})
+	var a, b *ProcessRefused
+	if !errors.As(execErr, &a) || !errors.As(procErr, &b) {
+		t.Fatalf("exec: %v; process: %v; want both refused by the policy", execErr, procErr)
+	}
+	if diff := cmp.Diff(a.Decision, b.Decision); diff != "" || execErr.Error() != procErr.Error() {
+		t.Errorf("the decisions differ (-exec +process):\n%s\n%v\n%v", diff, execErr, procErr)
+	}
+	if d := lastEntry(t, m, sb.ID, "exec.refused"); d["rule"] != a.Decision.Rule || d["command"] != bad {
+		t.Errorf("sandbox exec.refused: %v", d)
+	}
+	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/keep; echo $?"}); err != nil || r.Stdout != "1\n" {
+		t.Errorf("the refused command ran: %+v %v", r, err)
+	}
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "deploy prod"})
+	if !errors.As(err, &b) || b.Decision.Result != policy.Deny || !strings.Contains(err.Error(), "no approvals") {
+		t.Errorf("a command the policy holds: %v, want a refusal saying the sandbox API has no approvals", err)
+	}
+	if rows, err := m.st.ListApprovals(ctx, sb.ID); err != nil || len(rows) != 0 {
+		t.Errorf("approval rows for a sandbox: %v %v", rows, err)
+	}
+
+	// The budget: the record's max_execs limits the sandbox's processes
+	// (each process so far counted one; the refused ones none).
+	before := m.usage(ctx, sb.ID).Execs
+	if before != 1 {
+		t.Errorf("execs counted before the budget: %d, want 1 (the refused ones are not counted)", before)
+	}
+	limit := before + 1
+	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = &Budget{MaxExecs: &limit}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"})
+	var be *BudgetError
+	if !errors.As(err, &be) || be.Budget != "max_execs" {
+		t.Errorf("a process past max_execs: %v, want the budget's refusal", err)
+	}
+	if after := m.usage(ctx, sb.ID).Execs; after != limit {
+		t.Errorf("execs counted %d, want %d", after, limit)
+	}
+}
