@@ -160,17 +160,32 @@ type HookRefused struct {
 	Err  error
 }
 
+// The session's errors a hook's error may wrap, keeping its status.
+var hookErrorKinds = []error{ErrBadRequest, ErrNotFound, ErrConflict, ErrRevision, ErrForbidden, ErrTooLarge, ErrBadGateway}
+
+// ownKind reports whether the hook's error wraps one of the session's
+// errors.
+func (e *HookRefused) ownKind() bool {
+	for _, k := range hookErrorKinds {
+		if errors.Is(e.Err, k) {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *HookRefused) Error() string {
+	if e.ownKind() {
+		return fmt.Sprintf("the %s hook refused this command: %v", e.Hook, e.Err)
+	}
 	return fmt.Sprintf("%v: the %s hook refused this command: %v", ErrForbidden, e.Hook, e.Err)
 }
 
 // Unwrap gives the hook's own error, and ErrForbidden when that wraps
 // none of the session's errors.
 func (e *HookRefused) Unwrap() []error {
-	for _, s := range []error{ErrBadRequest, ErrNotFound, ErrConflict, ErrRevision, ErrForbidden, ErrTooLarge, ErrBadGateway} {
-		if errors.Is(e.Err, s) {
-			return []error{e.Err}
-		}
+	if e.ownKind() {
+		return []error{e.Err}
 	}
 	return []error{ErrForbidden, e.Err}
 }
