@@ -149,41 +149,68 @@ func (m *Manager) ReadFile(ctx context.Context, tenant, id, path string) (*FileR
 
 // WriteFile writes a file and ledgers its path and size (never content).
 func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrite) (*api.FileInfo, error) {
-	if base64.StdEncoding.DecodedLen(len(req.ContentBase64)) > MaxFileWriteBytes+3 {
-		return nil, fmt.Errorf("%w: content is larger than %d bytes; use uploads", ErrTooLarge, MaxFileWriteBytes)
-	}
-	data, err := base64.StdEncoding.DecodeString(req.ContentBase64)
-	if err != nil {
-		return nil, bad("content_base64 is not valid base64: %v", err)
-	}
-	c, g, done, err := m.writeTarget(ctx, tenant, id, req.Path)
+	p := m.newFilePipe(ctx, tenant, id, "write", req.Path)
+	var (
+		data []byte
+		g    guarded
+		fi   *api.FileInfo
+	)
+	err := p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			if base64.StdEncoding.DecodedLen(len(req.ContentBase64)) > MaxFileWriteBytes+3 {
+				return fmt.Errorf("%w: content is larger than %d bytes; use uploads", ErrTooLarge, MaxFileWriteBytes)
+			}
+			var err error
+			if data, err = base64.StdEncoding.DecodeString(req.ContentBase64); err != nil {
+				return bad("content_base64 is not valid base64: %v", err)
+			}
+			return nil
+		}),
+		loadRunning(),
+		gateWrite(req.Path, &g),
+		step(StepAdmit, func(ctx context.Context) error {
+			return m.admitWriteTo(ctx, tenant, id, p.cl, int64(len(data)), "file write")
+		}),
+		runHooks("file"),
+		step(StepRun, func(ctx context.Context) error {
+			var err error
+			if fi, err = p.cl.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec}); err != nil {
+				return guestErr(err)
+			}
+			p.ran, p.kept = true, true
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			m.ledgerAppend(ctx, id, "file.write", p.withNotes(map[string]any{"path": fi.Path, "size": len(data)}))
+			return nil
+		}),
+	)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	if err := m.admitWriteTo(ctx, tenant, id, c, int64(len(data)), "file write"); err != nil {
-		return nil, err
-	}
-	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec})
-	if err != nil {
-		return nil, guestErr(err)
-	}
-	m.ledgerAppend(ctx, id, "file.write", map[string]any{"path": fi.Path, "size": len(data)})
 	return fi, nil
 }
 
 // DeleteFile removes a file or (recursive) a directory.
 func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
-	c, g, done, err := m.writeTarget(ctx, tenant, id, path)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := c.DeleteFileGuarded(ctx, path, recursive, g.deny, g.exec); err != nil {
-		return guestErr(err)
-	}
-	m.ledgerAppend(ctx, id, "file.delete", map[string]any{"path": path, "recursive": recursive})
-	return nil
+	p := m.newFilePipe(ctx, tenant, id, "delete", path)
+	var g guarded
+	return p.walk(ctx,
+		loadRunning(),
+		gateWrite(path, &g),
+		runHooks("file"),
+		step(StepRun, func(ctx context.Context) error {
+			if err := p.cl.DeleteFileGuarded(ctx, path, recursive, g.deny, g.exec); err != nil {
+				return guestErr(err)
+			}
+			p.ran, p.kept = true, true
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			m.ledgerAppend(ctx, id, "file.delete", p.withNotes(map[string]any{"path": path, "recursive": recursive}))
+			return nil
+		}),
+	)
 }
 
 // ReadRange reads up to 4 MiB of a file.

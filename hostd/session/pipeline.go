@@ -55,6 +55,11 @@ const (
 	CommandGit      CommandKind = "git"         // the git verbs
 	CommandTerminal CommandKind = "terminal"    // GET .../pty
 	CommandProcess  CommandKind = "process"     // POST /v1/sandboxes/{id}/process
+	// CommandFile is a change to the sandbox's files through the files
+	// routes (write, delete, an upload's completion): not a command the
+	// guest runs, but the hooks see it, so a rewind point can be taken
+	// before it.
+	CommandFile CommandKind = "file"
 )
 
 // Step names, in the order an entry walks them.
@@ -82,11 +87,12 @@ type Command struct {
 	Tenant  string
 	Caller  policy.Actor
 	Kind    CommandKind
-	// Verb is the git verb (status, diff, log, commit, branch); empty for
-	// the other kinds.
+	// Verb is the git verb (status, diff, log, commit, branch) or the
+	// file change (write, delete, upload); empty for the other kinds.
 	Verb string
 	// Text is the shell line (exec, exec/stream, job, process, and a
-	// terminal's command, "" for a login shell), or "git <verb>".
+	// terminal's command, "" for a login shell), "git <verb>", or the
+	// path a file change names.
 	Text string
 	// Confine is the confinement the guest runs it under (nil: none).
 	Confine *api.Confinement
@@ -210,6 +216,9 @@ type pipe struct {
 	// kept says what the steps took stays taken (the command started,
 	// or a terminal was handed to its caller): undo is not run.
 	kept bool
+	// answered says a step gave the answer already (an upload completed
+	// before): the walk ends there, successfully.
+	answered bool
 	// err is the walk's first error, for record and usage to see (they
 	// only follow run, so it is run's).
 	err error
@@ -253,6 +262,9 @@ func (p *pipe) walk(ctx context.Context, steps ...pipeStep) (err error) {
 		}
 		if e := st.fn(ctx, p); e != nil && err == nil {
 			err, p.err = e, e
+		}
+		if p.answered && err == nil {
+			break
 		}
 	}
 	return err
@@ -447,6 +459,34 @@ func gitLoad(t *gitTarget, repo string, write bool) pipeStep {
 func gitRecord(t *gitTarget, fields map[string]any) pipeStep {
 	return pipeStep{StepRecord, func(ctx context.Context, p *pipe) error {
 		p.m.gitLedger(ctx, p.cmd.Session, p.cmd.Verb, t, p.withNotes(fields), p.err)
+		return nil
+	}}
+}
+
+// newFilePipe starts a file change (verb write, delete or upload) of
+// path on session id.
+func (m *Manager) newFilePipe(ctx context.Context, tenant, id, verb, path string) *pipe {
+	p := m.newPipe(ctx, CommandFile, tenant, id)
+	p.cmd.Verb, p.cmd.Text = verb, path
+	return p
+}
+
+// gateWrite is the gate step of a file write or delete of path: the
+// session's work slot (a restore or fork waits for it), then, on the
+// machine the write will reach, the read-only workspace's refusal
+// (refuseReadOnly) and the lists the agent checks the write against
+// (guardFor).
+func gateWrite(path string, g *guarded) pipeStep {
+	return pipeStep{StepGate, func(ctx context.Context, p *pipe) error {
+		done, err := p.m.commandStarts(p.cmd.Session)
+		if err != nil {
+			return err
+		}
+		p.after = append(p.after, done)
+		if err := refuseReadOnly(ctx, p.cl, p.s, path); err != nil {
+			return err
+		}
+		*g = guardFor(p.s)
 		return nil
 	}}
 }

@@ -97,7 +97,7 @@ func lastEntry(t *testing.T, m *Manager, id, kind string) map[string]any {
 }
 
 // TestPipelineSteps: every entry (exec, exec/stream, job, a git verb, a
-// terminal, a sandbox's process) walks the pipeline's named steps in
+// terminal, a sandbox's process, a file write, delete and upload) walks the pipeline's named steps in
 // order, and the command hooks see each of them with its kind.
 func TestPipelineSteps(t *testing.T) {
 	m := policyManager(t, nil)
@@ -144,6 +144,30 @@ func TestPipelineSteps(t *testing.T) {
 	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/f", ContentBase64: "aGk="}); err != nil {
+		t.Fatal(err)
+	}
+	fileWrite := tr.take(CommandFile)
+	if err := m.DeleteFile(ctx, "", s.ID, "/workspace/f", false); err != nil {
+		t.Fatal(err)
+	}
+	fileDelete := tr.take(CommandFile)
+	up, err := m.OpenUpload(ctx, "", s.ID, UploadRequest{Path: "/workspace/u", Size: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.UploadChunk(ctx, "", s.ID, up.ID, 0, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CompleteUpload(ctx, "", s.ID, up.ID); err != nil {
+		t.Fatal(err)
+	}
+	upload := tr.take(CommandFile)
+	// Completing it again answers at the gate, the upload being done.
+	if _, err := m.CompleteUpload(ctx, "", s.ID, up.ID); err != nil {
+		t.Fatal(err)
+	}
+	again := tr.take(CommandFile)
 	for _, c := range []struct{ name, got, want string }{
 		{"exec", tr.take(CommandExec), full},
 		{"exec/stream", tr.take(CommandStream), full},
@@ -152,12 +176,17 @@ func TestPipelineSteps(t *testing.T) {
 		{"git commit", gitCommit, "validate load gate admit hooks run record usage"},
 		{"terminal", tr.take(CommandTerminal), "validate load judge gate hooks run record"},
 		{"process", tr.take(CommandProcess), "validate load judge gate admit hooks run record usage"},
+		{"file write", fileWrite, "validate load gate admit hooks run record"},
+		{"file delete", fileDelete, "load gate hooks run record"},
+		{"upload complete", upload, "load gate admit hooks run record"},
+		{"upload complete again", again, "load gate"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s walked %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	want := []string{"exec:true", "exec/stream:true", "job:true", "git:git status", "git:git commit", "terminal:sleep 60", "process:true"}
+	want := []string{"exec:true", "exec/stream:true", "job:true", "git:git status", "git:git commit", "terminal:sleep 60", "process:true",
+		"file:/workspace/f", "file:/workspace/f", "file:/workspace/u"}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("the hook saw (-want +got):\n%s", diff)
 	}
@@ -238,6 +267,16 @@ func TestCommandHookRefuses(t *testing.T) {
 	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/x; echo $?"})
 	if err != nil || r2.Stdout != "1\n" {
 		t.Errorf("the refused process ran: %+v %v", r2, err)
+	}
+	// A file write refused by the hook never reaches the guest.
+	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/refuse-me", ContentBase64: "aGk="}); !errors.As(err, &hr) {
+		t.Errorf("file write: %v, want the hook's refusal", err)
+	}
+	if e := lastEntry(t, m, s.ID, "file.refused"); e["command"] != "/workspace/refuse-me" || e["hook"] != "rewind" {
+		t.Errorf("file.refused: %v", e)
+	}
+	if _, err := m.ReadFile(ctx, "", s.ID, "/workspace/refuse-me"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused write was written: %v", err)
 	}
 	// A git verb refused by the hook never starts git.
 	if _, err := m.GitBranch(ctx, "", s.ID, GitRequest{Name: "refuse-me"}); !errors.As(err, &hr) {
