@@ -2,7 +2,8 @@ package session
 
 // The command pipeline. Every call that starts something in a sandbox
 // (exec, exec/stream, a job, a git verb, a terminal, a sandbox's process)
-// walks the same named steps, in this order:
+// or changes its files through the files routes (a write, a delete, an
+// upload's completion) walks the same named steps, in this order:
 //
 //	validate  the request's own fields (400)
 //	load      the session record and its machine (404, 409)
