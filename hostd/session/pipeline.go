@@ -263,6 +263,7 @@ func (p *pipe) walk(ctx context.Context, steps ...pipeStep) (err error) {
 		}
 		if e := st.fn(ctx, p); e != nil && err == nil {
 			err, p.err = e, e
+			p.m.log.Debug("command stopped", "session", p.cmd.Session, "kind", p.cmd.Kind, "step", st.name, "err", RedactSecrets(e.Error()))
 		}
 		if p.answered && err == nil {
 			break
