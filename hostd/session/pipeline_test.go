@@ -358,3 +358,70 @@ ask contains "deploys need a second pair of eyes" if startswith(input.command, "
 		t.Errorf("execs counted %d, want %d", after, limit)
 	}
 }
+
+// TestWalk holds the walk's rules without a sandbox: a step that fails
+// stops the walk and what earlier steps took is given back; once run has
+// started the command, record and usage still follow and nothing is given
+// back; a step that answers ends the walk successfully; what runs after
+// always does, last taken first.
+func TestWalk(t *testing.T) {
+	m := New(Config{})
+	for _, tc := range []struct {
+		name     string
+		failAt   string // the step that fails
+		ran      bool   // run started the command before failing
+		answerAt string
+		want     string
+		wantErr  bool
+	}{
+		{name: "all", want: "validate load gate admit hooks run record usage after2 after1"},
+		{name: "refused at hooks", failAt: StepHooks, want: "validate load gate admit hooks undo-admit after2 after1", wantErr: true},
+		{name: "refused at validate", failAt: StepValidate, want: "validate", wantErr: true},
+		{name: "cut off in run", failAt: StepRun, ran: true, want: "validate load gate admit hooks run record usage after2 after1", wantErr: true},
+		{name: "refused by the guest", failAt: StepRun, want: "validate load gate admit hooks run undo-admit after2 after1", wantErr: true},
+		{name: "answered at gate", answerAt: StepGate, want: "validate load gate after2 after1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			p := m.newPipe(context.Background(), CommandExec, "", "ses-1")
+			mk := func(name string, extra func(p *pipe)) pipeStep {
+				return pipeStep{name, func(_ context.Context, p *pipe) error {
+					got = append(got, name)
+					if extra != nil {
+						extra(p)
+					}
+					if name == tc.answerAt {
+						p.answered = true
+					}
+					if name == tc.failAt {
+						p.ran, p.kept = tc.ran, tc.ran
+						return ErrForbidden
+					}
+					return nil
+				}}
+			}
+			err := p.walk(context.Background(),
+				mk(StepValidate, nil),
+				mk(StepLoad, nil),
+				mk(StepGate, func(p *pipe) {
+					p.after = append(p.after, func() { got = append(got, "after1") }, func() { got = append(got, "after2") })
+				}),
+				mk(StepAdmit, func(p *pipe) { p.undo = append(p.undo, func() { got = append(got, "undo-admit") }) }),
+				mk(StepHooks, nil),
+				mk(StepRun, func(p *pipe) {
+					if tc.failAt == "" {
+						p.ran, p.kept = true, true
+					}
+				}),
+				mk(StepRecord, nil),
+				mk(StepUsage, nil),
+			)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("err %v, want an error: %v", err, tc.wantErr)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("walked %q, want %q", g, tc.want)
+			}
+		})
+	}
+}
