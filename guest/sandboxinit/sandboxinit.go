@@ -58,12 +58,8 @@ type Egress struct {
 	Transparent bool   `json:"transparent,omitempty"`
 }
 
-// TrustBundle is the system CA bundle (Debian's path), and TrustExtra the
-// extra certificates alone; both are read-only binds when TrustPEM is set.
-const (
-	TrustBundle = "/etc/ssl/certs/ca-certificates.crt"
-	TrustExtra  = "/etc/ssl/certs/paddock-extra.pem"
-)
+// When TrustPEM is set, api.TrustBundle and api.TrustExtra are read-only
+// binds.
 
 // EgressMount is where the sandbox sees the egress sockets: root-only,
 // read-only, reachable by the agent and not by commands.

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/guest/agent"
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hypervisor"
 )
 
@@ -251,13 +252,15 @@ func (m *Machine) build(ctx context.Context, from string) error {
 		}
 		return nil
 	}
-	for _, d := range []string{"workspace", "tmp", "home/agent", "etc"} {
+	for _, d := range []string{"workspace", "tmp", "home/agent", filepath.Dir(api.TrustExtra)} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
 	}
 	if len(m.spec.TrustPEM) > 0 {
-		if err := os.WriteFile(filepath.Join(root, "etc", "paddock-trust.pem"), m.spec.TrustPEM, 0o644); err != nil {
+		// Where a real sandbox keeps them, for the files routes to show;
+		// commands use the host's CA bundle.
+		if err := os.WriteFile(filepath.Join(root, api.TrustExtra), m.spec.TrustPEM, 0o644); err != nil {
 			return err
 		}
 	}
