@@ -76,6 +76,11 @@ type Config struct {
 	// root); the real backends run the agent as root and no paddock-guest
 	// flag sets it, so they cannot turn it on.
 	Unprivileged bool
+	// CwdInRoot takes a command's working directory as a path under
+	// Root, for an agent that serves a directory and not the file system
+	// its commands see (hypervisor/fake): a session's "/workspace" is then
+	// Root's workspace. Like Unprivileged, only the fake sets it.
+	CwdInRoot bool
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -5,8 +5,9 @@
 // exec, jobs, files, uploads, terminals, probe and manifest all go through
 // the agent's real code. There are no namespaces and no root: commands run
 // as the test's user on the host, and the machine's "root" is a directory
-// that only the files routes are confined to (a command's paths are the
-// host's). Checkpoint, restore and fork copy that directory.
+// the files routes are confined to; a command starts in the machine's
+// copy of the directory it asks for (agent.Config.CwdInRoot), but its
+// paths are the host's. Checkpoint, restore and fork copy that directory.
 //
 // It is never for production: hypervisor/all does not register it and
 // `paddock serve` cannot select it. A test builds one with New (or
@@ -276,6 +277,7 @@ func (m *Machine) start() error {
 		// are host paths inside the machine's root.
 		Home:          filepath.Join(root, "home", "agent"),
 		Env:           m.spec.Env,
+		CwdInRoot:     true, // a session's "/workspace" is the machine's
 		SpoolDir:      filepath.Join(m.dir, "spool"),
 		UploadDir:     filepath.Join(m.dir, "uploads"),
 		ConfineBinary: m.b.guestExec,

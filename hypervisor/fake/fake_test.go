@@ -109,6 +109,17 @@ func TestRealAgent(t *testing.T) {
 	if got, want := mustOK(t, c, "id -u; echo $FAKE_ENV; pwd"), strconv.Itoa(os.Getuid())+"\nyes\n"+filepath.Join(m.Root(), "home", "agent")+"\n"; got != want {
 		t.Errorf("exec: %q, want %q", got, want)
 	}
+	// A command's working directory is the machine's copy of it.
+	res, err := c.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: "pwd; echo made > here.txt", Cwd: "/workspace"}})
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != filepath.Join(m.Root(), "workspace")+"\n" {
+		t.Errorf("exec in /workspace: %+v, %v", res, err)
+	}
+	if got, err := c.ReadFile(ctx, "/workspace/here.txt"); err != nil || string(got.Content) != "made\n" {
+		t.Errorf("a command's file through the files routes: %v", err)
+	}
+	if _, err := c.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: "true", Cwd: "/no-such-dir"}}); !client.IsStatus(err, 400) {
+		t.Errorf("exec in a directory the machine lacks: %v, want 400", err)
+	}
 	// The files routes are confined to the machine's root.
 	if _, err := c.WriteFile(ctx, api.FileContent{Path: "/workspace/a/b.txt", Content: []byte("hello")}); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func moduleRoot(t *testing.T) string {
 }
 
 // TestOnlyTestsReachTheFake: outside tests, no package but hypervisor/fake
-// names agent.Config's Unprivileged (so no real backend, paddock-guest
+// names agent.Config's Unprivileged or CwdInRoot (so no real backend, paddock-guest
 // flag or VM init can turn it on) and none imports hypervisor/fake (so
 // `paddock serve` cannot select it); hypervisor/all does not register it.
 func TestOnlyTestsReachTheFake(t *testing.T) {
@@ -78,8 +78,8 @@ func TestOnlyTestsReachTheFake(t *testing.T) {
 			return nil // where the field is defined and read
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok && id.Name == "Unprivileged" {
-				t.Errorf("%s: %s names Unprivileged: only hypervisor/fake may turn it on", rel, fset.Position(id.Pos()))
+			if id, ok := n.(*ast.Ident); ok && (id.Name == "Unprivileged" || id.Name == "CwdInRoot") {
+				t.Errorf("%s: %s names %s: only hypervisor/fake may turn it on", rel, fset.Position(id.Pos()), id.Name)
 			}
 			return true
 		})
