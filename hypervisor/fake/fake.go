@@ -214,6 +214,9 @@ type Machine struct {
 	dir  string // root, spool and uploads live here
 	sock string
 
+	// life serialises Checkpoint, Restore and Stop, which replace or
+	// remove the directory and the agent.
+	life    sync.Mutex
 	mu      sync.Mutex
 	cancel  context.CancelFunc
 	served  chan error
@@ -328,6 +331,8 @@ func (m *Machine) Checkpoint(ctx context.Context, tag string, memory bool) (hype
 	if memory {
 		return hypervisor.Snapshot{}, fmt.Errorf("%w: %s", hypervisor.ErrNotSupported, m.b.Capabilities().MemoryCheckpointReason)
 	}
+	m.life.Lock()
+	defer m.life.Unlock()
 	if m.isStopped() {
 		return hypervisor.Snapshot{}, hypervisor.ErrStopped
 	}
@@ -355,6 +360,8 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 	if err != nil {
 		return err
 	}
+	m.life.Lock()
+	defer m.life.Unlock()
 	if m.isStopped() {
 		return hypervisor.ErrStopped
 	}
@@ -402,6 +409,8 @@ func (m *Machine) DeleteSnapshot(ctx context.Context, s hypervisor.Snapshot) err
 
 // Stop implements hypervisor.Machine. Idempotent.
 func (m *Machine) Stop(ctx context.Context) error {
+	m.life.Lock()
+	defer m.life.Unlock()
 	m.mu.Lock()
 	if m.stopped {
 		m.mu.Unlock()
