@@ -3,6 +3,8 @@ package fake_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net"
 	"os"
@@ -322,5 +324,56 @@ func TestConstructor(t *testing.T) {
 	mustOK(t, c, "true")
 	if _, err := fake.Constructor(hypervisor.Config{}); err == nil {
 		t.Error("a config without a state directory was accepted")
+	}
+}
+
+// TestUploadAndTerminal: a resumable upload lands in the machine's
+// directory with its checksum checked, and a terminal runs a command on
+// a tty of its own and ends with its exit code.
+func TestUploadAndTerminal(t *testing.T) {
+	b := newBackend(t)
+	m, c := create(t, b, hypervisor.MachineSpec{})
+	ctx := ctxT(t)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	sum := sha256.Sum256(data)
+	if _, err := c.UploadPart(ctx, "up1", 0, data[:600<<10]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadPart(ctx, "up1", 600<<10, data[600<<10:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CompleteUpload(ctx, "up1", api.UploadComplete{Path: "/workspace/up.bin", Size: int64(len(data)), SHA256: strings.Repeat("0", 64)}); !client.IsStatus(err, 409) {
+		t.Errorf("wrong checksum: %v, want 409", err)
+	}
+	if _, err := c.UploadPart(ctx, "up2", 0, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CompleteUpload(ctx, "up2", api.UploadComplete{Path: "/workspace/up.bin", Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(m.Root(), "workspace", "up.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("uploaded file on disk: %d bytes, %v", len(got), err)
+	}
+
+	conn, err := c.PTY(ctx, 100, 30, "tty; stty size; exit 5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	var out strings.Builder
+	code := -1
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			var ok bool
+			if code, ok = client.ExitCode(err); !ok {
+				t.Fatalf("terminal ended with %v (output %q)", err, out.String())
+			}
+			break
+		}
+		out.Write(data)
+	}
+	if !strings.Contains(out.String(), "/dev/pts/") || !strings.Contains(out.String(), "30 100") || code != 5 {
+		t.Errorf("terminal: output %q, exit %d", out.String(), code)
 	}
 }
