@@ -111,6 +111,13 @@ func TestRealAgent(t *testing.T) {
 	if got, want := mustOK(t, c, "id -u; echo $FAKE_ENV; pwd"), strconv.Itoa(os.Getuid())+"\nyes\n"+filepath.Join(m.Root(), "home", "agent")+"\n"; got != want {
 		t.Errorf("exec: %q, want %q", got, want)
 	}
+	// The workspace set up as a session does it, then used as a cwd.
+	if _, err := c.SetupWorkspace(ctx, "/workspace/proj"); err != nil {
+		t.Fatalf("workspace: %v", err)
+	}
+	if got := mustOKIn(t, c, "/workspace/proj", "pwd"); got != filepath.Join(m.Root(), "workspace", "proj")+"\n" {
+		t.Errorf("pwd in the workspace: %q", got)
+	}
 	// A command's working directory is the machine's copy of it.
 	res, err := c.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: "pwd; echo made > here.txt", Cwd: "/workspace"}})
 	if err != nil || res.ExitCode != 0 || string(res.Stdout) != filepath.Join(m.Root(), "workspace")+"\n" {
@@ -173,6 +180,15 @@ func TestRealAgent(t *testing.T) {
 			break
 		}
 	}
+}
+
+func mustOKIn(t *testing.T, c *client.Client, cwd, line string) string {
+	t.Helper()
+	res, err := c.Exec(ctxT(t), api.ExecRequest{Command: api.Command{Shell: line, Cwd: cwd, TimeoutSeconds: 30}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%q in %s: %+v, %v", line, cwd, res, err)
+	}
+	return string(res.Stdout)
 }
 
 func mustRead(t *testing.T, p string) []byte {
