@@ -44,7 +44,8 @@ type Config struct {
 	// Overlays are copy-on-write directory views mounted in the new root
 	// before anything runs there.
 	Overlays []Overlay `json:"overlays,omitempty"`
-	// TrustPEM is extra CA certificates (PEM) added to the system bundle.
+	// TrustPEM is extra CA certificates (PEM) added to the system bundle
+	// (api.TrustBundle, and alone at api.TrustExtra: read-only binds both).
 	TrustPEM string `json:"trust_pem,omitempty"`
 	// Egress, when set, gives the sandbox its way out (see
 	// guest/egressfwd).
@@ -57,9 +58,6 @@ type Egress struct {
 	Dir         string `json:"dir"` // host directory with the sockets
 	Transparent bool   `json:"transparent,omitempty"`
 }
-
-// When TrustPEM is set, api.TrustBundle and api.TrustExtra are read-only
-// binds.
 
 // EgressMount is where the sandbox sees the egress sockets: root-only,
 // read-only, reachable by the agent and not by commands.

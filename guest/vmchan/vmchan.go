@@ -84,9 +84,6 @@ const (
 	maxHostnameLen = 64
 )
 
-// A guest may ask only for the egress sockets of api.EgressSockets (see
-// guest/egressfwd); the host refuses any other.
-
 // Hello is what the host tells the guest at every connection. The first
 // one a booted guest hears configures it; later ones (after a restore, a
 // fork, a daemon restart) reset only its identity and clock, and only
@@ -533,6 +530,8 @@ func ReadEgress(c net.Conn) (string, error) {
 	return "", errors.New("vm channel: stream header too long")
 }
 
+// validSocket: a guest may ask only for the egress sockets of
+// api.EgressSockets (see guest/egressfwd); the host refuses any other.
 func validSocket(name string) bool {
 	for _, s := range api.EgressSockets() {
 		if s == name {
