@@ -13,6 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor/fake"
 	"paddock.dev/paddock/policy"
 )
 
@@ -62,6 +65,29 @@ func policyManager(t *testing.T, mods map[string]string) *Manager {
 	return m
 }
 
+// fakeManager is a Manager on the fake backend (hypervisor/fake: the real
+// guest agent in the test's process, no namespaces, no root), with a
+// store, a ledger and the built-in policy. Its commands run on the host
+// as the test's user, so the tests give them relative paths only.
+func fakeManager(t *testing.T) *Manager {
+	t.Helper()
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := fake.New(filepath.Join(state, "fake"))
+	t.Cleanup(func() { b.Close() })
+	eng, err := policy.New(policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "any", Policy: eng})
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	return m
+}
+
 // ledgerKinds is the kinds of session id's ledger, in order.
 func pipeKinds(t *testing.T, m *Manager, id string) []string {
 	t.Helper()
@@ -97,8 +123,11 @@ func lastEntry(t *testing.T, m *Manager, id, kind string) map[string]any {
 }
 
 // TestPipelineSteps: every entry (exec, exec/stream, job, a git verb, a
-// terminal, a sandbox's process, a file write, delete and upload) walks the pipeline's named steps in
-// order, and the command hooks see each of them with its kind.
+// terminal, a sandbox's process, a file write, delete and upload) walks
+// the pipeline's named steps in order, and the command hooks see each of
+// them with its kind. It runs on procbox, not on the fake backend: the
+// fake runs commands on the host, where the git verbs would run git in
+// the host's /workspace.
 func TestPipelineSteps(t *testing.T) {
 	m := policyManager(t, nil)
 	tr := traceSteps(m)
@@ -204,12 +233,13 @@ func TestPipelineSteps(t *testing.T) {
 	}
 }
 
-// TestCommandHookRefuses: a hook that refuses stops the command before
+// TestPipelineHookRefuses runs on the fake backend (no root), with
+// relative paths only. A hook that refuses stops the command before
 // the guest sees it, the ledger says which hook and why, and the budget's
 // unit goes back; a hook's annotation lands in the command's entry; a
 // hook's conflict keeps its 409.
-func TestCommandHookRefuses(t *testing.T) {
-	m := policyManager(t, nil)
+func TestPipelineHookRefuses(t *testing.T) {
+	m := fakeManager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	m.AddCommandHook("rewind", func(_ context.Context, c *Command) error {
@@ -227,17 +257,17 @@ func TestCommandHookRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Exec(ctx, "", s.ID, ExecRequest{Command: "touch /workspace/marker # refuse-me"})
+	_, err = m.Exec(ctx, "", s.ID, ExecRequest{Command: "touch marker # refuse-me"})
 	var hr *HookRefused
 	if !errors.As(err, &hr) || hr.Hook != "rewind" || !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "no point could be taken") {
 		t.Fatalf("refused by the hook: %v, want a HookRefused of rewind (403)", err)
 	}
 	d := lastEntry(t, m, s.ID, "exec.refused")
-	if d["hook"] != "rewind" || d["command"] != "touch /workspace/marker # refuse-me" || !strings.Contains(d["reason"].(string), "no point") {
+	if d["hook"] != "rewind" || d["command"] != "touch marker # refuse-me" || !strings.Contains(d["reason"].(string), "no point") {
 		t.Errorf("exec.refused: %v", d)
 	}
 	// The guest never ran it, and its unit went back: two execs still go.
-	r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e /workspace/marker; echo $?"})
+	r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e marker; echo $?"})
 	if err != nil || r.Stdout != "1\n" {
 		t.Fatalf("the refused command ran: %+v %v", r, err)
 	}
@@ -257,14 +287,14 @@ func TestCommandHookRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "echo conflict > /tmp/x"})
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "echo conflict > x"})
 	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrForbidden) {
 		t.Errorf("a hook's conflict: %v, want ErrConflict only", err)
 	}
 	if e := lastEntry(t, m, sb.ID, "exec.refused"); e["hook"] != "rewind" {
 		t.Errorf("sandbox exec.refused: %v", e)
 	}
-	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/x; echo $?"})
+	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e x; echo $?"})
 	if err != nil || r2.Stdout != "1\n" {
 		t.Errorf("the refused process ran: %+v %v", r2, err)
 	}
@@ -359,12 +389,12 @@ ask contains "deploys need a second pair of eyes" if startswith(input.command, "
 	}
 }
 
-// TestWalk holds the walk's rules without a sandbox: a step that fails
+// TestPipelineWalk holds the walk's rules without a sandbox: a step that fails
 // stops the walk and what earlier steps took is given back; once run has
 // started the command, record and usage still follow and nothing is given
 // back; a step that answers ends the walk successfully; what runs after
 // always does, last taken first.
-func TestWalk(t *testing.T) {
+func TestPipelineWalk(t *testing.T) {
 	m := New(Config{})
 	for _, tc := range []struct {
 		name     string
