@@ -330,7 +330,7 @@ func gateCommand(reload bool) pipeStep {
 	}}
 }
 
-// admitBudget is the admit step: the session's budget for a start of
+// admitStep is the admit step: the session's budget for a start of
 // what with timeout (admit). The unit goes back if the walk stops before
 // the command starts.
 func admitStep(what string, timeout int) pipeStep {
