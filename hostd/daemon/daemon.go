@@ -357,11 +357,11 @@ func (d *Daemon) Handler() http.Handler { return d.handler }
 // Manager, Store, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
 func (d *Daemon) Manager() *session.Manager { return d.mgr }
-func (d *Daemon) Store() *store.Store        { return d.st }
-func (d *Daemon) Ledger() *ledger.Ledger     { return d.led }
-func (d *Daemon) API() *api.Server           { return d.api }
-func (d *Daemon) Egress() *hegress.Host      { return d.eg }
-func (d *Daemon) Policy() *policy.Engine     { return d.eng }
+func (d *Daemon) Store() *store.Store       { return d.st }
+func (d *Daemon) Ledger() *ledger.Ledger    { return d.led }
+func (d *Daemon) API() *api.Server          { return d.api }
+func (d *Daemon) Egress() *hegress.Host     { return d.eg }
+func (d *Daemon) Policy() *policy.Engine    { return d.eng }
 
 // Addrs are the addresses of the listeners Run serves on.
 func (d *Daemon) Addrs() []net.Addr {
