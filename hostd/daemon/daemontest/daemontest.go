@@ -42,6 +42,18 @@ type Daemon struct {
 	URL      string // http://127.0.0.1:PORT, the API in plain HTTP
 	Socket   string // the API's unix socket (WithSocket), else ""
 	Client   *client.Client
+
+	unwrapped hypervisor.Backend // the default backend under WrapBackend's wrappers
+}
+
+// Close closes the daemon (see daemon.Daemon.Close), then the default
+// backend under WrapBackend's wrappers. It is idempotent.
+func (d *Daemon) Close() error {
+	err := d.Daemon.Close()
+	if d.unwrapped != nil {
+		closeAll([]hypervisor.Backend{d.unwrapped})
+	}
+	return err
 }
 
 // Option changes one part of the test daemon.
@@ -263,6 +275,9 @@ func start(o options) (*Daemon, error) {
 		Egress: o.egress, TrustPEM: o.trust, TenantsFile: o.tenantsFile,
 		PreviewDomain: o.previewDomain, StreamLimits: o.streamLimits, StopSandboxes: !o.keep,
 	}
+	// A wrapped backend may hide its Close from the daemon: the
+	// unwrapped one is closed after the daemon (closing twice is fine).
+	var unwrapped hypervisor.Backend
 	if open != nil {
 		cfg.Backends = func() ([]hypervisor.Backend, error) {
 			bs, err := open(o.stateDir)
@@ -270,7 +285,8 @@ func start(o options) (*Daemon, error) {
 				closeAll(bs)
 				return nil, err
 			}
-			if len(bs) > 0 {
+			if len(bs) > 0 && len(o.wrap) > 0 {
+				unwrapped = bs[0]
 				for _, w := range o.wrap {
 					bs[0] = w(bs[0])
 				}
@@ -298,7 +314,7 @@ func start(o options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	td := &Daemon{Daemon: d, StateDir: o.stateDir, Token: o.token, Socket: o.socketPath}
+	td := &Daemon{Daemon: d, StateDir: o.stateDir, Token: o.token, Socket: o.socketPath, unwrapped: unwrapped}
 	td.URL = "http://" + d.Addrs()[0].String()
 	td.Client = client.New(td.URL, o.token)
 	go d.Run(context.Background()) // Close ends it
