@@ -79,6 +79,7 @@ type options struct {
 	streamLimits  *api.StreamLimits
 	guest         string
 	socketPath    string
+	noRun         bool
 }
 
 // WithBackend runs the daemon on the named registered backends, the
@@ -154,6 +155,11 @@ func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = di
 // daemon on the state dir to adopt, as `paddock serve` does without
 // --stop-sandboxes; by default Close stops them.
 func KeepSandboxes() Option { return func(o *options) { o.keep = true } }
+
+// WithoutRun builds the daemon without running it: nothing is served
+// (URL and Client are empty), nothing adopted and no sweeper runs; the
+// test drives the manager itself (a restart test calls Reattach).
+func WithoutRun() Option { return func(o *options) { o.noRun = true } }
 
 // WithPreviewDomain serves preview URLs' host form for domain.
 func WithPreviewDomain(domain string) Option { return func(o *options) { o.previewDomain = domain } }
@@ -294,7 +300,7 @@ func start(o options) (*Daemon, error) {
 			return bs, nil
 		}
 	}
-	cfg.Listeners = func() ([]net.Listener, error) {
+	listen := func() ([]net.Listener, error) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, err
@@ -310,14 +316,19 @@ func start(o options) (*Daemon, error) {
 		}
 		return lns, nil
 	}
+	if !o.noRun {
+		cfg.Listeners = listen
+	}
 	d, err := daemon.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	td := &Daemon{Daemon: d, StateDir: o.stateDir, Token: o.token, Socket: o.socketPath, unwrapped: unwrapped}
-	td.URL = "http://" + d.Addrs()[0].String()
-	td.Client = client.New(td.URL, o.token)
-	go d.Run(context.Background()) // Close ends it
+	if !o.noRun {
+		td.URL = "http://" + d.Addrs()[0].String()
+		td.Client = client.New(td.URL, o.token)
+		go d.Run(context.Background()) // Close ends it
+	}
 	return td, nil
 }
 
