@@ -103,7 +103,16 @@ not fit is refused with a code and the numbers (docs/tenants.md).`,
 			errc := make(chan error, 1)
 			go func() { errc <- d.Run(runCtx) }()
 			// The gateway is started beside the daemon, in front of its
-			// socket, as `paddock gateway` would be from another process.
+			// socket, as `paddock gateway` would be from another process,
+			// once the daemon serves.
+			select {
+			case err := <-errc:
+				return err
+			case <-c.Context().Done(): // while adopting
+				stopRun()
+				return <-errc
+			case <-d.Serving():
+			}
 			stopGateway := func() {}
 			if gateway {
 				gw, err := startGateway(*gwcfg)

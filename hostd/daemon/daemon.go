@@ -167,6 +167,7 @@ type Daemon struct {
 	mu      sync.Mutex
 	running bool
 	runDone chan struct{}
+	serving chan struct{} // closed once Run has adopted and serves
 
 	closeOnce sync.Once
 	closeErr  error
@@ -203,7 +204,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		return nil, configErr("PADDOCK_ADMIN_TOKEN must be at least 16 characters")
 	}
 	stopCtx, stop := context.WithCancel(context.Background())
-	d = &Daemon{cfg: cfg, log: log, stop: stop, stopCtx: stopCtx}
+	d = &Daemon{cfg: cfg, log: log, stop: stop, stopCtx: stopCtx, serving: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -283,7 +284,6 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	if cfg.TestHooks != nil {
 		d.mgr.SetTestHooks(*cfg.TestHooks)
-		log.Warn("test hooks are on: lifecycle operations are slowed down on purpose")
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
@@ -406,6 +406,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, ln := range d.lns {
 		go func() { errc <- d.srv.Serve(ln) }()
 	}
+	close(d.serving)
 	var err error
 	select {
 	case err = <-errc:
@@ -419,6 +420,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	return err
 }
+
+// Serving is closed once Run has adopted the sandboxes left running and
+// serves the API (`paddock serve` starts the gateway then).
+func (d *Daemon) Serving() <-chan struct{} { return d.serving }
 
 // Reload reads the tenants file again: a file that no longer reads or
 // checks is refused (the error says why) and the tenants in use stay. A
