@@ -213,8 +213,8 @@ func New(t testing.TB, opts ...Option) *Daemon {
 
 // Start starts a daemon outside a test (the benchmark). It must be given
 // its backends (WithBackends, or WithBackend with WithGuest and
-// WithImage), and a state dir when the caller wants to keep it; the
-// caller calls Close.
+// WithImage), or WithoutBackend. The caller calls Close, and removes the
+// state dir (a new temporary one unless WithStateDir).
 func Start(opts ...Option) (*Daemon, error) {
 	o := options{}
 	for _, opt := range opts {
