@@ -29,9 +29,9 @@ guest:
 # The Go SDK and the CLI's client verbs build for macOS and Windows (the
 # daemon's commands are Linux-only stubs there); client/deps_test.go keeps
 # the SDK free of the daemon's dependencies.
-cross: ## build ./client and ./cmd/paddock for darwin/arm64 and windows/amd64
-	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./client ./cmd/paddock
-	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./client ./cmd/paddock
+cross: ## build ./client, ./cmd/paddock and ./hypervisor/all for darwin/arm64 and windows/amd64
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./client ./cmd/paddock ./hypervisor/all
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./client ./cmd/paddock ./hypervisor/all
 
 vet: ## gofmt check and go vet on every package
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
