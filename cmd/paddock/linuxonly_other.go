@@ -2,12 +2,7 @@
 
 package main
 
-import (
-	"fmt"
-	"runtime"
-
-	"github.com/spf13/cobra"
-)
+import "github.com/spf13/cobra"
 
 // The daemon, the gateway, image builds and one-off sandboxes run only on
 // Linux (namespaces, cgroups, nftables, KVM). On another OS the CLI keeps
@@ -32,16 +27,4 @@ func newSandboxCmd(*globals) *cobra.Command {
 
 func newBackendsCmd(*globals) *cobra.Command {
 	return linuxOnly("backends", "List the backends this host can run (Linux only)")
-}
-
-// linuxOnly is a command that refuses to run, whatever its arguments.
-func linuxOnly(use, short string) *cobra.Command {
-	return &cobra.Command{
-		Use:                use,
-		Short:              short,
-		DisableFlagParsing: true,
-		RunE: func(c *cobra.Command, _ []string) error {
-			return fmt.Errorf("paddock %s is not available on %s: run it on Linux", use, runtime.GOOS)
-		},
-	}
 }
