@@ -258,7 +258,7 @@ var openAPILimits = []struct {
 	{"components/schemas/WorkspaceRequest/properties/path/maxLength", apiv1.MaxWorkspacePath},
 	{"components/schemas/WorkspaceRequest/properties/lower/maxLength", apiv1.MaxWorkspacePath},
 	{"components/schemas/WorkspaceRequest/properties/git/maxLength", apiv1.MaxGitURL},
-	{"components/schemas/WorkspaceRequest/properties/mode/enum", []string{"", apiv1.ModeWritable, "clone", apiv1.ModeReadOnly, apiv1.ModeOverlay}},
+	{"components/schemas/WorkspaceRequest/properties/mode/enum", []string{"", apiv1.ModeWritable, apiv1.ModeClone, apiv1.ModeReadOnly, apiv1.ModeOverlay}},
 	{"components/schemas/Workspace/properties/mode/enum", []string{"", apiv1.ModeWritable, apiv1.ModeReadOnly, apiv1.ModeOverlay}},
 	{"components/schemas/Session/properties/state/enum", []string{apiv1.StateRunning, apiv1.StateExpired, apiv1.StateGone, apiv1.StateLost, apiv1.StateDeleted}},
 	{"components/schemas/Session/properties/kind/enum", []string{apiv1.KindSandbox}},

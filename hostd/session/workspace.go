@@ -33,7 +33,7 @@ const (
 	// artifacts show only the agent's changes.
 	ModeOverlay = apiv1.ModeOverlay
 	// modeClone is accepted for writable: a workspace cloned from git.
-	modeClone = "clone"
+	modeClone = apiv1.ModeClone
 )
 
 // Workspace limits.
