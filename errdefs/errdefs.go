@@ -136,9 +136,24 @@ func (e *CodedError) Unwrap() error { return e.Err }
 // WithCode wraps err with a finer code.
 func WithCode(code string, err error) error { return &CodedError{Code: code, Err: err} }
 
+// New returns a sentinel of a package's own that is of kind: errors.Is
+// tells it apart from the kind's other errors (store.ErrNotFound is not
+// hypervisor.ErrNotFound), its message is msg alone, and it answers with
+// the kind's status and code.
+func New(kind error, msg string) error { return &kindError{msg: msg, kind: kind} }
+
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
 // StatusError is an error read off the wire: the status, the code and the
 // message the other side sent. It wraps the sentinel of the code's kind
-// (or, for a finer code, of the status's kind), so errors.Is works on it.
+// (a kind code, or a finer code listed in FinerCodes), else of the
+// status's kind, so errors.Is works on it.
 type StatusError struct {
 	Status  int
 	Code    string
@@ -151,6 +166,8 @@ func (e *StatusError) Unwrap() error { return e.kind }
 
 // FromHTTP builds the error a client returns for an answer with status,
 // code (may be empty: older servers, or a proxy's own page) and message.
+// A status of 0 (a Server-Sent Event's error, which has none) goes by the
+// code alone.
 func FromHTTP(status int, code, message string) *StatusError {
 	kind := ErrInternal
 	found := false
@@ -159,6 +176,9 @@ func FromHTTP(status int, code, message string) *StatusError {
 			kind, found = k.Err, true
 			break
 		}
+	}
+	if k, ok := FinerCodes()[code]; ok && !found {
+		kind, found = k, true
 	}
 	if !found {
 		for _, k := range kinds {
