@@ -169,6 +169,15 @@ func (e *StatusError) Unwrap() error { return e.kind }
 // A status of 0 (a Server-Sent Event's error, which has none) goes by the
 // code alone.
 func FromHTTP(status int, code, message string) *StatusError {
+	if message == "" {
+		message = http.StatusText(status)
+	}
+	return &StatusError{Status: status, Code: code, Message: message, kind: FromCode(status, code)}
+}
+
+// FromCode is the kind of an answer with status and code: the code's
+// kind when the code is known, else the status's.
+func FromCode(status int, code string) error {
 	kind := ErrInternal
 	found := false
 	for _, k := range kinds {
@@ -196,8 +205,5 @@ func FromHTTP(status int, code, message string) *StatusError {
 			kind = ErrInvalidArgument
 		}
 	}
-	if message == "" {
-		message = http.StatusText(status)
-	}
-	return &StatusError{Status: status, Code: code, Message: message, kind: kind}
+	return kind
 }
