@@ -43,7 +43,7 @@ import (
 
 // Sentinel errors, wrapped with %w; test with errors.Is. Each is of an
 // errdefs kind, so one that reaches the API unchanged still answers with
-// the right status.
+// the right status (the session package words most of them first).
 var (
 	// ErrNotFound: no row with that key (or, for idempotency keys, expired).
 	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "not found")
@@ -52,10 +52,12 @@ var (
 	// ErrRevision: UpdateSession expected a revision the session no longer has.
 	ErrRevision = errdefs.New(errdefs.ErrRevision, "revision mismatch")
 	// ErrTooLarge: a record is over MaxRecordBytes (the ledger uses it for
-	// its own, smaller limit too).
-	ErrTooLarge = errdefs.New(errdefs.ErrTooLarge, "too large")
-	// ErrInvalid: an empty key, invalid JSON or a forbidden change.
-	ErrInvalid = errdefs.New(errdefs.ErrInvalidArgument, "invalid")
+	// its own, smaller limit too). The daemon builds its records, so one
+	// too large is the daemon's failure (500), not the caller's.
+	ErrTooLarge = errdefs.New(errdefs.ErrInternal, "too large")
+	// ErrInvalid: an empty key, invalid JSON or a forbidden change: the
+	// daemon's own failure too (500).
+	ErrInvalid = errdefs.New(errdefs.ErrInternal, "invalid")
 )
 
 // MaxRecordBytes is the largest JSON record (session record, checkpoint
