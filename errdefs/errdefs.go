@@ -91,6 +91,17 @@ var kinds = []Kind{
 // Kinds returns the table (a copy), for tests and docs.
 func Kinds() []Kind { return append([]Kind(nil), kinds...) }
 
+// KindOf is the first kind (in the table's order) err wraps, and whether
+// it wraps one at all.
+func KindOf(err error) (Kind, bool) {
+	for _, k := range kinds {
+		if errors.Is(err, k.Err) {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
 // kindOf is the first kind err wraps, or the internal kind.
 func kindOf(err error) Kind {
 	for _, k := range kinds {

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+
 	"paddock.dev/paddock/errdefs"
 )
 
@@ -34,7 +36,9 @@ var (
 	// ErrLoad: the modules could not be loaded (read, parse, compile, a
 	// package outside paddock.ext, a limit, or a failing test). The
 	// previous set stays in force.
-	ErrLoad = errdefs.New(errdefs.ErrInvalidArgument, "policy modules refused")
+	// It never reaches the API (the daemon reports it on its policy
+	// status), so it is of no kind: the CLI exits 1 with it.
+	ErrLoad = errors.New("policy modules refused")
 	// ErrEval: a module failed while deciding (a built-in function error,
 	// a conflict, the time limit). The decision returned with it denies.
 	ErrEval = errdefs.New(errdefs.ErrInternal, "policy evaluation failed")
