@@ -456,7 +456,11 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		}
 		if err != nil {
 			cleanup()
-			if errors.Is(err, ErrBadRequest) {
+			// The session's own 400 (a program not in the image) goes
+			// as it is; anything the agent said (of its kind too, now)
+			// is a conflict of this sandbox.
+			var ge *client.Error
+			if errors.Is(err, ErrBadRequest) && !errors.As(err, &ge) {
 				return nil, err
 			}
 			return nil, fmt.Errorf("%w: process.enforce \"exec\": %v; the sandbox was removed", ErrConflict, err)
