@@ -14,8 +14,10 @@ import (
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/fake"
 	"paddock.dev/paddock/policy"
 )
 
@@ -50,12 +52,16 @@ func (deafMachine) Dial(context.Context) (net.Conn, error) {
 var notThroughHTTP = map[error]bool{errdefs.ErrNotImplemented: true, errdefs.ErrUnavailable: true}
 
 // TestErrorKinds provokes an error of every kind through the real HTTP
-// handler (and the finer codes of the refusals with bodies of their own)
+// handler of a whole daemon (and the finer codes of the refusals with bodies of their own)
 // and checks the status, the code, that the body is what the spec says,
 // and that the SDK's error made from the answer is of that kind and no
 // other.
 func TestErrorKinds(t *testing.T) {
-	d := newTestDaemon(t, func(b hypervisor.Backend) hypervisor.Backend { return &kindBackend{b} })
+	// The fake backend (the real guest agent, in-process): no root
+	// needed, so make test-nonroot runs this as an ordinary user.
+	d := newTestDaemon(t, daemontest.WithBackends(func(dir string) ([]hypervisor.Backend, error) {
+		return []hypervisor.Backend{&kindBackend{fake.New(dir)}}, nil
+	}), daemontest.WithImage("any", t.TempDir()))
 	ctx := context.Background()
 	doc := loadOpenAPI(t)
 	newSession := func(req session.CreateRequest) *session.Session {
