@@ -50,7 +50,7 @@ test: build cross ## run every test (needs root for the sandbox tests); lists th
 
 # Packages (pkg or pkg:run-pattern) whose tests must pass as an ordinary
 # user: what runs on the fake backend needs no root.
-NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged ./hostd/session:TestPipeline
+NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged ./hostd/session:TestPipeline ./hostd/api:TestErrorKinds ./errdefs ./client ./cmd/paddock:TestExitCode
 
 test-nonroot: ## run the tests that need no root as uid 65534 (setpriv when run by root)
 	GO=$(GO) ./scripts/test-nonroot.sh $(NONROOT_PKGS)

@@ -8,12 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"paddock.dev/paddock/errdefs"
 	"strings"
 	"sync"
 	"time"
 
 	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/policy"
 )
@@ -333,7 +333,11 @@ func (e *ProcessRefused) Error() string {
 	return msg
 }
 
-func (e *ProcessRefused) Unwrap() error { return ErrForbidden }
+func (e *ProcessRefused) Unwrap() error { return errPolicyRefused }
+
+// errPolicyRefused is what every ProcessRefused is: forbidden, with its
+// own code.
+var errPolicyRefused = errdefs.WithCode(errdefs.CodePolicyRefused, ErrForbidden)
 
 // Approvals lists a session's approval requests, oldest first.
 func (m *Manager) Approvals(ctx context.Context, tenant, id string) ([]Approval, error) {

@@ -40,6 +40,7 @@ import (
 	"unicode/utf8"
 
 	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
@@ -182,7 +183,11 @@ func (e *BudgetError) Error() string {
 }
 
 // Unwrap makes a BudgetError a 403.
-func (e *BudgetError) Unwrap() error { return ErrForbidden }
+func (e *BudgetError) Unwrap() error { return errBudgetExceeded }
+
+// errBudgetExceeded is what every BudgetError is: forbidden, with its own
+// code.
+var errBudgetExceeded = errdefs.WithCode(errdefs.CodeBudgetExceeded, ErrForbidden)
 
 // InterruptedOp is the public wire type api.InterruptedOp, kept under this name here.
 type InterruptedOp = apiv1.InterruptedOp
