@@ -7,8 +7,8 @@
 // By default the daemon runs procbox sandboxes of the mini image (root
 // needed: New skips the test otherwise) with the built-in policy, no
 // egress and no tenants, and stops every sandbox when the test ends.
-// Options change each part; WithBackends takes any backend, such as a
-// fake one.
+// Options change each part; WithFake runs it on the fake backend
+// (hypervisor/fake) without root, and WithBackends takes any backend.
 package daemontest
 
 import (
@@ -26,6 +26,7 @@ import (
 	"paddock.dev/paddock/hostd/daemon"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/fake"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
@@ -92,6 +93,25 @@ func WithBackend(names ...string) Option { return func(o *options) { o.backendNa
 // daemon closes those that are io.Closer.
 func WithBackends(open func(stateDir string) ([]hypervisor.Backend, error)) Option {
 	return func(o *options) { o.openBackends = open }
+}
+
+// FakeImage is the default image of a daemon made WithFake: a name
+// only, since the fake backend has no images.
+const FakeImage = "fake"
+
+// WithFake runs the daemon on the fake backend (hypervisor/fake: the real
+// guest agent in the test's process, no namespaces), under the state
+// dir's "fake", with no images directory: the fake has no images, so the
+// daemon has none to build on first use and the default image (FakeImage)
+// is only a name. It needs no root; commands run on the host as the
+// test's user, in the machine's directory.
+func WithFake() Option {
+	return func(o *options) {
+		o.openBackends = func(state string) ([]hypervisor.Backend, error) {
+			return []hypervisor.Backend{fake.New(filepath.Join(state, fake.Name))}, nil
+		}
+		o.image, o.images = FakeImage, ""
+	}
 }
 
 // WithoutBackend makes a daemon with no backend: every create is refused,
