@@ -26,6 +26,8 @@ import (
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/fake"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -67,7 +69,7 @@ func newTestDaemon(t *testing.T, opts ...daemontest.Option) *testDaemon {
 	return &testDaemon{c: dd.Client, url: dd.URL, mgr: dd.Manager(), st: dd.Store(), led: dd.Ledger(), state: dd.StateDir, api: dd.API(), close: dd.Close}
 }
 
-// fakeDaemon is newTestDaemon on the fake backend (daemontest.WithFake):
+// fakeDaemon is newTestDaemon on the fake backend (hypervisor/fake):
 // for tests of access rules, identity, idempotency and response shapes,
 // which need a sandbox's API but not its walls. It needs no root, and
 // `make test-nonroot` runs these tests as an ordinary user. Commands run
@@ -76,7 +78,10 @@ func newTestDaemon(t *testing.T, opts ...daemontest.Option) *testDaemon {
 // command's working directory).
 func fakeDaemon(t *testing.T, opts ...daemontest.Option) *testDaemon {
 	t.Helper()
-	return newTestDaemon(t, append([]daemontest.Option{daemontest.WithFake()}, opts...)...)
+	onFake := daemontest.WithBackends(func(state string) ([]hypervisor.Backend, error) {
+		return []hypervisor.Backend{fake.New(filepath.Join(state, fake.Name))}, nil
+	})
+	return newTestDaemon(t, append([]daemontest.Option{onFake}, opts...)...)
 }
 
 func status(err error) int {

@@ -7,8 +7,8 @@
 // By default the daemon runs procbox sandboxes of the mini image (root
 // needed: New skips the test otherwise) with the built-in policy, no
 // egress and no tenants, and stops every sandbox when the test ends.
-// Options change each part; WithFake runs it on the fake backend
-// (hypervisor/fake) without root, and WithBackends takes any backend.
+// Options change each part; WithBackends takes any backend, such as the
+// fake one (hypervisor/fake), which needs no root.
 package daemontest
 
 import (
@@ -26,11 +26,14 @@ import (
 	"paddock.dev/paddock/hostd/daemon"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/fake"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
+
+// NoImage is the default image of a daemon given its backends
+// (WithBackends) and no WithImage.
+const NoImage = "none"
 
 // Token is the admin token of a daemon made without WithToken.
 const Token = "pdk_test_token_0123456789"
@@ -90,28 +93,11 @@ func WithBackend(names ...string) Option { return func(o *options) { o.backendNa
 
 // WithBackends opens the daemon's backends, the default first (any
 // hypervisor.Backend: a fake one needs neither root nor images). The
-// daemon closes those that are io.Closer.
+// daemon closes those that are io.Closer. Without WithImage the daemon
+// has no images directory, so it builds no image on first use, and its
+// default image is NoImage, a name only (the fake has no images).
 func WithBackends(open func(stateDir string) ([]hypervisor.Backend, error)) Option {
 	return func(o *options) { o.openBackends = open }
-}
-
-// FakeImage is the default image of a daemon made WithFake: a name
-// only, since the fake backend has no images.
-const FakeImage = "fake"
-
-// WithFake runs the daemon on the fake backend (hypervisor/fake: the real
-// guest agent in the test's process, no namespaces), under the state
-// dir's "fake", with no images directory: the fake has no images, so the
-// daemon has none to build on first use and the default image (FakeImage)
-// is only a name. It needs no root; commands run on the host as the
-// test's user, in the machine's directory.
-func WithFake() Option {
-	return func(o *options) {
-		o.openBackends = func(state string) ([]hypervisor.Backend, error) {
-			return []hypervisor.Backend{fake.New(filepath.Join(state, fake.Name))}, nil
-		}
-		o.image, o.images = FakeImage, ""
-	}
 }
 
 // WithoutBackend makes a daemon with no backend: every create is refused,
@@ -266,6 +252,9 @@ func (e *unavailableError) Error() string {
 func start(o options) (*Daemon, error) {
 	if o.token == "" {
 		o.token = Token
+	}
+	if o.openBackends != nil && o.image == "" && o.images == "" {
+		o.image = NoImage
 	}
 	names := o.backendNames
 	if len(names) == 0 {
