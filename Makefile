@@ -46,7 +46,7 @@ test: build ## run every test (needs root for the sandbox tests); lists the skip
 # A listed test that needs root fails there, and so does any skip
 # (scripts/test-nonroot.sh). hostd/api's are the access, identity,
 # idempotency and OpenAPI tests.
-NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolationAllRoutes|TestSessionTokens|TestSessionTokenOps|TestSessionTokenLifetime|TestGrantAccess|TestIdempotency|TestSandboxIdempotency|TestSandboxProcessJudged|TestOpenAPI.*
+NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolationAllRoutes|TestSandboxesAndSessionsApart|TestSessionTokens|TestSessionTokenOps|TestSessionTokenLifetime|TestGrantAccess|TestPTYTicket|TestIdempotency|TestSandboxIdempotency|TestLifecycleIfMatch|TestSandboxProcessJudged|TestOpenAPI.*
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
 	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineWalk)$$' \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'

@@ -58,7 +58,9 @@ for spec in "$@"; do
 	if [ $ok = 1 ]; then
 		echo "ok   $pkg ($n tests passed as $who)"
 	else
-		tr -d '\026' <"$out" | grep -v -E '^=== (RUN|PAUSE|CONT|NAME)' || true
+		# The failed tests' output in full, as `make test` shows it.
+		$GO tool gotestsum --format pkgname-and-test-fails --format-icons text --hide-summary=skipped \
+			--raw-command -- cat "$out.json" || true
 		echo "FAIL $pkg (as $who)"
 	fi
 	rm -rf "$home"

@@ -244,7 +244,8 @@ func TestSandboxCreateRefusals(t *testing.T) {
 // session routes never show one, and the sandbox routes never show (or
 // delete) a session.
 func TestSandboxesAndSessionsApart(t *testing.T) {
-	c, url, _, _ := sandboxDaemon(t)
+	d := fakeDaemon(t)
+	c, url := d.c, d.url
 	ctx := context.Background()
 	first, err := c.CreateSandbox(ctx, session.SandboxRequest{})
 	if err != nil {
