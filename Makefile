@@ -48,6 +48,7 @@ test: build ## run every test (needs root for the sandbox tests); lists the skip
 # idempotency and OpenAPI tests.
 NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolationAllRoutes|TestSandboxesAndSessionsApart|TestSessionTokens|TestSessionTokenOps|TestSessionTokenLifetime|TestGrantAccess|TestPTYTicket|TestIdempotency|TestSandboxIdempotency|TestLifecycleIfMatch|TestSandboxProcessJudged|TestOpenAPI.*
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
+	'./internal/testutil:^TestRequiresRootInTheNonrootRun$$' \
 	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineWalk)$$' \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'
 
