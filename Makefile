@@ -45,9 +45,10 @@ test: build ## run every test (needs root for the sandbox tests); lists the skip
 # pass as an ordinary user: what runs on the fake backend needs no root.
 # A listed test that needs root fails there, and so does any skip
 # (scripts/test-nonroot.sh). hostd/api's are the access, identity,
-# idempotency and OpenAPI tests.
-NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolationAllRoutes|TestSandboxesAndSessionsApart|TestSessionTokens|TestSessionTokenOps|TestSessionTokenLifetime|TestGrantAccess|TestPTYTicket|TestIdempotency|TestSandboxIdempotency|TestLifecycleIfMatch|TestSandboxProcessJudged|TestOpenAPI.*
+# idempotency, error-body and OpenAPI tests.
+NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolationAllRoutes|TestSandboxesAndSessionsApart|TestSessionTokens|TestSessionTokenOps|TestSessionTokenLifetime|TestGrantAccess|TestPTYTicket|TestIdempotency|TestSandboxIdempotency|TestLifecycleIfMatch|TestSandboxProcessJudged|TestErrorKinds|TestOpenAPI.*
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
+	./errdefs ./client ./cmd/paddock:TestExitCode \
 	'./internal/testutil:^TestRequiresRootInTheNonrootRun$$' \
 	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineWalk)$$' \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'
