@@ -98,6 +98,9 @@ type Manager struct {
 	// grants are the sessions' credential grants, in memory only
 	// (grants.go).
 	grants grantTable
+	// stops are the siblings' hooks for a session that stops running
+	// (core.go).
+	stops stopHooks
 	// previewConns are the connections open through preview URLs
 	// (previews.go).
 	previewConns previewConnTable
