@@ -57,7 +57,7 @@ NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolatio
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
 	./errdefs ./client ./cmd/paddock:TestExitCode \
 	'./internal/testutil:^TestRequiresRootInTheNonrootRun$$' \
-	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineWalk)$$' \
+	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineWalk)$$' ./hostd/grants \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'
 
 test-nonroot: ## run the tests that need no root as uid 65534 (setpriv when run by root)

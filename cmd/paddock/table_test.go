@@ -17,6 +17,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -96,7 +97,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		entry     ledger.Entry
 		listing   api.Listing
 		job       session.Job
-		grant     session.Grant
+		grant     grants.Grant
 		tok       session.SessionToken
 		appr      session.Approval
 		prev      session.Preview
@@ -115,7 +116,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		sp + "/events":                 map[string]any{"ledger": []ledger.Entry{entry}},
 		sp + "/files":                  &listing,
 		sp + "/jobs":                   map[string]any{"jobs": []session.Job{job}},
-		sp + "/grants":                 map[string]any{"grants": []session.Grant{grant}},
+		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
 		sp + "/tokens":                 map[string]any{"tokens": []session.SessionToken{tok}},
 		sp + "/approvals":              map[string]any{"approvals": []session.Approval{appr}},
 		sp + "/previews":               map[string]any{"previews": []session.Preview{prev}},

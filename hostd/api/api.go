@@ -37,6 +37,7 @@ type Server struct {
 	eventStreams streamCount
 
 	sessions *session.Manager
+	svc      Services // the core's siblings (services.go)
 	policy   atomic.Pointer[policyStatuser]
 	verifier *auth.Verifier
 	log      *slog.Logger

@@ -34,6 +34,7 @@ import (
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/auth"
 	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
@@ -156,6 +157,7 @@ type Daemon struct {
 	eg       *hegress.Host
 	backends []hypervisor.Backend
 	mgr      *session.Manager
+	grants   *grants.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -279,14 +281,17 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: def, Backends: others, DefaultImage: cfg.DefaultImage,
 		ImagesDir: cfg.ImagesDir, Logger: log, Egress: eg, EgressRoot: filepath.Join(cfg.StateDir, "egress"), TrustPEM: trust,
 		Policy: d.eng, EgressLogRetention: cfg.EgressLogRetention})
+	// The core's siblings, on the same manager.
+	d.grants = grants.New(d.mgr)
 	if d.eg != nil {
-		d.eg.SetGrants(d.mgr) // the proxy's credential grants are the manager's
+		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
 	if cfg.TestHooks != nil {
 		d.mgr.SetTestHooks(*cfg.TestHooks)
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
+	d.api.SetServices(api.Services{Grants: d.grants})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}
@@ -354,10 +359,11 @@ func (d *Daemon) newEgress(c EgressConfig) error {
 // names a preview domain).
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-// Manager, Store, API, Egress and Policy are the daemon's parts, for
+// Manager, Store, Grants, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
 func (d *Daemon) Manager() *session.Manager { return d.mgr }
 func (d *Daemon) Store() *store.Store       { return d.st }
+func (d *Daemon) Grants() *grants.Service   { return d.grants }
 func (d *Daemon) Ledger() *ledger.Ledger    { return d.led }
 func (d *Daemon) API() *api.Server          { return d.api }
 func (d *Daemon) Egress() *hegress.Host     { return d.eg }

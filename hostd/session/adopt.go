@@ -129,7 +129,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 		}
 		mc.Stop(context.Background()) // what the dead sandbox held
 		m.closeEgress(id)
-		m.dropGrants(id, "sandbox lost")
+		m.runStopHooks(context.Background(), id, StopLost)
 		m.dropPreviews(context.Background(), id, "sandbox lost")
 		const reason = "the sandbox ended on its own (its init exited or was killed)"
 		ctx := context.Background()

@@ -163,7 +163,7 @@ func (m *Manager) CreatePreview(ctx context.Context, tenant, id string, req Prev
 
 // Previews lists a session's live previews: never a token or its URL.
 func (m *Manager) Previews(ctx context.Context, tenant, id string) ([]Preview, error) {
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+	if _, err := m.LoadSession(ctx, tenant, id); err != nil {
 		return nil, err
 	}
 	rows, err := m.st.ListPreviews(ctx, id, m.now())
@@ -184,7 +184,7 @@ func (m *Manager) Previews(ctx context.Context, tenant, id string) ([]Preview, e
 // repeated in an error. An id or token the session does not have (or no
 // longer has) is ErrNotFound.
 func (m *Manager) DeletePreview(ctx context.Context, tenant, id, preview string) error {
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+	if _, err := m.LoadSession(ctx, tenant, id); err != nil {
 		return err
 	}
 	name := preview // what an error may show

@@ -95,9 +95,6 @@ type Manager struct {
 	egressRoot string
 	trustPEM   []byte
 
-	// grants are the sessions' credential grants, in memory only
-	// (grants.go).
-	grants grantTable
 	// stops are the siblings' hooks for a session that stops running
 	// (core.go).
 	stops stopHooks
@@ -712,7 +709,7 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 		}
 	}
 	m.closeEgress(id)
-	m.dropGrants(id, "session deleted")
+	m.runStopHooks(ctx, id, StopDeleted)
 	m.revokeTokens(ctx, id, "session deleted")
 	m.dropPreviews(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
@@ -794,7 +791,7 @@ func (m *Manager) stopMachine(ctx context.Context, id string, mc hypervisor.Mach
 		m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
 	}
 	m.closeEgress(id)
-	m.grants.take(id, "")
+	m.runStopHooks(ctx, id, StopShutdown)
 }
 
 // Probe reports which tools the sandbox has and what that makes ready.
@@ -859,7 +856,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 			}
 		}
 		m.closeEgress(r.ID)
-		m.dropGrants(r.ID, "session expired")
+		m.runStopHooks(ctx, r.ID, StopExpired)
 		m.revokeTokens(ctx, r.ID, "session expired")
 		m.dropPreviews(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
