@@ -9,7 +9,7 @@
 //	                    /healthz                                                 ├─▶ reverse_proxy unix/<hostd socket>
 //	                    everything else → request_body → paddock_auth ───────────┘
 //
-// The configuration is one of the Caddyfiles in caddyfile/ (or the
+// The configuration is one of the Caddyfiles in gateway/caddyfile (or the
 // operator's own), rendered and adapted to JSON, then loaded. Caddy keeps
 // one running configuration per process, so one Gateway runs at a time.
 package gateway
@@ -27,7 +27,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"paddock.dev/paddock/caddyfile"
+	"paddock.dev/paddock/gateway/caddyfile"
 	_ "paddock.dev/paddock/gateway/all" // Caddy's and Paddock's modules
 )
 

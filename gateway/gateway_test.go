@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"paddock.dev/paddock/caddyfile"
+	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/gateway"
 	"paddock.dev/paddock/hostd/api"
 	hauth "paddock.dev/paddock/hostd/auth"

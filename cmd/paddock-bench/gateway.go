@@ -19,7 +19,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"paddock.dev/paddock/caddyfile"
+	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/gateway"
 	hapi "paddock.dev/paddock/hostd/api"
 )

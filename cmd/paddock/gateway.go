@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"paddock.dev/paddock/caddyfile"
+	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/gateway"
 )

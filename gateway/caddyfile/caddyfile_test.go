@@ -30,7 +30,7 @@ var goldenCases = []struct {
 // TestAdaptGolden adapts every shipped Caddyfile to Caddy's JSON and
 // compares both the rendered file and the JSON with testdata/NAME.caddyfiletest
 // (the rendered Caddyfile, a line of dashes, the JSON), as Caddy's own
-// caddyfile_adapt tests do. go test ./caddyfile -update rewrites them.
+// caddyfile_adapt tests do. go test ./gateway/caddyfile -update rewrites them.
 func TestAdaptGolden(t *testing.T) {
 	seen := map[Variant]bool{}
 	for _, c := range goldenCases {
@@ -61,10 +61,10 @@ func TestAdaptGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test ./caddyfile -update to make it)", err)
+				t.Fatalf("%v (run go test ./gateway/caddyfile -update to make it)", err)
 			}
 			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s differs from what the Caddyfile adapts to now (-want +got; go test ./caddyfile -update if meant):\n%s", path, diff)
+				t.Errorf("%s differs from what the Caddyfile adapts to now (-want +got; go test ./gateway/caddyfile -update if meant):\n%s", path, diff)
 			}
 		})
 	}
