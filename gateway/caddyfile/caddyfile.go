@@ -49,16 +49,9 @@ func Variants() []Variant { return []Variant{Local, Domain} }
 
 // Limits and timeouts of the shipped files (docs/gateway.md lists them).
 const (
-	// APIBody bounds a request body on the API, but for the routes
-	// below: hostd takes JSON bodies of at most 1 MiB.
-	APIBody = "2MiB"
-	// UploadBody bounds one resumable-upload chunk (hostd: 4 MiB).
-	UploadBody = "5MiB"
-	// FileBody bounds PUT .../files/content (hostd: 8 MiB as base64).
-	FileBody = "12MiB"
-	// SandboxFileBody bounds POST /v1/sandboxes/{id}/fs/write (hostd:
-	// 32 MiB as base64).
-	SandboxFileBody = "44MiB"
+	// The API's body limits are not here: paddock_limits (gateway/limits)
+	// takes each route's from hostd's route table.
+
 	// PreviewBody bounds a request body sent to a preview (hostd: 64 MiB).
 	PreviewBody = "64MiB"
 	// MaxHeaderSize bounds a request's headers.
@@ -127,7 +120,7 @@ type data struct {
 	AccessLog          string
 	Log                string
 
-	APIBody, UploadBody, FileBody, SandboxFileBody, PreviewBody, MaxHeaderSize string
+	PreviewBody, MaxHeaderSize string
 
 	ReadHeader, ReadBody, ReadBodyIdle, Idle, AuthCacheTTL string
 	ReadMinRate                                            int
@@ -224,7 +217,6 @@ func logOutput(what, where string) (string, error) {
 
 func (o Options) data(v Variant) (data, error) {
 	d := data{
-		APIBody: APIBody, UploadBody: UploadBody, FileBody: FileBody, SandboxFileBody: SandboxFileBody,
 		PreviewBody: PreviewBody, MaxHeaderSize: MaxHeaderSize,
 		ReadHeader:   orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout).String(),
 		ReadBody:     orDefault(o.ReadBodyTimeout, DefaultReadBodyTimeout).String(),

@@ -92,7 +92,7 @@ func TestShippedSettings(t *testing.T) {
 		`"storage":{"module":"file_system","root":"/s/gateway"}`,
 		`"read_header_timeout":10000000000`, `"read_timeout":300000000000`, `"read_idle_timeout":30000000000`, `"idle_timeout":120000000000`,
 		`"max_header_bytes":65536`, `"handler":"paddock_auth"`, `"handler":"paddock_preview"`,
-		`"max_size":2097152`, `"max_size":5242880`, `"dial":"unix//s/hostd.sock"`,
+		`"handler":"paddock_limits"`, `"max_size":67108864`, `"dial":"unix//s/hostd.sock"`,
 		`"listen":["127.0.0.1:7788"]`, `"disable_redirects":true`,
 	} {
 		if !strings.Contains(js, want) {
@@ -101,6 +101,15 @@ func TestShippedSettings(t *testing.T) {
 	}
 	if strings.Contains(js, "log_credentials") {
 		t.Error("the local Caddyfile logs credentials")
+	}
+	// The API's body limits are the route table's (paddock_limits), taken
+	// before the token check; the only size written in the file is the
+	// previews' (hostd's preview limit, not an API route).
+	if l, a := strings.Index(js, `"handler":"paddock_limits"`), strings.Index(js, `"handler":"paddock_auth"`); l < 0 || a < 0 || l > a {
+		t.Errorf("paddock_limits (at %d) does not run before paddock_auth (at %d)", l, a)
+	}
+	if n, p := strings.Count(js, `"handler":"request_body"`), strings.Count(js, `"max_size":67108864`); n != p {
+		t.Errorf("%d request_body handlers, %d of them the previews': the API's limits must come from the route table", n, p)
 	}
 }
 
