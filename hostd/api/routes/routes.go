@@ -14,6 +14,7 @@ package routes
 
 import (
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -185,8 +186,12 @@ func Lookup(pattern string) (Route, bool) {
 }
 
 // Match returns the row whose pattern r's method and path match, as
-// hostd's own router would match them.
+// hostd's own router would match them. A path that is not clean ("//",
+// "/./", "/../") matches none: hostd's router would only redirect it.
 func Match(r *http.Request) (Route, bool) {
+	if p := r.URL.Path; p == "" || path.Clean(p) != p {
+		return Route{}, false
+	}
 	_, pattern := matcher().Handler(r)
 	return Lookup(pattern)
 }
