@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/gateway"
+	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/hostd/api"
 	hauth "paddock.dev/paddock/hostd/auth"
 )

@@ -19,8 +19,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/gateway"
+	"paddock.dev/paddock/gateway/caddyfile"
 	hapi "paddock.dev/paddock/hostd/api"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/gateway"
+	"paddock.dev/paddock/gateway/caddyfile"
 )
 
 // gatewayFlags are the gateway's settings, shared by `paddock serve` and

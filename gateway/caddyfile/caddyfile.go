@@ -30,6 +30,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	_ "paddock.dev/paddock/gateway/all" // the modules and directives the files use
+	"paddock.dev/paddock/hostd/api/routes"
 )
 
 //go:embed common.caddyfile local.caddyfile domain.caddyfile
@@ -121,6 +122,11 @@ type data struct {
 	Log                string
 
 	PreviewBody, MaxHeaderSize string
+	// The API's edge body limits, worked out from hostd's route table.
+	// The shipped files no longer use them (paddock_limits does the
+	// same per route); an operator's own file written against the old
+	// shipped one may.
+	APIBody, UploadBody, FileBody, SandboxFileBody string
 
 	ReadHeader, ReadBody, ReadBodyIdle, Idle, AuthCacheTTL string
 	ReadMinRate                                            int
@@ -218,13 +224,17 @@ func logOutput(what, where string) (string, error) {
 func (o Options) data(v Variant) (data, error) {
 	d := data{
 		PreviewBody: PreviewBody, MaxHeaderSize: MaxHeaderSize,
-		ReadHeader:   orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout).String(),
-		ReadBody:     orDefault(o.ReadBodyTimeout, DefaultReadBodyTimeout).String(),
-		ReadBodyIdle: orDefault(o.ReadBodyIdleTimeout, DefaultReadBodyIdleTimeout).String(),
-		Idle:         orDefault(o.IdleTimeout, DefaultIdleTimeout).String(),
-		AuthCacheTTL: orDefault(o.AuthCacheTTL, DefaultAuthCacheTTL).String(),
-		ReadMinRate:  o.ReadMinRate,
-		Email:        o.Email,
+		APIBody:         edgeSize("POST /v1/agents/sessions"),
+		UploadBody:      edgeSize("PUT /v1/agents/sessions/{id}/uploads/{upload}"),
+		FileBody:        edgeSize("PUT /v1/agents/sessions/{id}/files/content"),
+		SandboxFileBody: edgeSize("POST /v1/sandboxes/{id}/fs/write"),
+		ReadHeader:      orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout).String(),
+		ReadBody:        orDefault(o.ReadBodyTimeout, DefaultReadBodyTimeout).String(),
+		ReadBodyIdle:    orDefault(o.ReadBodyIdleTimeout, DefaultReadBodyIdleTimeout).String(),
+		Idle:            orDefault(o.IdleTimeout, DefaultIdleTimeout).String(),
+		AuthCacheTTL:    orDefault(o.AuthCacheTTL, DefaultAuthCacheTTL).String(),
+		ReadMinRate:     o.ReadMinRate,
+		Email:           o.Email,
 	}
 	if o.AuthCacheTTL < 0 {
 		d.AuthCacheTTL = "0s"
@@ -307,6 +317,16 @@ func (o Options) data(v Variant) (data, error) {
 	d.SiteAddresses = strings.Join(addrs, ", ")
 	d.PreviewSiteAddress = siteAddress(v, "*.preview."+d.Domain, port)
 	return d, nil
+}
+
+// edgeSize is the gateway's body limit for a route of hostd's table, as a
+// Caddyfile size.
+func edgeSize(pattern string) string {
+	rt, ok := routes.Lookup(pattern)
+	if !ok {
+		panic("caddyfile: no route " + pattern)
+	}
+	return strconv.FormatInt(routes.EdgeLimit(rt.BodyLimit), 10)
 }
 
 func siteAddress(v Variant, name string, port int) string {

@@ -185,6 +185,15 @@ func TestRenderText(t *testing.T) {
 	if _, err := Adapt(out); err != nil {
 		t.Error(err)
 	}
+	// A file written against the old shipped one, with the body sizes as
+	// values, still renders (with the table's sizes) and adapts.
+	out, err = RenderText("mine", "localhost:8080 {\n\trequest_body {\n\t\tmax_size {{.UploadBody}}\n\t}\n\trespond ok\n}\n", o)
+	if err != nil || !strings.Contains(string(out), "max_size 5242880") {
+		t.Errorf("a file with {{.UploadBody}}: %v\n%s", err, out)
+	}
+	if _, err := Adapt(out); err != nil {
+		t.Error(err)
+	}
 	if _, err := RenderText("mine", "{{.Nope}}", o); err == nil {
 		t.Error("an unknown value rendered")
 	}
