@@ -10,7 +10,7 @@ import (
 
 // tokenRoutes registers session tokens (hostd/session/tokens.go) and
 // whoami. Minting, listing and revoking need the admin token or the
-// session's tenant's (access.go); a session token cannot mint another.
+// session's tenant's (the route table, hostd/api/routes); a session token cannot mint another.
 func (s *Server) tokenRoutes(bind func(string, handler)) {
 	bind("POST /v1/agents/sessions/{id}/tokens", s.mintToken)
 	bind("GET /v1/agents/sessions/{id}/tokens", s.listTokens)

@@ -17,7 +17,7 @@ var (
 )
 
 // Operations a session token can be granted. Each route a session token
-// may call needs exactly one (the route table is hostd/api/access.go).
+// may call needs exactly one (the route table is hostd/api/routes).
 const (
 	OpRead       = "read"        // the session record, ledger, trajectory, artifacts, probe
 	OpExec       = "exec"        // exec and exec/stream
