@@ -8,7 +8,7 @@ PKGS ?= ./...
 GUEST_TAGS := netgo,osusergo
 GUEST_LDFLAGS := -s -w -linkmode external -extldflags "-static"
 
-.PHONY: help build guest paddock test test-short bench deps clean vet
+.PHONY: help build guest paddock test test-short test-nonroot bench deps clean vet
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -38,7 +38,15 @@ test: build ## run every test (needs root for the sandbox tests); lists the skip
 		--format-hide-empty-pkg --hide-summary=skipped --jsonfile $(BIN)/test-events.json \
 		-- -count=1 -timeout 20m $(PKGS) || rc=1; \
 	$(GO) run ./internal/tools/skipcheck -json $(BIN)/test-events.json -expected scripts/expected-skips.txt || rc=1; \
+	$(MAKE) --no-print-directory test-nonroot || rc=1; \
 	exit $$rc
+
+# Packages (pkg or pkg:run-pattern) whose tests must pass as an ordinary
+# user: what runs on the fake backend needs no root.
+NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged
+
+test-nonroot: ## run the tests that need no root as uid 65534 (setpriv when run by root)
+	GO=$(GO) ./scripts/test-nonroot.sh $(NONROOT_PKGS)
 
 test-short: ## unit tests only
 	$(GO) test -short -count=1 ./...

@@ -204,27 +204,27 @@ func TestConformanceCreateExec(t *testing.T) {
 	})
 }
 
-func TestConformanceExitCodes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, e backendEnv) {
-		_, c := e.create(t, hypervisor.MachineSpec{})
-		for _, tc := range []struct {
-			line   string
-			code   int
-			signal string
-		}{
-			{"true", 0, ""},
-			{"exit 3", 3, ""},
-			{"exit 255", 255, ""},
-			{"kill -KILL $$", -1, "KILL"},
-			{"kill -TERM $$", -1, "TERM"},
-			{"no-such-command-here", 127, ""},
-		} {
-			res := sh(t, c, tc.line)
-			if res.ExitCode != tc.code || res.Signal != tc.signal {
-				t.Errorf("%q: exit %d signal %q, want %d %q", tc.line, res.ExitCode, res.Signal, tc.code, tc.signal)
-			}
+func TestConformanceExitCodes(t *testing.T) { forEachBackend(t, conformanceExitCodes) }
+
+func conformanceExitCodes(t *testing.T, e backendEnv) {
+	_, c := e.create(t, hypervisor.MachineSpec{})
+	for _, tc := range []struct {
+		line   string
+		code   int
+		signal string
+	}{
+		{"true", 0, ""},
+		{"exit 3", 3, ""},
+		{"exit 255", 255, ""},
+		{"kill -KILL $$", -1, "KILL"},
+		{"kill -TERM $$", -1, "TERM"},
+		{"no-such-command-here", 127, ""},
+	} {
+		res := sh(t, c, tc.line)
+		if res.ExitCode != tc.code || res.Signal != tc.signal {
+			t.Errorf("%q: exit %d signal %q, want %d %q", tc.line, res.ExitCode, res.Signal, tc.code, tc.signal)
 		}
-	})
+	}
 }
 
 func TestConformanceTimeoutKillsTree(t *testing.T) {
@@ -261,28 +261,28 @@ func TestConformanceTimeoutKillsTree(t *testing.T) {
 	})
 }
 
-func TestConformanceOutputCap(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, e backendEnv) {
-		_, c := e.create(t, hypervisor.MachineSpec{})
-		res, err := c.Exec(ctxT(t), api.ExecRequest{Command: api.Command{
-			Shell: "head -c 3000000 /dev/zero; head -c 100 /dev/zero >&2; exit 4", MaxOutputBytes: 1 << 20,
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.StdoutTruncated || res.StdoutDropped != 3000000-(1<<20) {
-			t.Errorf("truncated %v dropped %d, want true %d", res.StdoutTruncated, res.StdoutDropped, 3000000-(1<<20))
-		}
-		if !bytes.HasSuffix(res.Stdout, []byte(api.TruncationMarker)) {
-			t.Errorf("no truncation marker at the end of stdout")
-		}
-		if res.StderrTruncated || len(res.Stderr) != 100 {
-			t.Errorf("stderr: truncated %v len %d", res.StderrTruncated, len(res.Stderr))
-		}
-		if res.ExitCode != 4 {
-			t.Errorf("exit %d, want 4 (draining must keep the real status)", res.ExitCode)
-		}
-	})
+func TestConformanceOutputCap(t *testing.T) { forEachBackend(t, conformanceOutputCap) }
+
+func conformanceOutputCap(t *testing.T, e backendEnv) {
+	_, c := e.create(t, hypervisor.MachineSpec{})
+	res, err := c.Exec(ctxT(t), api.ExecRequest{Command: api.Command{
+		Shell: "head -c 3000000 /dev/zero; head -c 100 /dev/zero >&2; exit 4", MaxOutputBytes: 1 << 20,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.StdoutTruncated || res.StdoutDropped != 3000000-(1<<20) {
+		t.Errorf("truncated %v dropped %d, want true %d", res.StdoutTruncated, res.StdoutDropped, 3000000-(1<<20))
+	}
+	if !bytes.HasSuffix(res.Stdout, []byte(api.TruncationMarker)) {
+		t.Errorf("no truncation marker at the end of stdout")
+	}
+	if res.StderrTruncated || len(res.Stderr) != 100 {
+		t.Errorf("stderr: truncated %v len %d", res.StderrTruncated, len(res.Stderr))
+	}
+	if res.ExitCode != 4 {
+		t.Errorf("exit %d, want 4 (draining must keep the real status)", res.ExitCode)
+	}
 }
 
 func TestConformanceJobs(t *testing.T) {

@@ -33,7 +33,7 @@ var (
 // Capabilities says what a backend can do, so callers can refuse with 409
 // before trying.
 type Capabilities struct {
-	Isolation string `json:"isolation"` // "namespaces" or "vm"
+	Isolation string `json:"isolation"` // "namespaces", "vm", or "none" (hypervisor/fake, tests only)
 	Snapshot  bool   `json:"snapshot"`  // disk checkpoint and restore
 	// MemoryCheckpoint: checkpoints can include memory and processes.
 	MemoryCheckpoint       bool   `json:"memory_checkpoint"`

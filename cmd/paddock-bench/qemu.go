@@ -14,6 +14,7 @@ import (
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/hypervisor/qemu"
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // benchQEMU measures the qemu backend: create of the mini image until the
@@ -51,7 +52,7 @@ func benchQEMU(ctx context.Context, dir, guest, cache string, imgs image.Store, 
 
 	rootfs, err := imgs.Rootfs("mini")
 	check(err)
-	kit, err := qemu.BuildKit(ctx, rootfs, qemu.KitOptions{CacheDir: cache, GuestBinary: guest})
+	kit, err := vmkit.BuildKit(ctx, rootfs, vmkit.KitOptions{CacheDir: cache, GuestBinary: guest})
 	check(err)
 	initrd, err := qemu.ProbeInitramfs(ctx, cache)
 	check(err)
@@ -75,7 +76,7 @@ func benchQEMU(ctx context.Context, dir, guest, cache string, imgs image.Store, 
 		run, err := os.MkdirTemp(filepath.Join(dir, "qemu"), "plain-")
 		check(err)
 		defer os.RemoveAll(run)
-		d, console, err := qemu.BootToMarker(ctx, qemu.VMConfig{Kit: qemu.Kit{Kernel: kit.Kernel, Initrd: initrd}, Dir: run,
+		d, console, err := qemu.BootToMarker(ctx, qemu.VMConfig{Kit: vmkit.Kit{Kernel: kit.Kernel, Initrd: initrd}, Dir: run,
 			MemoryMB: qemu.DefaultMemoryMB, CPUs: qemu.DefaultCPUs, Accel: accel}, qemu.ProbeMarker)
 		if err != nil {
 			check(fmt.Errorf("plain boot: %w\n%s", err, console))

@@ -11,6 +11,7 @@ import (
 
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/hypervisor/qemu"
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // vmKitInfo is what `paddock image vm` (and build --vm) report.
@@ -52,7 +53,7 @@ func (g *globals) buildVMKit(c *cobra.Command, name string) (*vmKitInfo, error) 
 	}
 	prog := newProgress(c.ErrOrStderr(), g.json)
 	start := time.Now()
-	k, err := qemu.BuildKit(c.Context(), rootfs, qemu.KitOptions{CacheDir: g.vmCacheDir(), GuestBinary: guest,
+	k, err := vmkit.BuildKit(c.Context(), rootfs, vmkit.KitOptions{CacheDir: g.vmCacheDir(), GuestBinary: guest,
 		Progress: func(step string) { prog.update(step, 0, -1) }})
 	prog.finish()
 	if err != nil {

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"paddock.dev/paddock/egress"
+	"paddock.dev/paddock/guest/api"
 )
 
 // redirectPrefix starts the line the sandbox's agent writes before the
 // bytes of a connection that nftables redirected to the proxy.
-const redirectPrefix = "PADDOCK-REDIRECT "
+const redirectPrefix = api.RedirectHeader + " "
 
 // maxRedirectLine bounds that line: the prefix, "[IPv6%zone]:port", "\r\n".
 const maxRedirectLine = 128

@@ -67,6 +67,20 @@ type Config struct {
 	ConfineBinary string
 	// PTYConfine, when enabled, confines every terminal session.
 	PTYConfine *api.Confinement
+	// Unprivileged says the agent already runs as the ordinary user its
+	// commands should run as, so it never switches users: commands,
+	// terminals and the files routes act with the agent's own rights and
+	// GuestUser only names who they would be in a sandbox. Only
+	// hypervisor/fake sets it, for tests that run without root. New
+	// refuses it when the agent runs as root (every command would be
+	// root); the real backends run the agent as root and no paddock-guest
+	// flag sets it, so they cannot turn it on.
+	Unprivileged bool
+	// CwdInRoot takes a command's working directory as a path under
+	// Root, for an agent that serves a directory and not the file system
+	// its commands see (hypervisor/fake): a session's "/workspace" is then
+	// Root's workspace. Like Unprivileged, only the fake sets it.
+	CwdInRoot bool
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -128,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Unprivileged && os.Geteuid() == 0 {
+		return nil, errors.New("the agent runs as root: Unprivileged is only for an agent that already runs as an ordinary user, and as root it would run every command as root")
 	}
 	if os.Geteuid() == 0 {
 		for _, d := range []string{cfg.SpoolDir, cfg.UploadDir} {

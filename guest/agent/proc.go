@@ -196,7 +196,8 @@ func (s *Server) prepareProcess(ctx context.Context, c *api.Command, env []strin
 }
 
 // commandDir validates the working directory, Home (or /) by default.
-// It is a path as the command sees the file system.
+// It is a path as the command sees the file system, or one under Root
+// with Config.CwdInRoot.
 func (s *Server) commandDir(cwd string) (string, error) {
 	if cwd == "" {
 		if fi, err := os.Stat(s.cfg.Home); err == nil && fi.IsDir() {
@@ -208,11 +209,15 @@ func (s *Server) commandDir(cwd string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cwd: %w", err)
 	}
-	fi, err := os.Stat(clean)
+	dir := clean
+	if s.cfg.CwdInRoot {
+		dir = filepath.Join(s.cfg.Root, clean)
+	}
+	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("%w: cwd %s is not an existing directory", ErrBadRequest, clean)
 	}
-	return clean, nil
+	return dir, nil
 }
 
 // openConfinePipes sets up fd 3 (policy, read by confine) and fd 4

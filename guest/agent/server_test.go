@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,5 +165,29 @@ func TestGuestUser(t *testing.T) {
 		if st.Uid != 65534 || st.Gid != 65533 {
 			t.Errorf("%s owned by %d:%d, want the guest user", p, st.Uid, st.Gid)
 		}
+	}
+}
+
+// TestUnprivileged: the option that keeps the agent from switching users
+// is refused to a root agent (so the real backends, whose agents are
+// root, cannot turn it on), and an ordinary-user agent with it runs
+// commands as itself whatever GuestUser says.
+func TestUnprivileged(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() == 0 {
+		dir := t.TempDir()
+		_, err := agent.New(agent.Config{Root: dir, SpoolDir: filepath.Join(dir, "s"), UploadDir: filepath.Join(dir, "u"), Unprivileged: true})
+		if err == nil {
+			t.Fatal("a root agent accepted Unprivileged")
+		}
+		return
+	}
+	a := startAgent(t, func(c *agent.Config) { c.Unprivileged, c.GuestUser = true, "1000:1000" })
+	res, err := a.c.Exec(testCtx(t), api.ExecRequest{Command: api.Command{Shell: "id -u"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.Itoa(os.Getuid()) + "\n"; string(res.Stdout) != want || res.ExitCode != 0 {
+		t.Errorf("ran as %q (exit %d, stderr %q), want the agent's own uid %q", res.Stdout, res.ExitCode, res.Stderr, want)
 	}
 }

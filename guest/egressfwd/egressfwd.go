@@ -32,20 +32,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// Socket names in the egress directory, and the in-sandbox addresses.
-const (
-	ProxySocket    = "proxy.sock"
-	DNSSocket      = "dns.sock"
-	RedirectSocket = "redirect.sock"
-
-	ProxyAddr    = "127.0.0.1:3128"
-	DNSAddr      = "127.0.0.1:53"
-	RedirectPort = 3129
-
-	// RedirectHeader starts every redirected connection on redirect.sock.
-	RedirectHeader = "PADDOCK-REDIRECT"
+	"paddock.dev/paddock/guest/api"
 )
 
 // Limits.
@@ -90,33 +78,33 @@ func Start(ctx context.Context, cfg Config) (*Forwarder, error) {
 		f.Close()
 		return nil, err
 	}
-	l, err := net.Listen("tcp4", ProxyAddr)
+	l, err := net.Listen("tcp4", api.ProxyAddr)
 	if err != nil {
-		return fail(fmt.Errorf("egress: listen on %s: %w", ProxyAddr, err))
+		return fail(fmt.Errorf("egress: listen on %s: %w", api.ProxyAddr, err))
 	}
 	f.add(l)
-	f.go_(func() { f.serveStream(l, ProxySocket, nil) })
-	dl, err := net.Listen("tcp4", DNSAddr)
+	f.go_(func() { f.serveStream(l, api.EgressProxySocket, nil) })
+	dl, err := net.Listen("tcp4", api.DNSAddr)
 	if err != nil {
-		return fail(fmt.Errorf("egress: listen on %s/tcp: %w", DNSAddr, err))
+		return fail(fmt.Errorf("egress: listen on %s/tcp: %w", api.DNSAddr, err))
 	}
 	f.add(dl)
-	f.go_(func() { f.serveStream(dl, DNSSocket, nil) })
-	pc, err := net.ListenPacket("udp4", DNSAddr)
+	f.go_(func() { f.serveStream(dl, api.EgressDNSSocket, nil) })
+	pc, err := net.ListenPacket("udp4", api.DNSAddr)
 	if err != nil {
-		return fail(fmt.Errorf("egress: listen on %s/udp: %w", DNSAddr, err))
+		return fail(fmt.Errorf("egress: listen on %s/udp: %w", api.DNSAddr, err))
 	}
 	f.add(pc)
 	f.go_(func() { f.serveDNSPackets(pc) })
 	// Only connections nftables redirected have an original destination;
 	// anything else connecting here is closed (redirectHeader fails).
-	for _, a := range []string{fmt.Sprintf("127.0.0.1:%d", RedirectPort), fmt.Sprintf("[::1]:%d", RedirectPort)} {
+	for _, a := range []string{fmt.Sprintf("127.0.0.1:%d", api.RedirectPort), fmt.Sprintf("[::1]:%d", api.RedirectPort)} {
 		rl, err := net.Listen("tcp", a)
 		if err != nil {
 			return fail(fmt.Errorf("egress: listen on %s: %w", a, err))
 		}
 		f.add(rl)
-		f.go_(func() { f.serveStream(rl, RedirectSocket, redirectHeader) })
+		f.go_(func() { f.serveStream(rl, api.EgressRedirectSocket, redirectHeader) })
 	}
 	go func() {
 		<-ctx.Done()
@@ -221,7 +209,7 @@ func redirectHeader(c net.Conn) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []byte(RedirectHeader + " " + dst.String() + "\n"), nil
+	return []byte(api.RedirectHeader + " " + dst.String() + "\n"), nil
 }
 
 // originalDst reads SO_ORIGINAL_DST (IPv4) or IP6T_SO_ORIGINAL_DST.
@@ -304,7 +292,7 @@ func (f *Forwarder) serveDNSPackets(pc net.PacketConn) {
 }
 
 func (f *Forwarder) askDNS(q []byte) ([]byte, error) {
-	c, err := f.dial(DNSSocket)
+	c, err := f.dial(api.EgressDNSSocket)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/guest/api"
 )
 
 // inNewNetns runs fn on a thread in a fresh network namespace (with lo
@@ -67,11 +69,11 @@ func hostSockets(t *testing.T, dir string) {
 			}
 		}()
 	}
-	serve(ProxySocket, func(c net.Conn) {
+	serve(api.EgressProxySocket, func(c net.Conn) {
 		b, _ := bufio.NewReader(c).ReadString('\n')
 		io.WriteString(c, "proxied:"+b)
 	})
-	serve(DNSSocket, func(c net.Conn) {
+	serve(api.EgressDNSSocket, func(c net.Conn) {
 		for {
 			var l [2]byte
 			if _, err := io.ReadFull(c, l[:]); err != nil {
@@ -87,7 +89,7 @@ func hostSockets(t *testing.T, dir string) {
 			c.Write(append(l[:], q...))
 		}
 	})
-	serve(RedirectSocket, func(c net.Conn) {
+	serve(api.EgressRedirectSocket, func(c net.Conn) {
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		io.WriteString(c, line)
 	})
@@ -105,7 +107,7 @@ func TestForwarders(t *testing.T) {
 			return
 		}
 		defer f.Close()
-		c, err := net.Dial("tcp", ProxyAddr)
+		c, err := net.Dial("tcp", api.ProxyAddr)
 		if err != nil {
 			t.Error(err)
 			return
@@ -116,7 +118,7 @@ func TestForwarders(t *testing.T) {
 		if got != "proxied:hello\n" {
 			t.Errorf("proxy forwarder: %q", got)
 		}
-		u, err := net.Dial("udp", DNSAddr)
+		u, err := net.Dial("udp", api.DNSAddr)
 		if err != nil {
 			t.Error(err)
 			return
@@ -162,7 +164,7 @@ func TestTransparent(t *testing.T) {
 			c.SetDeadline(time.Now().Add(5 * time.Second))
 			got, _ := bufio.NewReader(c).ReadString('\n')
 			c.Close()
-			if got != RedirectHeader+" "+dst+"\n" {
+			if got != api.RedirectHeader+" "+dst+"\n" {
 				t.Errorf("%s arrived as %q", dst, got)
 			}
 		}
@@ -191,7 +193,7 @@ func TestTransparent(t *testing.T) {
 			u.Close()
 		}
 		// The loopback DNS forwarder still works.
-		u2, err := net.Dial("udp", DNSAddr)
+		u2, err := net.Dial("udp", api.DNSAddr)
 		if err != nil {
 			t.Error(err)
 			return

@@ -11,6 +11,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"paddock.dev/paddock/guest/api"
 )
 
 // transparentAddr is the sandbox's own IPv4 address for the default
@@ -21,7 +23,7 @@ var transparentAddr = &net.IPNet{IP: net.IPv4(10, 255, 255, 2), Mask: net.CIDRMa
 // SetupTransparent makes the calling thread's network namespace send
 // programs that ignore proxy settings to the agent: an IPv4 default route
 // over lo (so connect() to any address proceeds), nftables that redirect
-// TCP to ports 80 and 443 of any non-loopback address to RedirectPort on
+// TCP to ports 80 and 443 of any non-loopback address to api.RedirectPort on
 // loopback, and an output filter that refuses everything else that is not
 // loopback (UDP, other ports, ICMP) at once. IPv6 gets no route: it fails
 // at connect. The namespace has no device but lo, so nothing can leave
@@ -83,7 +85,7 @@ func installRules() error {
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(port)},
-			&expr.Immediate{Register: 1, Data: binaryutil.BigEndian.PutUint16(RedirectPort)},
+			&expr.Immediate{Register: 1, Data: binaryutil.BigEndian.PutUint16(api.RedirectPort)},
 			&expr.Redir{RegisterProtoMin: 1},
 		})})
 	}

@@ -44,7 +44,8 @@ type Config struct {
 	// Overlays are copy-on-write directory views mounted in the new root
 	// before anything runs there.
 	Overlays []Overlay `json:"overlays,omitempty"`
-	// TrustPEM is extra CA certificates (PEM) added to the system bundle.
+	// TrustPEM is extra CA certificates (PEM) added to the system bundle
+	// (api.TrustBundle, and alone at api.TrustExtra: read-only binds both).
 	TrustPEM string `json:"trust_pem,omitempty"`
 	// Egress, when set, gives the sandbox its way out (see
 	// guest/egressfwd).
@@ -57,13 +58,6 @@ type Egress struct {
 	Dir         string `json:"dir"` // host directory with the sockets
 	Transparent bool   `json:"transparent,omitempty"`
 }
-
-// TrustBundle is the system CA bundle (Debian's path), and TrustExtra the
-// extra certificates alone; both are read-only binds when TrustPEM is set.
-const (
-	TrustBundle = "/etc/ssl/certs/ca-certificates.crt"
-	TrustExtra  = "/etc/ssl/certs/paddock-extra.pem"
-)
 
 // EgressMount is where the sandbox sees the egress sockets: root-only,
 // read-only, reachable by the agent and not by commands.

@@ -17,6 +17,7 @@ import (
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 
 	"paddock.dev/paddock/guest/agent"
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/confine"
 	"paddock.dev/paddock/guest/egressfwd"
 )
@@ -155,11 +156,10 @@ func setupEgress(c Config) error {
 		return fmt.Errorf("egress sockets read-only: %w", err)
 	}
 	files := []struct{ path, content string }{
-		{"/etc/resolv.conf", "nameserver 127.0.0.1\noptions edns0\n"},
+		{"/etc/resolv.conf", api.ResolvConf},
 	}
 	if fi, err := os.Lstat(filepath.Join(c.Merged, "etc/apt/apt.conf.d")); err == nil && fi.IsDir() {
-		files = append(files, struct{ path, content string }{"/etc/apt/apt.conf.d/90paddock-proxy",
-			"Acquire::http::Proxy \"http://127.0.0.1:3128\";\nAcquire::https::Proxy \"http://127.0.0.1:3128\";\n"})
+		files = append(files, struct{ path, content string }{api.AptProxyConfPath, api.AptProxyConf})
 	}
 	for _, f := range files {
 		if err := bindFile(c, f.path, f.content); err != nil {
@@ -176,11 +176,11 @@ func setupEgress(c Config) error {
 
 // setupTrust adds the extra certificates to the image's CA bundle (a
 // read-only bind of the image's bundle plus them), and puts them alone at
-// TrustExtra for programs that take extras only.
+// api.TrustExtra for programs that take extras only.
 func setupTrust(c Config) error {
 	bundle := ""
-	if dir, err := inRoot(c.Merged, filepath.Dir(TrustBundle), false); err == nil {
-		p := filepath.Join(dir, filepath.Base(TrustBundle))
+	if dir, err := inRoot(c.Merged, filepath.Dir(api.TrustBundle), false); err == nil {
+		p := filepath.Join(dir, filepath.Base(api.TrustBundle))
 		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() < 8<<20 {
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -192,10 +192,10 @@ func setupTrust(c Config) error {
 	if bundle != "" && !strings.HasSuffix(bundle, "\n") {
 		bundle += "\n"
 	}
-	if err := bindFile(c, TrustBundle, bundle+c.TrustPEM); err != nil {
+	if err := bindFile(c, api.TrustBundle, bundle+c.TrustPEM); err != nil {
 		return err
 	}
-	return bindFile(c, TrustExtra, c.TrustPEM)
+	return bindFile(c, api.TrustExtra, c.TrustPEM)
 }
 
 // bindFile puts content at path in the new root as a read-only bind of a

@@ -39,6 +39,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"paddock.dev/paddock/guest/api"
 )
 
 // PortName is the virtserialport name; the guest opens PortPath.
@@ -81,10 +83,6 @@ const (
 	maxEnvEntry    = 32 << 10
 	maxHostnameLen = 64
 )
-
-// EgressSockets are the socket names a guest may ask for (see
-// guest/egressfwd); the host refuses any other.
-var EgressSockets = []string{"proxy.sock", "dns.sock", "redirect.sock"}
 
 // Hello is what the host tells the guest at every connection. The first
 // one a booted guest hears configures it; later ones (after a restore, a
@@ -532,8 +530,10 @@ func ReadEgress(c net.Conn) (string, error) {
 	return "", errors.New("vm channel: stream header too long")
 }
 
+// validSocket: a guest may ask only for the egress sockets of
+// api.EgressSockets (see guest/egressfwd); the host refuses any other.
 func validSocket(name string) bool {
-	for _, s := range EgressSockets {
+	for _, s := range api.EgressSockets() {
 		if s == name {
 			return true
 		}

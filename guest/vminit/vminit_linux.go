@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/guest/agent"
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/egressfwd"
 	"paddock.dev/paddock/guest/sandboxinit"
 	"paddock.dev/paddock/guest/vmchan"
@@ -619,20 +620,20 @@ func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
 	if h.TrustPEM != "" {
 		// The image's own bundle is kept aside once, so a boot from a
 		// disk checkpoint does not add the extras twice.
-		orig := sandboxinit.TrustBundle + ".paddock-orig"
+		orig := api.TrustBundle + ".paddock-orig"
 		bundle, err := os.ReadFile(orig)
 		if err != nil {
-			bundle, _ = os.ReadFile(sandboxinit.TrustBundle)
+			bundle, _ = os.ReadFile(api.TrustBundle)
 			os.WriteFile(orig, bundle, 0o644)
 		}
 		if len(bundle) > 0 && bundle[len(bundle)-1] != '\n' {
 			bundle = append(bundle, '\n')
 		}
-		os.MkdirAll(filepath.Dir(sandboxinit.TrustBundle), 0o755)
-		if err := os.WriteFile(sandboxinit.TrustBundle, append(bundle, h.TrustPEM...), 0o644); err != nil {
+		os.MkdirAll(filepath.Dir(api.TrustBundle), 0o755)
+		if err := os.WriteFile(api.TrustBundle, append(bundle, h.TrustPEM...), 0o644); err != nil {
 			return fmt.Errorf("trust bundle: %w", err)
 		}
-		if err := os.WriteFile(sandboxinit.TrustExtra, []byte(h.TrustPEM), 0o644); err != nil {
+		if err := os.WriteFile(api.TrustExtra, []byte(h.TrustPEM), 0o644); err != nil {
 			return fmt.Errorf("trust extra: %w", err)
 		}
 	}
@@ -643,9 +644,9 @@ func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
 		}
 	}
 	if h.Network == "proxy" || h.Network == "transparent" {
-		os.WriteFile("/etc/resolv.conf", []byte("nameserver 127.0.0.1\noptions edns0\n"), 0o644)
+		os.WriteFile("/etc/resolv.conf", []byte(api.ResolvConf), 0o644)
 		if fi, err := os.Stat("/etc/apt/apt.conf.d"); err == nil && fi.IsDir() {
-			os.WriteFile("/etc/apt/apt.conf.d/90paddock-proxy", []byte("Acquire::http::Proxy \"http://127.0.0.1:3128\";\nAcquire::https::Proxy \"http://127.0.0.1:3128\";\n"), 0o644)
+			os.WriteFile(api.AptProxyConfPath, []byte(api.AptProxyConf), 0o644)
 		}
 		if h.Network == "transparent" {
 			// vm-serve has no CAP_NET_ADMIN: PID 1 installs the route
@@ -661,10 +662,10 @@ func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
 	}
 	env := slices.Clone(h.Env)
 	if h.TrustPEM != "" {
-		env = append(env, trustEnv...)
+		env = append(env, api.TrustEnv()...)
 	}
 	if h.Network == "proxy" || h.Network == "transparent" {
-		env = append(env, egressEnv...)
+		env = append(env, api.ProxyEnv()...)
 	}
 	srv, err := agent.New(agent.Config{
 		Root:      "/",
@@ -685,22 +686,6 @@ func (g *guest) configure(ctx context.Context, h vmchan.Hello) error {
 		}
 	}()
 	return nil
-}
-
-// trustEnv points programs that keep their own CA lists at the bundle
-// that holds the extra certificates, as in a namespace sandbox
-// (hypervisor/procbox).
-var trustEnv = []string{
-	"SSL_CERT_FILE=" + sandboxinit.TrustBundle, "REQUESTS_CA_BUNDLE=" + sandboxinit.TrustBundle,
-	"CURL_CA_BUNDLE=" + sandboxinit.TrustBundle, "NODE_EXTRA_CA_CERTS=" + sandboxinit.TrustExtra,
-}
-
-// egressEnv points programs at the agent's proxy, as in a namespace
-// sandbox.
-var egressEnv = []string{
-	"http_proxy=http://" + egressfwd.ProxyAddr, "https_proxy=http://" + egressfwd.ProxyAddr,
-	"HTTP_PROXY=http://" + egressfwd.ProxyAddr, "HTTPS_PROXY=http://" + egressfwd.ProxyAddr,
-	"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1",
 }
 
 // dialHost opens an egress stream to the host over the current session.

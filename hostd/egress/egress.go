@@ -26,7 +26,7 @@ import (
 	"paddock.dev/paddock/egress/dns"
 	"paddock.dev/paddock/egress/proxy"
 	"paddock.dev/paddock/egress/rules"
-	"paddock.dev/paddock/guest/egressfwd"
+	"paddock.dev/paddock/guest/api"
 )
 
 // Config configures the host's egress.
@@ -201,15 +201,15 @@ func (h *Host) Open(sandbox, dir string, pol egress.Policy, rec egress.Recorder)
 		}
 		return err
 	}
-	pl, err := listen(egressfwd.ProxySocket)
+	pl, err := listen(api.EgressProxySocket)
 	if err != nil {
 		return fail(err)
 	}
-	rl, err := listen(egressfwd.RedirectSocket)
+	rl, err := listen(api.EgressRedirectSocket)
 	if err != nil {
 		return fail(err)
 	}
-	dl, err := listen(egressfwd.DNSSocket)
+	dl, err := listen(api.EgressDNSSocket)
 	if err != nil {
 		return fail(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
-	"paddock.dev/paddock/guest/egressfwd"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/store"
 )
@@ -55,9 +55,9 @@ var previewReservedPorts = func() map[int]string {
 		return n
 	}
 	return map[int]string{
-		port(egressfwd.ProxyAddr): "the sandbox's egress proxy",
-		port(egressfwd.DNSAddr):   "the sandbox's resolver",
-		egressfwd.RedirectPort:    "the sandbox's egress redirect listener",
+		port(api.ProxyAddr): "the sandbox's egress proxy",
+		port(api.DNSAddr):   "the sandbox's resolver",
+		api.RedirectPort:    "the sandbox's egress redirect listener",
 	}
 }()
 

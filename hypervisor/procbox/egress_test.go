@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"paddock.dev/paddock/guest/egressfwd"
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/internal/testutil/egressstub"
@@ -85,7 +85,7 @@ func TestEgressModes(t *testing.T) {
 					t.Errorf("a fork child reached its parent's proxy: %q", res.Stdout)
 				}
 				kidDir := filepath.Join(filepath.Dir(dir), kids[0].ID())
-				kl, err := net.Listen("unix", filepath.Join(kidDir, egressfwd.ProxySocket))
+				kl, err := net.Listen("unix", filepath.Join(kidDir, api.EgressProxySocket))
 				if err != nil {
 					t.Fatalf("the child's egress directory: %v", err)
 				}

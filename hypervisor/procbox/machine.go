@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/sandboxinit"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
@@ -247,14 +248,14 @@ func (m *Machine) boot(ctx context.Context) error {
 		Env: m.spec.Env, Overlays: overlays, TrustPEM: string(m.spec.TrustPEM),
 	}
 	if len(m.spec.TrustPEM) > 0 {
-		cfg.Env = append(append([]string(nil), cfg.Env...), trustEnv...)
+		cfg.Env = append(append([]string(nil), cfg.Env...), api.TrustEnv()...)
 	}
 	if n := m.spec.Network; n == hypervisor.NetworkProxy || n == hypervisor.NetworkTransparent {
 		if err := os.MkdirAll(m.spec.EgressDir, 0o700); err != nil {
 			return fmt.Errorf("egress directory: %w", err)
 		}
 		cfg.Egress = &sandboxinit.Egress{Dir: m.spec.EgressDir, Transparent: n == hypervisor.NetworkTransparent}
-		cfg.Env = append(append([]string(nil), cfg.Env...), egressEnv...)
+		cfg.Env = append(append([]string(nil), cfg.Env...), api.ProxyEnv()...)
 	}
 	if err := json.NewEncoder(pw).Encode(cfg); err != nil {
 		return fmt.Errorf("send init config: %w", err)
@@ -268,20 +269,6 @@ func (m *Machine) boot(ctx context.Context) error {
 	}
 	// What a later process needs to adopt this machine.
 	return m.writeState()
-}
-
-// trustEnv points programs that keep their own CA lists at the bundle
-// that holds the extra certificates (sandboxinit.TrustBundle).
-var trustEnv = []string{
-	"SSL_CERT_FILE=" + sandboxinit.TrustBundle, "REQUESTS_CA_BUNDLE=" + sandboxinit.TrustBundle,
-	"CURL_CA_BUNDLE=" + sandboxinit.TrustBundle, "NODE_EXTRA_CA_CERTS=" + sandboxinit.TrustExtra,
-}
-
-// egressEnv points programs at the agent's proxy.
-var egressEnv = []string{
-	"http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
-	"HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
-	"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1",
 }
 
 // overlayConfig makes the writable directories of the machine's overlays

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // A daemon opened with Config.AdoptLeftovers starts its VMs detachable
@@ -31,7 +32,7 @@ type machineState struct {
 	Dir       string                 `json:"dir"`
 	MachineID string                 `json:"machine_id"`
 	Identity  string                 `json:"identity"`
-	Kit       Kit                    `json:"kit"`
+	Kit       vmkit.Kit              `json:"kit"`
 	Accel     string                 `json:"accel"`
 	Channel   string                 `json:"channel"`
 	MMIO      bool                   `json:"mmio,omitempty"`

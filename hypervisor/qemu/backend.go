@@ -16,6 +16,7 @@ import (
 
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // Name is the backend's registry name.
@@ -179,7 +180,7 @@ func (b *Backend) kvmVerdict() KVMVerdict {
 // when a tiny guest reached userspace under it (ProbeKVM, run here at the
 // first create that needs it, its verdict cached on disk), else "tcg".
 // A probe that cannot run leaves the question open for the next create.
-func (b *Backend) accel(ctx context.Context, kit Kit) string {
+func (b *Backend) accel(ctx context.Context, kit vmkit.Kit) string {
 	b.Capabilities() // fills b.host
 	b.probeMu.Lock()
 	defer b.probeMu.Unlock()
@@ -201,7 +202,7 @@ func (b *Backend) accel(ctx context.Context, kit Kit) string {
 	return verdict.Accel()
 }
 
-func (b *Backend) probeKVM(ctx context.Context, kit Kit) (KVMVerdict, error) {
+func (b *Backend) probeKVM(ctx context.Context, kit vmkit.Kit) (KVMVerdict, error) {
 	if b.host.KVM == KVMAbsent {
 		return KVMVerdict{State: KVMAbsent}, nil
 	}
@@ -255,7 +256,7 @@ func (b *Backend) snapshotsDir() string { return filepath.Join(b.dir, "snapshots
 // a TCG boot). The TTL bounds how long a daemon keeps booting a kernel
 // the archive has since replaced.
 type kitMemo struct {
-	kit   Kit
+	kit   vmkit.Kit
 	guest string // the guest binary's size and mtime
 	at    time.Time
 }
@@ -271,10 +272,10 @@ func fileStamp(path string) string {
 }
 
 // kit returns the boot kit for an image (built and cached on first use).
-func (b *Backend) kit(ctx context.Context, img string) (Kit, error) {
+func (b *Backend) kit(ctx context.Context, img string) (vmkit.Kit, error) {
 	rootfs, err := b.images.Rootfs(img)
 	if err != nil {
-		return Kit{}, fmt.Errorf("%w: image %q: %v", hypervisor.ErrNotFound, img, err)
+		return vmkit.Kit{}, fmt.Errorf("%w: image %q: %v", hypervisor.ErrNotFound, img, err)
 	}
 	b.kitMu.Lock()
 	defer b.kitMu.Unlock()
@@ -283,10 +284,10 @@ func (b *Backend) kit(ctx context.Context, img string) (Kit, error) {
 		exists(m.kit.Kernel) && exists(m.kit.Initrd) && exists(m.kit.RootDisk) {
 		return m.kit, nil
 	}
-	kit, err := BuildKit(ctx, rootfs, KitOptions{CacheDir: b.cache, GuestBinary: b.guest,
+	kit, err := vmkit.BuildKit(ctx, rootfs, vmkit.KitOptions{CacheDir: b.cache, GuestBinary: b.guest,
 		Progress: func(s string) { b.log.Info("vm image", "step", s) }})
 	if err != nil {
-		return Kit{}, err
+		return vmkit.Kit{}, err
 	}
 	if b.kits == nil {
 		b.kits = map[string]kitMemo{}
@@ -299,7 +300,7 @@ func (b *Backend) kit(ctx context.Context, img string) (Kit, error) {
 // enough to start a machine from it without the machine that took it.
 type snapMeta struct {
 	Snapshot hypervisor.Snapshot `json:"snapshot"`
-	Kit      Kit                 `json:"kit"`
+	Kit      vmkit.Kit           `json:"kit"`
 	MemoryMB int64               `json:"memory_mb"`
 	CPUs     int                 `json:"cpus"`
 	Disk     string              `json:"disk"` // frozen qcow2 the snapshot's disk is

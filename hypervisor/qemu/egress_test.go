@@ -13,6 +13,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/vmkit"
 	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/internal/testutil/egressstub"
 )
@@ -100,7 +101,7 @@ func TestEgressModes(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 			defer cancel()
 			m, err := b.Create(cctx, hypervisor.MachineSpec{Image: testutil.MiniImageName, Network: mode, EgressDir: dir})
-			if errors.Is(err, ErrNoKernel) {
+			if errors.Is(err, vmkit.ErrNoKernel) {
 				t.Skipf("no guest kernel: %v", err)
 			}
 			if err != nil {

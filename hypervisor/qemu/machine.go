@@ -23,6 +23,7 @@ import (
 	"paddock.dev/paddock/guest/vmchan"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // Machine is one microVM. Its disk is a qcow2 in the backend's disks
@@ -38,7 +39,7 @@ type Machine struct {
 	opMu sync.Mutex // checkpoint, restore, fork and stop, one at a time
 
 	mu       sync.Mutex
-	kit      Kit
+	kit      vmkit.Kit
 	accel    string // "kvm" or "tcg"; a snapshot's machines keep its
 	channel  string // ChannelSerial or ChannelVsock; a snapshot's machines keep its
 	cid      uint32 // the guest CID of the running VM (vsock)

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // ErrNoQEMU is returned by Probe when the QEMU binary cannot be found or
@@ -266,7 +268,7 @@ func ProbeKVM(ctx context.Context, opts KVMProbeOptions) (KVMVerdict, error) {
 	v := KVMVerdict{KernelVersion: opts.KernelVersion, QEMUVersion: opts.QEMUVersion, HostRelease: opts.HostRelease}
 	bctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	d, console, err := BootToMarker(bctx, VMConfig{
-		Kit: Kit{Kernel: opts.Kernel, Initrd: opts.Initrd}, Dir: opts.Dir, QEMU: opts.QEMU,
+		Kit: vmkit.Kit{Kernel: opts.Kernel, Initrd: opts.Initrd}, Dir: opts.Dir, QEMU: opts.QEMU,
 		MemoryMB: opts.MemoryMB, Accel: "kvm",
 	}, ProbeMarker)
 	cancel()
@@ -412,11 +414,11 @@ func tail(b []byte, n int) string {
 }
 
 // ProbeInitramfs writes (or finds cached) the probe's initramfs in cache:
-// busybox-static (fetched as BuildKit fetches it) as /bin/busybox and an
+// busybox-static (fetched as vmkit.BuildKit fetches it) as /bin/busybox and an
 // /init that prints ProbeMarker and powers off. No modules: nothing is
 // mounted, so the kernel's built-in drivers (the serial console) suffice.
 func ProbeInitramfs(ctx context.Context, cache string) (string, error) {
-	bb, err := fetchBusybox(ctx, cache, func(string) {})
+	bb, err := vmkit.FetchBusybox(ctx, cache, func(string) {})
 	if err != nil {
 		return "", err
 	}
@@ -433,17 +435,17 @@ func ProbeInitramfs(ctx context.Context, cache string) (string, error) {
 	// Uncompressed, as the kit's initramfs is (the bench boots this one
 	// as its peer: both pay the same unpacking).
 	var buf bytes.Buffer
-	w := &cpioWriter{w: &buf, ino: 1}
+	w := vmkit.NewCPIOWriter(&buf)
 	for _, d := range []string{"bin", "dev", "proc", "sys"} {
-		w.entry(d, 0o040755, 0, 0, nil)
+		w.Entry(d, 0o040755, 0, 0, nil)
 	}
-	w.entry("dev/console", 0o020600, 5, 1, nil)
-	w.entry("dev/null", 0o020666, 1, 3, nil)
-	w.entry("bin/busybox", 0o100755, 0, 0, data)
-	w.entry("init", 0o100755, 0, 0, []byte(probeInit))
-	w.entry("TRAILER!!!", 0, 0, 0, nil)
-	if w.err != nil {
-		return "", w.err
+	w.Entry("dev/console", 0o020600, 5, 1, nil)
+	w.Entry("dev/null", 0o020666, 1, 3, nil)
+	w.Entry("bin/busybox", 0o100755, 0, 0, data)
+	w.Entry("init", 0o100755, 0, 0, []byte(probeInit))
+	w.Entry("TRAILER!!!", 0, 0, 0, nil)
+	if err := w.Err(); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return "", err

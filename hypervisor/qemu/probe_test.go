@@ -16,6 +16,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/vmkit"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -233,7 +234,7 @@ func TestProbeKVMThisHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, console, err := BootToMarker(ctx, VMConfig{Kit: Kit{Kernel: kit.Kernel, Initrd: initrd}, Dir: t.TempDir(), Accel: "tcg"}, ProbeMarker)
+	d, console, err := BootToMarker(ctx, VMConfig{Kit: vmkit.Kit{Kernel: kit.Kernel, Initrd: initrd}, Dir: t.TempDir(), Accel: "tcg"}, ProbeMarker)
 	if err != nil {
 		t.Fatalf("the probe guest under TCG: %v\nconsole:\n%s", err, console)
 	}
@@ -272,7 +273,7 @@ func TestProbeKVMThisHost(t *testing.T) {
 		defer vm.Stop(context.Background())
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 		defer wcancel()
-		if _, err := vm.WaitConsole(wctx, RootUpMarker); err != nil {
+		if _, err := vm.WaitConsole(wctx, vmkit.RootUpMarker); err != nil {
 			t.Fatalf("KVM said usable but the kit does not boot under it: %v%s", err, vm.consoleTail())
 		}
 	default:

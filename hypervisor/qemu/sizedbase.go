@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // sizedBase returns a read-only base disk whose ext4 already fills bytes
@@ -18,7 +20,7 @@ import (
 // which under emulation took a tenth of a second or more of every boot;
 // the host does it at native speed. Bases never shrink: a size smaller
 // than the kit's disk gives the kit's disk.
-func (b *Backend) sizedBase(ctx context.Context, kit Kit, bytes int64) (string, error) {
+func (b *Backend) sizedBase(ctx context.Context, kit vmkit.Kit, bytes int64) (string, error) {
 	fi, err := os.Stat(kit.RootDisk)
 	if err != nil {
 		return "", err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // TestSizedBase grows a small ext4 on the host to sizes asked in bytes:
@@ -27,7 +29,7 @@ func TestSizedBase(t *testing.T) {
 	}
 	b := &Backend{}
 	ctx := context.Background()
-	kit := Kit{RootDisk: disk}
+	kit := vmkit.Kit{RootDisk: disk}
 	if got, err := b.sizedBase(ctx, kit, 4<<20); err != nil || got != disk {
 		t.Errorf("smaller than the kit's disk: %q %v", got, err)
 	}

@@ -18,11 +18,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/guest/vmchan"
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
-// VMConfig describes one microVM to boot from a Kit.
+// VMConfig describes one microVM to boot from a boot kit (vmkit.Kit).
 type VMConfig struct {
-	Kit      Kit
+	Kit      vmkit.Kit
 	Dir      string // private run dir: overlay, console log, QMP socket; must exist
 	QEMU     string // binary; "qemu-system-x86_64" when empty
 	MemoryMB int    // 256 when 0

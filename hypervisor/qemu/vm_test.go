@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/hypervisor/image"
+	"paddock.dev/paddock/hypervisor/vmkit"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -27,7 +28,7 @@ func vmCache(t *testing.T) string {
 
 // miniKit builds the boot kit from the mini image, skipping when QEMU or
 // the kernel package is unavailable.
-func miniKit(t *testing.T) Kit {
+func miniKit(t *testing.T) vmkit.Kit {
 	t.Helper()
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Skip("qemu-system-x86_64 not installed (make deps)")
@@ -44,8 +45,8 @@ func miniKit(t *testing.T) Kit {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	kit, err := BuildKit(ctx, rootfs, KitOptions{CacheDir: vmCache(t), Progress: func(s string) { t.Log(s) }})
-	if errors.Is(err, ErrNoKernel) {
+	kit, err := vmkit.BuildKit(ctx, rootfs, vmkit.KitOptions{CacheDir: vmCache(t), Progress: func(s string) { t.Log(s) }})
+	if errors.Is(err, vmkit.ErrNoKernel) {
 		t.Skipf("cannot fetch the guest kernel from Debian's archive: %v", err)
 	}
 	if err != nil {
@@ -83,14 +84,14 @@ func TestBootTCG(t *testing.T) {
 		t.Errorf("QEMU's environment (%v): %q", err, environ)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-	line, err := vm.WaitConsole(wctx, RootUpMarker)
+	line, err := vm.WaitConsole(wctx, vmkit.RootUpMarker)
 	wcancel()
 	if err != nil {
 		console, _ := os.ReadFile(vm.Console)
 		t.Fatalf("%v\nconsole:\n%s", err, console)
 	}
 	t.Logf("boot to the root disk's userspace under TCG: %v (%q)", time.Since(start).Round(time.Millisecond), line)
-	if want := RootUpMarker + " build=" + kit.Build; line != want {
+	if want := vmkit.RootUpMarker + " build=" + kit.Build; line != want {
 		t.Errorf("console line %q, want %q", line, want)
 	}
 	if console, _ := os.ReadFile(vm.Console); strings.Contains(string(console), "paddock-initramfs:") {
@@ -123,66 +124,5 @@ func TestBootTCG(t *testing.T) {
 	after, err := os.ReadFile(kit.RootDisk)
 	if err != nil || string(after) != string(base) {
 		t.Errorf("the read-only base disk changed (%v)", err)
-	}
-}
-
-// TestCpioNewc checks the initramfs writer's framing: every header starts
-// on a 4-byte boundary with the newc magic, names and data are where the
-// header says, and the archive ends with the trailer.
-func TestCpioNewc(t *testing.T) {
-	var buf strings.Builder
-	w := &cpioWriter{w: &buf, ino: 1}
-	files := map[string]string{"init": "#!/bin/sh\n", "a/bb": "12345", "dev/console": ""}
-	w.entry("a", 0o040755, 0, 0, nil)
-	w.entry("init", 0o100755, 0, 0, []byte(files["init"]))
-	w.entry("a/bb", 0o100644, 0, 0, []byte(files["a/bb"]))
-	w.entry("dev/console", 0o020600, 5, 1, nil)
-	w.entry("TRAILER!!!", 0, 0, 0, nil)
-	if w.err != nil {
-		t.Fatal(w.err)
-	}
-	b := buf.String()
-	hex := func(s string) int {
-		var n int
-		for _, c := range s {
-			n *= 16
-			switch {
-			case c >= '0' && c <= '9':
-				n += int(c - '0')
-			case c >= 'A' && c <= 'F':
-				n += int(c-'A') + 10
-			default:
-				t.Fatalf("bad hex %q", s)
-			}
-		}
-		return n
-	}
-	align := func(n int) int { return (n + 3) &^ 3 }
-	var names []string
-	for off := 0; ; {
-		if off%4 != 0 || !strings.HasPrefix(b[off:], "070701") {
-			t.Fatalf("no header at %d", off)
-		}
-		h := b[off : off+110]
-		mode, size, namesize := hex(h[14:22]), hex(h[54:62]), hex(h[94:102])
-		name := b[off+110 : off+110+namesize-1]
-		data := align(off + 110 + namesize)
-		if name == "TRAILER!!!" {
-			if data != len(b) {
-				t.Errorf("trailer ends at %d, archive at %d", data, len(b))
-			}
-			break
-		}
-		names = append(names, name)
-		if want, ok := files[name]; ok && b[data:data+size] != want {
-			t.Errorf("%s: data %q, want %q", name, b[data:data+size], want)
-		}
-		if name == "dev/console" && (mode != 0o020600 || hex(h[78:86]) != 5 || hex(h[86:94]) != 1) {
-			t.Errorf("dev/console: mode %o rdev %d:%d", mode, hex(h[78:86]), hex(h[86:94]))
-		}
-		off = align(data + size)
-	}
-	if got := strings.Join(names, " "); got != "a init a/bb dev/console" {
-		t.Errorf("entries %q", got)
 	}
 }

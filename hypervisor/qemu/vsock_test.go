@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"paddock.dev/paddock/hypervisor/vmkit"
 )
 
 // TestChannelFor: vsock only where the host has a vhost-vsock device that
@@ -50,7 +52,7 @@ func TestChannelFor(t *testing.T) {
 // the guest on the kernel command line, and has no virtio-serial port; a
 // serial one is the other way round.
 func TestVsockArgs(t *testing.T) {
-	cfg := VMConfig{Kit: Kit{Kernel: "/k", Initrd: "/i"}, Channel: true, VsockCID: 1234}
+	cfg := VMConfig{Kit: vmkit.Kit{Kernel: "/k", Initrd: "/i"}, Channel: true, VsockCID: 1234}
 	a := strings.Join(cfg.args("", "/c", "/q", ""), " ")
 	if !strings.Contains(a, "-device vhost-vsock-pci,guest-cid=1234") || !strings.Contains(a, "paddock.chan=vsock") ||
 		strings.Contains(a, "virtserialport") {

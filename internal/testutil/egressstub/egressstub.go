@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"paddock.dev/paddock/guest/egressfwd"
+	"paddock.dev/paddock/guest/api"
 )
 
 // Serve serves, on the three egress sockets in dir, what the host's
@@ -31,7 +31,7 @@ func Serve(t testing.TB, dir, who string) {
 		t.Cleanup(func() { l.Close() })
 		return l
 	}
-	pl := listen(egressfwd.ProxySocket)
+	pl := listen(api.EgressProxySocket)
 	go http.Serve(pl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s-proxy %s %s\n", who, r.Method, r.URL)
 	}))
@@ -46,7 +46,7 @@ func Serve(t testing.TB, dir, who string) {
 			}
 		}()
 	}
-	accept(listen(egressfwd.DNSSocket), func(c net.Conn) {
+	accept(listen(api.EgressDNSSocket), func(c net.Conn) {
 		var l [2]byte
 		if _, err := io.ReadFull(c, l[:]); err != nil {
 			return
@@ -55,7 +55,7 @@ func Serve(t testing.TB, dir, who string) {
 		io.ReadFull(c, q)
 		c.Write(append(l[:], []byte(strings.ToUpper(string(q)))...))
 	})
-	accept(listen(egressfwd.RedirectSocket), func(c net.Conn) {
+	accept(listen(api.EgressRedirectSocket), func(c net.Conn) {
 		br := bufio.NewReader(c)
 		line, _ := br.ReadString('\n')
 		// Read the client's request head before answering: closing

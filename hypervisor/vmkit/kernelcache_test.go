@@ -1,4 +1,4 @@
-package qemu
+package vmkit
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package qemu
+package vmkit
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -20,7 +19,7 @@ import (
 
 // ErrNoKernel: the guest kernel (or busybox for the initramfs) could not be
 // fetched from Debian's package archive and none is cached.
-var ErrNoKernel = errors.New("qemu: no guest kernel")
+var ErrNoKernel = errors.New("vmkit: no guest kernel")
 
 // KernelPackages are the Debian metapackages whose dependency names the
 // cloud kernel the VM image boots, the first the archive has: 6.12 (from
@@ -124,20 +123,20 @@ type KitOptions struct {
 // goes when the build is pruned.
 func BuildKit(ctx context.Context, rootfs string, opts KitOptions) (Kit, error) {
 	if opts.CacheDir == "" {
-		return Kit{}, errors.New("qemu: BuildKit needs a cache dir")
+		return Kit{}, errors.New("vmkit: BuildKit needs a cache dir")
 	}
 	progress := opts.Progress
 	if progress == nil {
 		progress = func(string) {}
 	}
 	if _, err := os.Stat(rootfs); err != nil {
-		return Kit{}, fmt.Errorf("qemu: image rootfs: %w", err)
+		return Kit{}, fmt.Errorf("vmkit: image rootfs: %w", err)
 	}
 	kdir, kver, err := fetchKernel(ctx, opts.CacheDir, progress)
 	if err != nil {
 		return Kit{}, err
 	}
-	bb, err := fetchBusybox(ctx, opts.CacheDir, progress)
+	bb, err := FetchBusybox(ctx, opts.CacheDir, progress)
 	if err != nil {
 		return Kit{}, err
 	}
@@ -457,8 +456,9 @@ func modDepends(ko []byte) ([]string, error) {
 	return nil, nil
 }
 
-// fetchBusybox returns the path of a cached static busybox.
-func fetchBusybox(ctx context.Context, cache string, progress func(string)) (string, error) {
+// FetchBusybox returns the path of a static busybox, fetched with apt-get
+// download into <cache>/busybox/<version> on first use.
+func FetchBusybox(ctx context.Context, cache string, progress func(string)) (string, error) {
 	root := filepath.Join(cache, "busybox")
 	ver, _, err := aptShow(ctx, BusyboxPackage)
 	if err != nil {
@@ -552,14 +552,14 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 	var guestBin []byte
 	if guest != "" {
 		if guestBin, err = os.ReadFile(guest); err != nil {
-			return "", fmt.Errorf("qemu: guest binary: %w", err)
+			return "", fmt.Errorf("vmkit: guest binary: %w", err)
 		}
 	}
 	groups := map[string][]byte{}
 	for _, g := range lazyModules {
 		b, err := os.ReadFile(filepath.Join(kdir, g.name+".order"))
 		if err != nil {
-			return "", fmt.Errorf("qemu: kernel cache %s: %w", kdir, err)
+			return "", fmt.Errorf("vmkit: kernel cache %s: %w", kdir, err)
 		}
 		groups[g.name] = b
 	}
@@ -590,34 +590,34 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 	// 0.75 s of every boot, copying the 13 MB in about 0.3 s (QEMU maps
 	// the file; the host's page cache serves it).
 	bw := bufio.NewWriter(tmp)
-	w := &cpioWriter{w: bw, ino: 1}
+	w := NewCPIOWriter(bw)
 	for _, d := range []string{"dev", "proc", "sys", "newroot"} {
-		w.entry(d, 0o040755, 0, 0, nil)
+		w.Entry(d, 0o040755, 0, 0, nil)
 	}
-	w.entry("dev/console", 0o020600, 5, 1, nil)
-	w.entry("dev/null", 0o020666, 1, 3, nil)
+	w.Entry("dev/console", 0o020600, 5, 1, nil)
+	w.Entry("dev/null", 0o020666, 1, 3, nil)
 	modDir := "lib/modules"
 	if guestBin != nil {
 		modDir = initramfsDir + "/modules"
-		w.entry(initramfsDir, 0o040755, 0, 0, nil)
-		w.entry(initramfsDir+"/dev", 0o040700, 0, 0, nil)
-		w.entry(initramfsDir+"/paddock-guest", 0o100755, 0, 0, guestBin)
-		w.entry("init", 0o120777, 0, 0, []byte("/"+initramfsDir+"/paddock-guest"))
+		w.Entry(initramfsDir, 0o040755, 0, 0, nil)
+		w.Entry(initramfsDir+"/dev", 0o040700, 0, 0, nil)
+		w.Entry(initramfsDir+"/paddock-guest", 0o100755, 0, 0, guestBin)
+		w.Entry("init", 0o120777, 0, 0, []byte("/"+initramfsDir+"/paddock-guest"))
 	} else {
 		bb, err := os.ReadFile(busybox)
 		if err != nil {
 			return "", err
 		}
-		w.entry("bin", 0o040755, 0, 0, nil)
-		w.entry("lib", 0o040755, 0, 0, nil)
-		w.entry("bin/busybox", 0o100755, 0, 0, bb)
-		w.entry("init", 0o100755, 0, 0, []byte(initScript))
+		w.Entry("bin", 0o040755, 0, 0, nil)
+		w.Entry("lib", 0o040755, 0, 0, nil)
+		w.Entry("bin/busybox", 0o100755, 0, 0, bb)
+		w.Entry("init", 0o100755, 0, 0, []byte(initScript))
 	}
-	w.entry(modDir, 0o040755, 0, 0, nil)
-	w.entry(modDir+"/modules.order", 0o100644, 0, 0, order)
+	w.Entry(modDir, 0o040755, 0, 0, nil)
+	w.Entry(modDir+"/modules.order", 0o100644, 0, 0, order)
 	files := strings.Fields(string(order))
 	for _, g := range lazyModules {
-		w.entry(modDir+"/"+g.name+".order", 0o100644, 0, 0, groups[g.name])
+		w.Entry(modDir+"/"+g.name+".order", 0o100644, 0, 0, groups[g.name])
 		files = append(files, strings.Fields(string(groups[g.name]))...)
 	}
 	seen := map[string]bool{}
@@ -630,11 +630,11 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 		if err != nil {
 			return "", err
 		}
-		w.entry(modDir+"/"+m, 0o100644, 0, 0, b)
+		w.Entry(modDir+"/"+m, 0o100644, 0, 0, b)
 	}
-	w.entry("TRAILER!!!", 0, 0, 0, nil)
-	if w.err != nil {
-		return "", w.err
+	w.Entry("TRAILER!!!", 0, 0, 0, nil)
+	if err := w.Err(); err != nil {
+		return "", err
 	}
 	if err := bw.Flush(); err != nil {
 		return "", err
@@ -647,50 +647,6 @@ func buildInitramfs(cache, kdir, busybox, guest string, progress func(string)) (
 	}
 	os.Chmod(out, 0o644)
 	return out, nil
-}
-
-// cpioWriter writes the "newc" (070701) cpio format the kernel unpacks.
-type cpioWriter struct {
-	w   io.Writer
-	ino int
-	n   int64
-	err error
-}
-
-func (c *cpioWriter) write(b []byte) {
-	if c.err != nil {
-		return
-	}
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	c.err = err
-}
-
-func (c *cpioWriter) pad() {
-	if r := c.n % 4; r != 0 {
-		c.write(make([]byte, 4-r))
-	}
-}
-
-// entry writes one file; mode includes the type bits, and rdev major and
-// minor are used for device nodes.
-func (c *cpioWriter) entry(name string, mode uint32, major, minor int, data []byte) {
-	nlink := 1
-	if mode&0o170000 == 0o040000 {
-		nlink = 2
-	}
-	ino := c.ino
-	c.ino++
-	if name == "TRAILER!!!" {
-		ino, nlink = 0, 1
-	}
-	hdr := fmt.Sprintf("070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
-		ino, mode, 0, 0, nlink, 0, len(data), 0, 0, major, minor, len(name)+1, 0)
-	c.write([]byte(hdr))
-	c.write(append([]byte(name), 0))
-	c.pad()
-	c.write(data)
-	c.pad()
 }
 
 // RootDiskName is the base root disk's file name, next to the image
@@ -786,4 +742,10 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return os.WriteFile(dst, b, mode)
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -1,4 +1,4 @@
-package qemu
+package vmkit
 
 import (
 	"context"
@@ -154,4 +154,15 @@ func TestFetchedKernelModuleOrder(t *testing.T) {
 	for _, g := range lazyModules {
 		check(g.name+".order", g.modules)
 	}
+}
+
+// vmCache is the machine-wide cache of kernels, busybox and initramfs
+// images the tests share (the kernel package is 27 MB); hypervisor/qemu's
+// tests use the same directory.
+func vmCache(t *testing.T) string {
+	dir := filepath.Join(os.TempDir(), "paddock-test-vm")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
