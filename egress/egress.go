@@ -79,6 +79,16 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
+// GrantSource is where the proxy finds a sandbox's live credential
+// grants (GrantsFor, called on every intercepted request, so it must be
+// cheap and safe for concurrent use) and asks whether one covers a
+// request inside intercepted TLS (GrantApplies). hostd/session's Manager
+// is the daemon's.
+type GrantSource interface {
+	GrantsFor(sandbox string) []Grant
+	GrantApplies(sandbox string, g Grant, r Request) bool
+}
+
 // Grant is a credential the proxy injects into a sandbox's requests to
 // some hosts, so the sandbox never holds it.
 type Grant struct {

@@ -3,14 +3,12 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -22,19 +20,21 @@ import (
 
 	"paddock.dev/paddock/gateway"
 	"paddock.dev/paddock/gateway/caddyfile"
-	"paddock.dev/paddock/hostd/api"
 	hauth "paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/policy"
 )
 
 const adminToken = "pdk_gateway_test_admin_0123456789"
 
-// fakeHostd is hostd's real API handler (admin and tenant tokens; no
-// session manager) on a unix socket, with a recorder in front that keeps
+// fakeHostd is a real daemon's API handler (daemontest, no backend:
+// admin and tenant tokens, every create refused) on a unix socket, with a recorder in front that keeps
 // what reached it, and stand-ins for the preview and terminal routes.
 type fakeHostd struct {
 	socket      string
 	tenantToken string
 	srv         *http.Server
+	d           *daemontest.Daemon
 
 	mu   sync.Mutex
 	seen []*http.Request
@@ -67,12 +67,10 @@ func (h *fakeHostd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.api().ServeHTTP(w, r)
 }
 
-var (
-	apiOnce sync.Once
-	apiSrv  *api.Server
-)
+func (h *fakeHostd) api() http.Handler { return h.d.Handler() }
 
-func (h *fakeHostd) api() http.Handler { return apiSrv }
+// testEngine is the policy engine of the tests' daemons, compiled once.
+var testEngine = sync.OnceValues(func() (*policy.Engine, error) { return policy.New(policy.Options{}) })
 
 // lastSeen returns the last request hostd got for path.
 func (h *fakeHostd) lastSeen(path string) *http.Request {
@@ -94,19 +92,15 @@ func startHostd(t *testing.T) *fakeHostd {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	h := &fakeHostd{socket: filepath.Join(dir, "hostd.sock")}
-	apiOnce.Do(func() {
-		apiSrv = api.New(nil, sha256.Sum256([]byte(adminToken)), slog.New(slog.DiscardHandler))
-	})
 	tok, sum := hauth.NewTenantToken()
 	tenantsFile := filepath.Join(dir, "tenants.json")
 	os.WriteFile(tenantsFile, []byte(`{"tenants":[{"name":"acme","token_sha256":"`+sum+`"}]}`), 0o600)
-	tenants, err := hauth.LoadTenants(tenantsFile)
+	eng, err := testEngine()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := apiSrv.Verifier().SetTenants(tenants); err != nil {
-		t.Fatal(err)
-	}
+	h.d = daemontest.New(t, daemontest.WithoutBackend(), daemontest.WithoutRun(), daemontest.WithToken(adminToken),
+		daemontest.WithTenants(tenantsFile), daemontest.WithPolicy(eng))
 	h.tenantToken = tok
 	ln, err := net.Listen("unix", h.socket)
 	if err != nil {

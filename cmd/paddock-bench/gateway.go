@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -21,7 +20,7 @@ import (
 
 	"paddock.dev/paddock/gateway"
 	"paddock.dev/paddock/gateway/caddyfile"
-	hapi "paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 )
 
 // gatewayRequests is how many small API requests each side gets.
@@ -59,7 +58,10 @@ func benchGateway() {
 	defer os.RemoveAll(dir)
 	socket := filepath.Join(dir, "hostd.sock")
 	const tok = "pdk_bench_token_0123456789"
-	api := hapi.New(nil, sha256.Sum256([]byte(tok)), nil)
+	d, err := daemontest.Start(daemontest.WithoutBackend(), daemontest.WithoutRun(), daemontest.WithToken(tok), daemontest.WithStateDir(filepath.Join(dir, "hostd")))
+	check(err)
+	defer d.Close()
+	api := d.Handler()
 	big := bytes.Repeat([]byte("paddock!"), 1<<20) // 8 MiB
 	mux := http.NewServeMux()
 	mux.HandleFunc("/preview/", func(w http.ResponseWriter, r *http.Request) { w.Write(big) })

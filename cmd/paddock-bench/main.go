@@ -15,20 +15,13 @@ import (
 	"sort"
 	"time"
 
-	"crypto/sha256"
-	"net/http/httptest"
-
-	pclient "paddock.dev/paddock/client"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
-	hapi "paddock.dev/paddock/hostd/api"
-	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/hypervisor/procbox"
-	"paddock.dev/paddock/policy"
 )
 
 func main() {
@@ -196,17 +189,14 @@ func main() {
 // (SQLite store, ledger, JSON) beside the backend called directly, so the
 // API's own overhead shows as a ratio.
 func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, directCreate, directExec time.Duration) (apiExec time.Duration) {
-	st, err := store.Open(filepath.Join(dir, "bench.db"))
-	check(err)
-	defer st.Close()
-	eng, err := policy.New(policy.Options{})
-	check(err)
-	mgr := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "mini", Policy: eng})
-	defer mgr.Shutdown(ctx)
+	// The daemon as paddock serve wires it (hostd/daemon, through the
+	// tests' helper), on the backend measured above.
 	const tok = "pdk_bench_token_0123456789"
-	srv := httptest.NewServer(hapi.New(mgr, sha256.Sum256([]byte(tok)), nil))
-	defer srv.Close()
-	cl := pclient.New(srv.URL, tok)
+	d, err := daemontest.Start(daemontest.WithBackends(func(string) ([]hypervisor.Backend, error) { return []hypervisor.Backend{b}, nil }),
+		daemontest.WithImage("mini", filepath.Join(dir, "images")), daemontest.WithStateDir(filepath.Join(dir, "daemon")), daemontest.WithToken(tok))
+	check(err)
+	defer d.Close()
+	cl := d.Client
 	fmt.Println()
 	create := median(runs, func() time.Duration {
 		t0 := time.Now()

@@ -2,36 +2,25 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
-	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/addr"
-	"paddock.dev/paddock/egress/ca"
-	"paddock.dev/paddock/hostd/api"
-	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/gateway"
+	"paddock.dev/paddock/hostd/daemon"
 	hegress "paddock.dev/paddock/hostd/egress"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/policy"
@@ -86,217 +75,59 @@ within its disk less --disk-reserve (times --disk-overcommit). What does
 not fit is refused with a code and the numbers (docs/tenants.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			log := g.logger()
-			if err := os.MkdirAll(g.stateDir, 0o700); err != nil {
-				return err
-			}
-			// One daemon per state dir: a second one would adopt (or
-			// mark lost) what the first is running.
-			lock, err := os.OpenFile(filepath.Join(g.stateDir, "serve.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-			if err != nil {
-				return err
-			}
-			defer lock.Close()
-			if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-				return fmt.Errorf("another paddock serve is running on %s (%s is locked): stop it first, or use another --state-dir", g.stateDir, lock.Name())
-			}
-			hash, fresh, err := adminToken(g.stateDir)
-			if err != nil {
-				return err
-			}
-			if fresh != "" {
-				fmt.Fprintf(c.ErrOrStderr(), "paddock: admin token (shown once; only its hash is kept): %s\n", fresh)
-			}
-			tenants, err := loadTenants(tenantsFile, hash)
-			if err != nil {
-				return err
-			}
-			if g.diskReserve, err = hypervisor.ParseReserve(diskReserve); err != nil {
-				return usageError{fmt.Errorf("--disk-reserve: %w", err)}
-			}
-			if diskOvercommit < 1 || diskOvercommit > session.MaxDiskOvercommit {
-				return usageError{fmt.Errorf("--disk-overcommit %v: a ratio from 1 (none) to %d", diskOvercommit, session.MaxDiskOvercommit)}
-			}
-			if err := session.CheckEgressLogRetention(egressLogRetention); err != nil {
-				return usageError{fmt.Errorf("--egress-log-retention: %w", err)}
-			}
-			reload := newTenantReloader(tenantsFile, log)
-			defer reload.stop()
-			st, err := store.Open(filepath.Join(g.stateDir, "paddock.db"))
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			led := ledger.New(st)
-			b, err := g.backendWith(backend, true)
-			if err != nil {
-				return err
-			}
-			if cl, ok := b.(io.Closer); ok {
-				defer cl.Close()
-			}
-			// The other backends a create may name (runtime.backend).
-			// One that cannot run here stays listed, so asking for it
-			// is refused with its reason rather than "not enabled".
-			var others []hypervisor.Backend
-			for _, name := range enabledBackends(backend, backendsFlag) {
-				ob, err := g.backendWith(name, true)
-				if err != nil {
-					return err
-				}
-				if cl, ok := ob.(io.Closer); ok {
-					defer cl.Close()
-				}
-				if c := ob.Capabilities(); !c.Available {
-					log.Info("backend not available on this host", "backend", name, "reason", c.Reason)
-				}
-				others = append(others, ob)
-			}
-			cidrs, err := addr.ParseCIDRs(allowCIDRs)
-			if err != nil {
-				return usageError{fmt.Errorf("--egress-allow-cidr: %w", err)}
-			}
-			// Every decision about a command, an approval or a proxied
-			// request is made by OPA from the built-in Rego modules and
-			// the operator's (--policy-ext, reloaded when they change).
-			if policyExtKey != "" && policyExt == "" {
-				return usageError{errors.New("--policy-ext-key checks the bundle --policy-ext names: give both")}
-			}
-			extKey, err := bundleKey(policyExtKey)
-			if err != nil {
-				return err
-			}
-			eng, err := policy.New(policy.Options{ExtDir: policyExt, BundleKey: extKey, Logger: log})
-			if err != nil {
-				return fmt.Errorf("policy: %w", err)
-			}
-			go func() {
-				if err := eng.Watch(c.Context()); err != nil {
-					log.Error("policy: watching the operator's modules failed; they are not reloaded", "dir", policyExt, "err", err)
-				}
-			}()
-			switch egressLink {
-			case "auto", "veth", "loopback":
-			default:
-				return usageError{fmt.Errorf("--egress-link %q: use auto, veth or loopback", egressLink)}
-			}
-			ecfg := hegress.Config{AllowCIDRs: cidrs, Logger: log, Links: egressLink != "loopback"}
-			ecfg.GrantApplies = func(sandbox string, gr egress.Grant, r egress.Request) bool {
-				ok, _, err := eng.GrantApplies(context.Background(), policy.GrantInput{Session: sandbox, Grant: gr.ID,
-					Hosts: gr.Hosts, Methods: gr.Methods, Paths: gr.Paths,
-					Scheme: r.Scheme, Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path})
-				if err != nil {
-					log.Warn("policy: a grant matches nothing", "sandbox", sandbox, "grant", gr.ID, "err", err)
-				}
-				return ok && err == nil
-			}
-			if resolverAddr != "" {
-				if _, err := netip.ParseAddrPort(resolverAddr); err != nil {
-					return usageError{fmt.Errorf("--egress-resolver %q: want IP:PORT", resolverAddr)}
-				}
-				ecfg.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-					var d net.Dialer
-					return d.DialContext(ctx, network, resolverAddr)
-				}}
-			}
-			// The daemon's own CA, for TLS interception of hosts with
-			// method or path rules; sandboxes trust it.
-			authority, err := ca.LoadOrCreate(filepath.Join(g.stateDir, "egress-ca"))
-			if err != nil {
-				return fmt.Errorf("egress CA: %w", err)
-			}
-			ecfg.CA = authority
-			// The proxy asks the session manager for a sandbox's
-			// credential grants; the manager is made after the egress
-			// host, so the closure reads it once it is set.
-			var mgr *session.Manager
-			ecfg.Grants = func(sandbox string) []egress.Grant {
-				if mgr == nil {
-					return nil
-				}
-				return mgr.GrantsFor(sandbox)
-			}
-			eg := hegress.New(ecfg)
-			defer eg.Shutdown()
-			if ecfg.Links {
-				if err := eg.Links(); err != nil {
-					if egressLink == "veth" {
-						return fmt.Errorf("--egress-link veth: %w", err)
-					}
-					log.Info("egress: sandboxes reach the proxy through their loopback redirect", "reason", err.Error())
-				} else {
-					for _, be := range append([]hypervisor.Backend{b}, others...) {
-						if na, ok := be.(hypervisor.NetAttacher); ok {
-							na.SetNetAttach(eg.AttachLink)
-						}
-					}
-					log.Info("egress: sandboxes reach the proxy through veth links")
-				}
-			}
-			trust, err := readCAs(sandboxCAs)
-			if err != nil {
-				return usageError{err}
-			}
-			trust = append(eg.TrustPEM(), trust...)
-			mgr = session.New(session.Config{Store: st, Ledger: led, Backend: b, Backends: others, DefaultImage: img, ImagesDir: g.imagesDir(), Logger: log,
-				Egress: eg, EgressRoot: filepath.Join(g.stateDir, "egress"), TrustPEM: trust, Policy: eng, EgressLogRetention: egressLogRetention})
-			defer func() {
-				if stopSandboxes {
-					mgr.Shutdown(context.Background())
-				} else {
-					reportLeftRunning(c.ErrOrStderr(), log, g.stateDir, mgr.Detach(context.Background()))
-				}
-			}()
-			if err := applyTestHooks(mgr, log); err != nil {
-				return err
-			}
-			// The addresses first: a daemon that cannot serve must not
-			// touch the sandboxes.
-			if socket == "" {
-				socket = hostdSocketPath(g.stateDir)
-			}
-			lns, gwcfg, err := serveListeners(g, gateway, listen, socket, socketGroup, gwf)
-			if err != nil {
-				return err
-			}
-			mgr.Reattach(c.Context())
-			go mgr.RunSweeper(c.Context())
-			handler := api.New(mgr, hash, log)
-			handler.SetPolicy(eng)
-			handler.Verifier().SetTenants(tenants) // checked by loadTenants
-			// What a create, fork, restore or checkpoint may take: the
-			// tenants file's limits as they are at the time (SIGHUP
-			// applies new ones to what comes next).
-			if err := mgr.SetAdmission(session.AdmissionConfig{DiskOvercommit: diskOvercommit, TenantLimits: func(t string) auth.Limits {
-				return handler.Verifier().Tenants().LimitsOf(t)
-			}}); err != nil {
-				return usageError{err}
-			}
-			logCapacity(log, append([]hypervisor.Backend{b}, others...), diskOvercommit)
-			// A tenant taken out loses its tokens at once (the verifier)
-			// and the terminals it opened.
-			reload.start(c.Context(), handler.Verifier(), func(t *auth.Tenants) {
-				names := t.Names()
-				if n := mgr.CloseTerminalsOfTenants(func(tenant string) bool { return slices.Contains(names, tenant) }); n > 0 {
-					log.Info("SIGHUP: closed the terminals of tenants no longer in the file", "terminals", n)
-				}
+			cfg, gwcfg, err := serveConfig(c, g, serveOpts{
+				listen: listen, backend: backend, img: img, policyExt: policyExt, policyExtKey: policyExtKey, backends: backendsFlag,
+				gateway: gateway, stopSandboxes: stopSandboxes, allowCIDRs: allowCIDRs, resolverAddr: resolverAddr, egressLink: egressLink,
+				sandboxCAs: sandboxCAs, tenantsFile: tenantsFile, egressLogRetention: egressLogRetention, diskReserve: diskReserve,
+				diskOvercommit: diskOvercommit, socket: socket, socketGroup: socketGroup, gw: gwf,
 			})
-			srv := &http.Server{Handler: handler.WithPreviews(gwf.domain), ReadHeaderTimeout: 10 * time.Second}
-			errc := make(chan error, len(lns))
-			for _, ln := range lns {
-				go func() { errc <- srv.Serve(ln) }()
+			if err != nil {
+				return err
+			}
+			log := cfg.Logger
+			// Listening for SIGHUP from the start: unhandled, it would end
+			// the process.
+			reload := newTenantReloader(log)
+			defer reload.stop()
+			d, err := daemon.New(cfg)
+			if errors.Is(err, daemon.ErrConfig) {
+				return usageError{err}
+			}
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			reload.start(c.Context(), d)
+			runCtx, stopRun := context.WithCancel(context.Background())
+			defer stopRun()
+			errc := make(chan error, 1)
+			go func() { errc <- d.Run(runCtx) }()
+			// The gateway is started beside the daemon, in front of its
+			// socket, as `paddock gateway` would be from another process,
+			// once the daemon serves.
+			select {
+			case err := <-errc:
+				return err
+			case <-c.Context().Done(): // while adopting
+				stopRun()
+				return <-errc
+			case <-d.Serving():
 			}
 			stopGateway := func() {}
 			if gateway {
-				gw, err := startGateway(gwcfg)
+				gw, err := startGateway(*gwcfg)
 				if err != nil {
-					srv.Close()
+					stopRun()
+					<-errc
 					return err
 				}
 				stopGateway = func() { gw.Stop() }
 				printTrust(c.ErrOrStderr(), gwf, gw, listen)
 			}
-			log.Info("paddock serving", "listen", listen, "gateway", gateway, "socket", socket, "state_dir", g.stateDir, "backend", backend, "tenants", tenants.Len())
+			if socket == "" {
+				socket = hostdSocketPath(g.stateDir)
+			}
+			log.Info("paddock serving", "listen", listen, "gateway", gateway, "socket", socket, "state_dir", g.stateDir, "backend", backend, "tenants", d.Tenants())
 			select {
 			case err := <-errc:
 				stopGateway()
@@ -305,9 +136,8 @@ not fit is refused with a code and the numbers (docs/tenants.md).`,
 			}
 			log.Info("shutting down")
 			stopGateway()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			return srv.Shutdown(ctx)
+			stopRun()
+			return <-errc
 		},
 	}
 	c.Flags().StringVar(&listen, "listen", "127.0.0.1:7788", "address to serve on: the gateway's HTTPS, or with --gateway=false plain HTTP ('' for the socket alone)")
@@ -331,52 +161,6 @@ not fit is refused with a code and the numbers (docs/tenants.md).`,
 	c.Flags().StringVar(&diskReserve, "disk-reserve", "", "disk each backend keeps for the daemon's own writes, never given to sandboxes: a percentage (5%) or a size (1GiB) (default 5%, at least 512 MiB, at most half)")
 	c.Flags().Float64Var(&diskOvercommit, "disk-overcommit", 1, "let the disk_mb of the sandboxes on a backend add up to this many times what its disk holds less the reserve (1: no overcommit; a sandbox may then meet a full disk before its own limit)")
 	return c
-}
-
-// logCapacity logs what each backend's sandboxes can be given (or why it
-// cannot be measured yet).
-func logCapacity(log *slog.Logger, backends []hypervisor.Backend, overcommit float64) {
-	for _, b := range backends {
-		cr, ok := b.(hypervisor.CapacityReporter)
-		if !ok || !b.Capabilities().Available {
-			continue
-		}
-		c, err := cr.Capacity()
-		if err != nil {
-			log.Warn("backend capacity", "backend", b.Name(), "err", err)
-			continue
-		}
-		log.Info("backend capacity", "backend", b.Name(), "disk", c.Disk, "disk_mib", c.DiskBytes>>20, "reserve_mib", c.DiskReserveBytes>>20,
-			"disk_overcommit", overcommit, "memory_mib", c.MemoryMB, "cpus", c.CPUs)
-	}
-}
-
-// adminToken returns the admin token's hash: from PADDOCK_ADMIN_TOKEN, or
-// the hash kept in the state dir, or a new token (returned once as fresh).
-func adminToken(stateDir string) (hash [32]byte, fresh string, err error) {
-	if t := os.Getenv("PADDOCK_ADMIN_TOKEN"); t != "" {
-		if len(t) < 16 {
-			return hash, "", usageError{errors.New("PADDOCK_ADMIN_TOKEN must be at least 16 characters")}
-		}
-		return sha256.Sum256([]byte(t)), "", nil
-	}
-	path := filepath.Join(stateDir, "admin-token.sha256")
-	if b, err := os.ReadFile(path); err == nil {
-		raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
-		if err != nil || len(raw) != 32 {
-			return hash, "", fmt.Errorf("%s is corrupt: remove it to generate a new token", path)
-		}
-		copy(hash[:], raw)
-		return hash, "", nil
-	}
-	var b [24]byte
-	rand.Read(b[:])
-	fresh = "pdk_" + hex.EncodeToString(b[:])
-	hash = sha256.Sum256([]byte(fresh))
-	if err := os.WriteFile(path, []byte(hex.EncodeToString(hash[:])+"\n"), 0o600); err != nil {
-		return hash, "", err
-	}
-	return hash, fresh, nil
 }
 
 // readCAs reads PEM files of CA certificates, refusing anything else.
@@ -435,4 +219,122 @@ func enabledBackends(def string, list []string) []string {
 		}
 	}
 	return out
+}
+
+// serveOpts are serve's flags.
+type serveOpts struct {
+	listen, backend, img, policyExt, policyExtKey string
+	backends                                      []string
+	gateway, stopSandboxes                        bool
+	allowCIDRs, sandboxCAs                        []string
+	resolverAddr, egressLink, tenantsFile         string
+	egressLogRetention                            time.Duration
+	diskReserve                                   string
+	diskOvercommit                                float64
+	socket, socketGroup                           string
+	gw                                            gatewayFlags
+}
+
+// serveConfig turns serve's flags into the daemon's Config (and the
+// gateway's, when it runs beside the daemon). A flag that does not parse
+// is a usage error.
+func serveConfig(c *cobra.Command, g *globals, o serveOpts) (daemon.Config, *gateway.Config, error) {
+	log := g.logger()
+	gwcfg := new(gateway.Config) // set when the daemon opens its listeners
+	var err error
+	if g.diskReserve, err = hypervisor.ParseReserve(o.diskReserve); err != nil {
+		return daemon.Config{}, gwcfg, usageError{fmt.Errorf("--disk-reserve: %w", err)}
+	}
+	if err := session.CheckEgressLogRetention(o.egressLogRetention); err != nil {
+		return daemon.Config{}, gwcfg, usageError{fmt.Errorf("--egress-log-retention: %w", err)}
+	}
+	cidrs, err := addr.ParseCIDRs(o.allowCIDRs)
+	if err != nil {
+		return daemon.Config{}, gwcfg, usageError{fmt.Errorf("--egress-allow-cidr: %w", err)}
+	}
+	// Every decision about a command, an approval or a proxied request is
+	// made by OPA from the built-in Rego modules and the operator's
+	// (--policy-ext, reloaded when they change).
+	if o.policyExtKey != "" && o.policyExt == "" {
+		return daemon.Config{}, gwcfg, usageError{errors.New("--policy-ext-key checks the bundle --policy-ext names: give both")}
+	}
+	extKey, err := bundleKey(o.policyExtKey)
+	if err != nil {
+		return daemon.Config{}, gwcfg, err
+	}
+	eg := &daemon.EgressConfig{Config: hegress.Config{AllowCIDRs: cidrs}, CADir: filepath.Join(g.stateDir, "egress-ca")}
+	switch o.egressLink {
+	case "auto":
+		eg.Links = true
+	case "veth":
+		eg.Links, eg.RequireLinks = true, true
+	case "loopback":
+	default:
+		return daemon.Config{}, gwcfg, usageError{fmt.Errorf("--egress-link %q: use auto, veth or loopback", o.egressLink)}
+	}
+	if o.resolverAddr != "" {
+		if _, err := netip.ParseAddrPort(o.resolverAddr); err != nil {
+			return daemon.Config{}, gwcfg, usageError{fmt.Errorf("--egress-resolver %q: want IP:PORT", o.resolverAddr)}
+		}
+		eg.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, o.resolverAddr)
+		}}
+	}
+	trust, err := readCAs(o.sandboxCAs)
+	if err != nil {
+		return daemon.Config{}, gwcfg, usageError{err}
+	}
+	hooks, err := testHooks(log)
+	if err != nil {
+		return daemon.Config{}, gwcfg, err
+	}
+	socket := o.socket
+	if socket == "" {
+		socket = hostdSocketPath(g.stateDir)
+	}
+	errw := c.ErrOrStderr()
+	cfg := daemon.Config{
+		StateDir: g.stateDir, Logger: log, AdminToken: os.Getenv("PADDOCK_ADMIN_TOKEN"),
+		AdminTokenMade: func(tok string) {
+			fmt.Fprintf(errw, "paddock: admin token (shown once; only its hash is kept): %s\n", tok)
+		},
+		// The default backend, then the others a create may name
+		// (runtime.backend). One that cannot run here stays listed, so
+		// asking for it is refused with its reason rather than "not
+		// enabled".
+		Backends: func() ([]hypervisor.Backend, error) {
+			var out []hypervisor.Backend
+			for _, name := range append([]string{o.backend}, enabledBackends(o.backend, o.backends)...) {
+				b, err := g.backendWith(name, true)
+				if err != nil {
+					for _, ob := range out {
+						if cl, ok := ob.(io.Closer); ok {
+							cl.Close()
+						}
+					}
+					return nil, err
+				}
+				out = append(out, b)
+			}
+			return out, nil
+		},
+		DefaultImage: o.img, ImagesDir: g.imagesDir(),
+		Policy: policy.Options{ExtDir: o.policyExt, BundleKey: extKey},
+		Egress: eg, TrustPEM: trust, EgressLogRetention: o.egressLogRetention,
+		TenantsFile: o.tenantsFile, DiskOvercommit: o.diskOvercommit, PreviewDomain: o.gw.domain, TestHooks: hooks,
+		Listeners: func() ([]net.Listener, error) {
+			lns, gc, err := serveListeners(g, o.gateway, o.listen, socket, o.socketGroup, o.gw)
+			*gwcfg = gc
+			return lns, err
+		},
+		StopSandboxes: o.stopSandboxes,
+		LeftRunning: func(left []session.LeftRunning) {
+			reportLeftRunning(errw, log, g.stateDir, left)
+		},
+	}
+	if o.diskOvercommit < 1 || o.diskOvercommit > session.MaxDiskOvercommit {
+		return cfg, gwcfg, usageError{fmt.Errorf("--disk-overcommit %v: a ratio from 1 (none) to %d", o.diskOvercommit, session.MaxDiskOvercommit)}
+	}
+	return cfg, gwcfg, nil
 }

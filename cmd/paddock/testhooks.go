@@ -18,21 +18,20 @@ const (
 	envTestMode  = "PADDOCK_TEST_MODE"
 )
 
-// applyTestHooks installs the hooks PADDOCK_TEST_HOOKS names, refusing
-// them outside test mode.
-func applyTestHooks(mgr *session.Manager, log *slog.Logger) error {
+// testHooks reads the hooks PADDOCK_TEST_HOOKS names (nil: none),
+// refusing them outside test mode.
+func testHooks(log *slog.Logger) (*session.TestHooks, error) {
 	spec := os.Getenv(envTestHooks)
 	if spec == "" {
-		return nil
+		return nil, nil
 	}
 	if os.Getenv(envTestMode) != "1" {
-		return usageError{errors.New(envTestHooks + " is only for Paddock's own tests (it slows lifecycle operations down on purpose); unset it, or set " + envTestMode + "=1 in a test")}
+		return nil, usageError{errors.New(envTestHooks + " is only for Paddock's own tests (it slows lifecycle operations down on purpose); unset it, or set " + envTestMode + "=1 in a test")}
 	}
 	hooks, err := session.ParseTestHooks(spec)
 	if err != nil {
-		return usageError{fmt.Errorf("%s: %w", envTestHooks, err)}
+		return nil, usageError{fmt.Errorf("%s: %w", envTestHooks, err)}
 	}
-	mgr.SetTestHooks(hooks)
 	log.Warn("test hooks are on: lifecycle operations are slowed down on purpose", "hooks", spec)
-	return nil
+	return &hooks, nil
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,13 +22,11 @@ import (
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
-	"paddock.dev/paddock/policy"
 )
 
 const token = "pdk_test_token_0123456789"
@@ -58,42 +55,16 @@ type testDaemon struct {
 	led   *ledger.Ledger
 	state string
 	api   *api.Server // its Verifier takes tenants (identity_test.go)
+	close func() error
 }
 
-// newTestDaemon starts the daemon; wrap, when given, wraps its backend
-// (a test that needs the backend to fail on purpose).
-func newTestDaemon(t *testing.T, wrap ...func(hypervisor.Backend) hypervisor.Backend) *testDaemon {
+// newTestDaemon starts the daemon (hostd/daemon, through daemontest)
+// with the admin token; opts change it (daemontest.WrapBackend for a
+// backend that fails on purpose, daemontest.WithLogger to read its log).
+func newTestDaemon(t *testing.T, opts ...daemontest.Option) *testDaemon {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	d := &testDaemon{state: t.TempDir()}
-	var err error
-	d.st, err = store.Open(filepath.Join(d.state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.st.Close() })
-	d.led = ledger.New(d.st)
-	b, err := procbox.New(hypervisor.Config{StateDir: d.state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	backend := hypervisor.Backend(b)
-	for _, w := range wrap {
-		backend = w(backend)
-	}
-	eng, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: backend, DefaultImage: testutil.MiniImageName, Policy: eng})
-	t.Cleanup(func() { d.mgr.Shutdown(context.Background()) })
-	d.api = api.New(d.mgr, sha256.Sum256([]byte(token)), nil)
-	d.api.SetPolicy(eng)
-	srv := httptest.NewServer(d.api)
-	t.Cleanup(srv.Close)
-	d.c, d.url = client.New(srv.URL, token), srv.URL
-	return d
+	dd := daemontest.New(t, append([]daemontest.Option{daemontest.WithToken(token)}, opts...)...)
+	return &testDaemon{c: dd.Client, url: dd.URL, mgr: dd.Manager(), st: dd.Store(), led: dd.Ledger(), state: dd.StateDir, api: dd.API(), close: dd.Close}
 }
 
 func status(err error) int {

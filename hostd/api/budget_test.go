@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hypervisor"
 )
@@ -346,7 +347,7 @@ func (m *forkRefusingMachine) Fork(ctx context.Context, s hypervisor.Snapshot, n
 // minus usage), max_children refuses a fork past it, and a fork that
 // fails gives its children back.
 func TestBudgetFork(t *testing.T) {
-	d := newTestDaemon(t, func(b hypervisor.Backend) hypervisor.Backend { return &forkRefusing{Backend: b, refuse: 7} })
+	d := newTestDaemon(t, daemontest.WrapBackend(func(b hypervisor.Backend) hypervisor.Backend { return &forkRefusing{Backend: b, refuse: 7} }))
 	ctx := context.Background()
 	s := budgetSession(t, d, `{"max_execs":5,"max_children":8,"max_output_bytes":1000,"max_exec_seconds":600}`)
 	for range 2 {

@@ -3,12 +3,10 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
 	"os"
@@ -20,8 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -87,7 +84,9 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 //     the spec give) does not revoke, answers 404, and writes the live
 //     token into hostd's request log.
 func TestReviewPreview(t *testing.T) {
-	d := newTestDaemon(t)
+	// The daemon's log, read by "delete by token".
+	logs := &syncBuf{}
+	d := newTestDaemon(t, daemontest.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	ctx := context.Background()
 	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
 	if err != nil {
@@ -160,11 +159,7 @@ func TestReviewPreview(t *testing.T) {
 	})
 
 	t.Run("delete by token", func(t *testing.T) {
-		logs := &syncBuf{}
-		logged := api.New(d.mgr, sha256.Sum256([]byte(token)), slog.New(slog.NewTextHandler(logs, nil)))
-		srv := httptest.NewServer(logged)
-		defer srv.Close()
-		c := client.New(srv.URL, token)
+		c := d.c
 		// The preview serves before the delete, so a 404 after it is the
 		// revocation's.
 		if resp, body := get(t, "GET", base+"early", nil, nil); resp.StatusCode != 200 {

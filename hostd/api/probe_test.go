@@ -2,9 +2,7 @@ package api_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/api"
-	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/hypervisor/procbox"
@@ -32,33 +27,18 @@ import (
 // images and guest binary, and a backend that records its machines.
 func newProbeDaemon(t *testing.T, images, guest string) *wsDaemon {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	pb, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: guest, ImagesDir: images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pb.Close() })
-	if !pb.Capabilities().Confinement {
-		t.Skip("this kernel has no Landlock, so procbox reports no confinement and no probe runs")
-	}
-	b := &recordingBackend{Backend: pb}
-	eng, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var b *recordingBackend
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	mgr := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.MiniImageName, Policy: eng, Logger: log})
-	t.Cleanup(func() { mgr.Shutdown(context.Background()) })
-	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), log))
-	t.Cleanup(srv.Close)
-	return &wsDaemon{c: client.New(srv.URL, token), url: srv.URL, state: state, backend: b, st: st, log: logs}
+	d := daemontest.New(t, daemontest.WithToken(token), daemontest.WithImage(testutil.MiniImageName, images), daemontest.WithGuest(guest),
+		daemontest.WithLogger(log), daemontest.WrapBackend(func(pb hypervisor.Backend) hypervisor.Backend {
+			b = &recordingBackend{Backend: pb}
+			return b
+		}))
+	if !b.Capabilities().Confinement {
+		t.Skip("this kernel has no Landlock, so procbox reports no confinement and no probe runs")
+	}
+	return &wsDaemon{c: d.Client, url: d.URL, state: d.StateDir, backend: b, st: d.Store(), log: logs}
 }
 
 // refusedLeavesNothing checks that a refused create left no session

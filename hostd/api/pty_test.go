@@ -3,12 +3,10 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +14,8 @@ import (
 	"github.com/coder/websocket"
 
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/policy"
@@ -448,17 +446,12 @@ func TestPTYCap(t *testing.T) {
 // No ticket reaches the ledger or the daemon's log. (Expiry, with a moved
 // clock, is TestTerminalTickets in hostd/session.)
 func TestPTYTicket(t *testing.T) {
-	d := newTestDaemon(t)
+	// The daemon's log, to look for tickets in.
+	var logs syncBuffer
+	d := newTestDaemon(t, daemontest.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := ptyCtx(t)
 	toks := withTenants(t, d, "acme")
-	// A server of its own over the same sessions, to read its log.
-	var logs syncBuffer
-	srv := api.New(d.mgr, sha256.Sum256([]byte(token)), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err := srv.Verifier().SetTenants(d.api.Verifier().Tenants()); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	hs := struct{ URL string }{d.url}
 	acme := client.New(hs.URL, toks["acme"])
 	anon := client.New(hs.URL, "")
 	a, err := acme.CreateSession(ctx, session.CreateRequest{})
@@ -523,7 +516,7 @@ func TestPTYTicket(t *testing.T) {
 	// A ticket outlives nothing: after the tenant is removed, its ticket
 	// opens nothing.
 	tk = ticket(b.ID)
-	if err := srv.Verifier().SetTenants(nil); err != nil {
+	if err := d.api.Verifier().SetTenants(nil); err != nil {
 		t.Fatal(err)
 	}
 	refused("a removed tenant's ticket", tk, b.ID)
@@ -534,7 +527,7 @@ func TestPTYTicket(t *testing.T) {
 		t.Errorf("ledger: opens %v by %v, closes %v", opens, actors, closes)
 	}
 	_, _, _, rawB := ptyEntries(t, d.led, b.ID)
-	hs.Close() // every request logged
+	d.close() // every request logged
 	log := logs.String()
 	if !strings.Contains(log, "terminal ticket refused") || !strings.Contains(log, "/pty") {
 		t.Fatalf("the log shows no terminal request: the test proves nothing\n%s", log)

@@ -3,13 +3,11 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +15,8 @@ import (
 	"time"
 
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -30,24 +24,8 @@ import (
 // ledger, to look behind the API.
 func sandboxDaemon(t *testing.T) (c *client.Client, url, state string, led *ledger.Ledger) {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state = t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	led = ledger.New(st)
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName})
-	t.Cleanup(func() { mgr.Shutdown(context.Background()) })
-	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
-	t.Cleanup(srv.Close)
-	return client.New(srv.URL, token), srv.URL, state, led
+	d := newTestDaemon(t)
+	return d.c, d.url, d.state, d.led
 }
 
 // rawCall sends body as it is and returns the status and the error text.

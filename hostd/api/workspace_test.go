@@ -3,13 +3,11 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,12 +16,11 @@ import (
 	"time"
 
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -92,26 +89,15 @@ type wsDaemon struct {
 
 func newWSDaemon(t *testing.T, images string, noConfinement bool) *wsDaemon {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	pb, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pb.Close() })
-	b := &recordingBackend{Backend: pb, noConfinement: noConfinement}
+	var b *recordingBackend
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	mgr := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.MiniImageName, Logger: log})
-	t.Cleanup(func() { mgr.Shutdown(context.Background()) })
-	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), log))
-	t.Cleanup(srv.Close)
-	return &wsDaemon{c: client.New(srv.URL, token), url: srv.URL, state: state, backend: b, st: st, log: logs}
+	d := daemontest.New(t, daemontest.WithToken(token), daemontest.WithImage(testutil.MiniImageName, images), daemontest.WithLogger(log),
+		daemontest.WrapBackend(func(pb hypervisor.Backend) hypervisor.Backend {
+			b = &recordingBackend{Backend: pb, noConfinement: noConfinement}
+			return b
+		}))
+	return &wsDaemon{c: d.Client, url: d.URL, state: d.StateDir, backend: b, st: d.Store(), log: logs}
 }
 
 func TestWorkspaceValidation(t *testing.T) {

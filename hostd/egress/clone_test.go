@@ -25,7 +25,6 @@ import (
 
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/rules"
-	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -109,9 +108,7 @@ func workspaceCloneThroughEgress(t *testing.T, backend string) {
 	defer srv.Close()
 
 	tn := newTestNet(t, map[string]string{"git.test.": "10.99.0.20"}, map[string]string{"10.99.0.20:443": srv.Listener.Addr().String()})
-	eg := hegress.New(tn.egressConfig())
-	defer eg.Shutdown()
-	m, st := daemonFor(t, backend, eg, caPEM)
+	m, st, _ := daemonFor(t, backend, tn.egressConfig(), caPEM)
 	s, err := m.Create(ctx, "", session.CreateRequest{
 		Workspace: session.WorkspaceRequest{Git: "https://user:s3cret@git.test/r.git", RequireReady: true},
 		Policy:    &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "git.test"}}}}},
@@ -181,9 +178,7 @@ func interceptionFromASandbox(t *testing.T, backend string) {
 	tn := newTestNet(t, map[string]string{"paths.test.": "10.99.0.30"}, map[string]string{"10.99.0.30:443": srv.Listener.Addr().String()})
 	cfg := tn.egressConfig()
 	cfg.CA, cfg.UpstreamRoots = authority, roots
-	eg := hegress.New(cfg)
-	defer eg.Shutdown()
-	m, _ := daemonFor(t, backend, eg, eg.TrustPEM())
+	m, _, _ := daemonFor(t, backend, cfg, nil) // the daemon has sandboxes trust its CA
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny",
 		Allow: []rules.AllowEntry{{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}}})
 	if err != nil {

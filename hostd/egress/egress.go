@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"paddock.dev/paddock/egress"
@@ -46,11 +47,6 @@ type Config struct {
 	// UpstreamRoots verify upstream servers of intercepted TLS (nil: the
 	// host's roots).
 	UpstreamRoots *x509.CertPool
-	// Grants lists a sandbox's live credential grants (nil: none).
-	Grants func(sandbox string) []egress.Grant
-	// GrantApplies decides whether a grant covers a request (the http
-	// Rego module); nil matches natively.
-	GrantApplies func(sandbox string, g egress.Grant, r egress.Request) bool
 	// Links gives sandboxes whose backend asks for it (AttachLink) a veth
 	// pair to the daemon's egress namespace instead of the loopback
 	// redirect, when the kernel can make one (Links says).
@@ -64,6 +60,8 @@ type Host struct {
 	proxy   *proxy.Proxy
 	checker *addr.Checker
 	cfg     Config
+	// grants is the source of credential grants (SetGrants); nil: none.
+	grants atomic.Pointer[grantSource]
 
 	// opening serialises Open and Close, so two opens of one sandbox
 	// cannot leave a second set of listeners behind.
@@ -100,8 +98,8 @@ func New(cfg Config) *Host {
 		Dial:          cfg.Dial,
 		Record:        h.record,
 		UpstreamRoots: cfg.UpstreamRoots,
-		Grants:        cfg.Grants,
-		GrantApplies:  cfg.GrantApplies,
+		Grants:        h.grantsFor,
+		GrantApplies:  h.grantApplies,
 		Logger:        log.With("part", "egress-proxy"),
 	}
 	if cfg.CA != nil { // a nil *Authority in the interface would count as set
@@ -109,6 +107,32 @@ func New(cfg Config) *Host {
 	}
 	h.proxy = proxy.New(pc)
 	return h
+}
+
+type grantSource struct{ egress.GrantSource }
+
+// SetGrants gives the proxy its source of credential grants. The host is
+// made before the session manager that holds the grants (the manager
+// needs the host), so the source is set afterwards; until then no
+// sandbox has grants.
+func (h *Host) SetGrants(src egress.GrantSource) {
+	if src == nil {
+		h.grants.Store(nil)
+		return
+	}
+	h.grants.Store(&grantSource{src})
+}
+
+func (h *Host) grantsFor(sandbox string) []egress.Grant {
+	if g := h.grants.Load(); g != nil {
+		return g.GrantsFor(sandbox)
+	}
+	return nil
+}
+
+func (h *Host) grantApplies(sandbox string, gr egress.Grant, r egress.Request) bool {
+	g := h.grants.Load()
+	return g != nil && g.GrantApplies(sandbox, gr, r)
 }
 
 func canonicalHost(raw string) (string, netip.Addr, error) {

@@ -15,7 +15,6 @@ import (
 	mdns "github.com/miekg/dns"
 
 	"paddock.dev/paddock/egress/rules"
-	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hypervisor/procbox"
 )
@@ -120,9 +119,7 @@ func egressFromASandbox(t *testing.T, backend string) {
 	z := tn.zone
 	ecfg := tn.egressConfig()
 	ecfg.Links = linksOn(backend)
-	eg := hegress.New(ecfg)
-	defer eg.Shutdown()
-	m, _ := daemonFor(t, backend, eg, nil)
+	m, _, eg := daemonFor(t, backend, ecfg, nil)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{
 		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"}, {Host: "rebind.test"},
 			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}}})

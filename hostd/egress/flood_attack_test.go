@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"paddock.dev/paddock/egress/rules"
-	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 )
@@ -51,9 +50,7 @@ func TestAttackEgressFloodIsBounded(t *testing.T) {
 func egressFloodIsBounded(t *testing.T, backend string) {
 	ctx := context.Background()
 	tn := newTestNet(t, map[string]string{"allowed.test.": "10.99.0.10"}, nil)
-	eg := hegress.New(tn.egressConfig())
-	defer eg.Shutdown()
-	m, st := daemonFor(t, backend, eg, nil)
+	m, st, _ := daemonFor(t, backend, tn.egressConfig(), nil)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{
 		Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}}}}}})
 	if err != nil {

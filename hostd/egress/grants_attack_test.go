@@ -3,7 +3,6 @@ package egress_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -19,9 +18,8 @@ import (
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/rules"
-	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/auth"
-	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -64,14 +62,13 @@ func tenantCannotAimDaemonSecret(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	tn := newTestNet(t, map[string]string{"evil.test.": "10.99.0.41"}, map[string]string{"10.99.0.41:443": evil.Listener.Addr().String()})
-	var mgr *session.Manager
 	cfg := tn.egressConfig()
-	cfg.CA, cfg.UpstreamRoots, cfg.Grants = authority, roots, grantsOf(&mgr)
-	eg := hegress.New(cfg)
-	defer eg.Shutdown()
-	mgr, _ = daemonFor(t, backend, eg, append(eg.TrustPEM(), upCA...))
+	cfg.CA, cfg.UpstreamRoots = authority, roots
 	const adminToken = "pdk_attack_admin_token_0123"
-	a := api.New(mgr, sha256.Sum256([]byte(adminToken)), nil)
+	// The sandbox trusts the daemon's CA (the daemon adds it) and the
+	// upstream's.
+	d := egressDaemon(t, backend, cfg, upCA, engine(t), daemontest.WithToken(adminToken))
+	mgr, a := d.Manager(), d.API()
 	tenantTok, sum := auth.NewTenantToken()
 	ts, err := auth.TenantsFile{Tenants: []auth.TenantEntry{{Name: "mallory", TokenSHA256: sum}}}.Check()
 	if err != nil {
@@ -80,8 +77,7 @@ func tenantCannotAimDaemonSecret(t *testing.T, backend string) {
 	if err := a.Verifier().SetTenants(ts); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(a)
-	defer srv.Close()
+	srv := d
 	mallory := client.New(srv.URL, tenantTok)
 
 	s, err := mallory.CreateSession(ctx, session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{

@@ -3,7 +3,6 @@ package egress_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -15,11 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/rules"
-	"paddock.dev/paddock/hostd/api"
-	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -74,20 +71,15 @@ func grantFromASandbox(t *testing.T, backend string) {
 		"10.99.0.40:443": tlsSrv.Listener.Addr().String(),
 		"10.99.0.40:80":  plainSrv.Listener.Addr().String(),
 	})
-	// The egress host is made before the manager, as in paddock serve:
-	// its grants come through a closure over the manager.
-	var mgr *session.Manager
+	// The proxy's grants are the manager's (the daemon wires them).
 	cfg := tn.egressConfig()
-	cfg.CA, cfg.UpstreamRoots, cfg.Grants = authority, roots, grantsOf(&mgr)
-	eg := hegress.New(cfg)
-	defer eg.Shutdown()
-	// The sandbox trusts the daemon's CA (intercepted TLS) and the
-	// upstream's (TLS relayed untouched before the grant).
-	mgr, _ = daemonFor(t, backend, eg, append(eg.TrustPEM(), upCA...))
+	cfg.CA, cfg.UpstreamRoots = authority, roots
+	// The sandbox trusts the daemon's CA (intercepted TLS; the daemon
+	// adds it) and the upstream's (TLS relayed untouched before the
+	// grant).
 	const token = "pdk_grant_test_token_0123"
-	srv := httptest.NewServer(api.New(mgr, sha256.Sum256([]byte(token)), nil))
-	defer srv.Close()
-	c := client.New(srv.URL, token)
+	d := egressDaemon(t, backend, cfg, upCA, engine(t), daemontest.WithToken(token))
+	c := d.Client
 
 	s, err := c.CreateSession(ctx, session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{Default: "deny",
 		Allow: []rules.AllowEntry{{Host: "api.test"}}}}}})

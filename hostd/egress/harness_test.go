@@ -3,21 +3,17 @@ package egress_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"paddock.dev/paddock/egress"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	hegress "paddock.dev/paddock/hostd/egress"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
 	_ "paddock.dev/paddock/hypervisor/all"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/hypervisor/qemu"
@@ -81,18 +77,9 @@ func engine(t *testing.T) *policy.Engine {
 }
 
 // egressConfig is the host egress config for the test's net; tune it
-// before hegress.New.
+// before daemonFor (the daemon makes the host from it).
 func (n *testNet) egressConfig() hegress.Config {
 	return hegress.Config{
-		GrantApplies: func(sandbox string, g egress.Grant, r egress.Request) bool {
-			e, err := testEngine()
-			if err != nil {
-				return false
-			}
-			ok, _, err := e.GrantApplies(context.Background(), policy.GrantInput{Session: sandbox, Grant: g.ID, Hosts: g.Hosts,
-				Methods: g.Methods, Paths: g.Paths, Scheme: r.Scheme, Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path})
-			return ok && err == nil
-		},
 		AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.99.0.0/24")},
 		Links:      true,
 		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -150,58 +137,32 @@ func onBackends(t *testing.T, dflt []string, fn func(t *testing.T, backend strin
 	}
 }
 
-// daemonFor is a session manager on backend with the debian image (curl,
-// python3, git), the given egress and extra trusted certificates; the
-// store is returned for tests that look into it. Everything stops with
-// the test; a backend that cannot run here skips it with its reason.
-func daemonFor(t *testing.T, backend string, eg *hegress.Host, trust []byte) (*session.Manager, *store.Store) {
+// daemonFor is a daemon (hostd/daemon through daemontest) on backend
+// with the debian image (curl, python3, git), an egress host made from
+// cfg (the proxy's grants are the manager's, as in paddock serve) and
+// extra trusted certificates besides the egress CA; it returns the
+// manager, the store and the egress host for tests that look into them.
+// Everything stops with the test; a backend that cannot run here skips
+// it with its reason.
+func daemonFor(t *testing.T, backend string, cfg hegress.Config, trust []byte) (*session.Manager, *store.Store, *hegress.Host) {
 	t.Helper()
-	return daemonWith(t, backend, eg, trust, engine(t))
+	return daemonWith(t, backend, cfg, trust, engine(t))
 }
 
 // daemonWith is daemonFor deciding with eng.
-func daemonWith(t *testing.T, backend string, eg *hegress.Host, trust []byte, eng *policy.Engine) (*session.Manager, *store.Store) {
+func daemonWith(t *testing.T, backend string, cfg hegress.Config, trust []byte, eng *policy.Engine) (*session.Manager, *store.Store, *hegress.Host) {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	ctor, err := hypervisor.Lookup(strings.TrimSuffix(backend, loopbackSuffix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	images, _ := testutil.DebianImages(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b, err := ctor(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, ok := b.(io.Closer); ok {
-		t.Cleanup(func() { c.Close() })
-	}
-	if c := b.Capabilities(); !c.Available {
-		t.Skipf("backend %s cannot run here: %s", backend, c.Reason)
-	}
-	// As paddock serve does: sandboxes get veth links when the host's
-	// egress can make them.
-	if na, ok := b.(hypervisor.NetAttacher); ok && eg != nil && eg.Links() == nil {
-		na.SetNetAttach(eg.AttachLink)
-	}
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.DebianImageName,
-		Egress: eg, EgressRoot: filepath.Join(state, "egress"), TrustPEM: trust, Policy: eng})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	return m, st
+	d := egressDaemon(t, backend, cfg, trust, eng)
+	return d.Manager(), d.Store(), d.Egress()
 }
 
-// grantsOf hands the egress host a manager's grants once it exists (the
-// host is made first, as in paddock serve).
-func grantsOf(m **session.Manager) func(string) []egress.Grant {
-	return func(sandbox string) []egress.Grant {
-		if *m == nil {
-			return nil
-		}
-		return (*m).GrantsFor(sandbox)
-	}
+// egressDaemon is daemonWith's daemon itself, with more options (its
+// URL and client, for tests through the API).
+func egressDaemon(t *testing.T, backend string, cfg hegress.Config, trust []byte, eng *policy.Engine, opts ...daemontest.Option) *daemontest.Daemon {
+	t.Helper()
+	testutil.RequiresRoot(t)
+	images, _ := testutil.DebianImages(t)
+	return daemontest.New(t, append([]daemontest.Option{daemontest.WithBackend(strings.TrimSuffix(backend, loopbackSuffix)),
+		daemontest.WithImage(testutil.DebianImageName, images), daemontest.WithEgress(cfg), daemontest.WithTrust(trust),
+		daemontest.WithPolicy(eng)}, opts...)...)
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/egress/rules"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	hegress "paddock.dev/paddock/hostd/egress"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -43,39 +40,23 @@ func TestLinksAcrossLifecycle(t *testing.T) {
 	defer allowed.Close()
 	tn := newTestNet(t, map[string]string{"allowed.test.": "10.99.0.10", "other.test.": "10.99.0.11"},
 		map[string]string{"10.99.0.10:80": allowed.Listener.Addr().String(), "10.99.0.11:80": allowed.Listener.Addr().String()})
-	images, _ := testutil.DebianImages(t)
 	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	// daemon is one run of a daemon on state: a backend (which adopts
-	// what an earlier run left), an egress host and a manager.
-	daemon := func() (*session.Manager, *hegress.Host, io.Closer) {
-		eg := hegress.New(tn.egressConfig())
-		if err := eg.Links(); err != nil {
-			eg.Shutdown()
+	// daemon is one run of a daemon on state (its backend adopts what an
+	// earlier run left); keep: its Close leaves the sandboxes running.
+	// It is not Run: the test calls Reattach itself.
+	daemon := func(keep bool) *daemontest.Daemon {
+		opts := []daemontest.Option{daemontest.WithStateDir(state), daemontest.WithoutRun()}
+		if keep {
+			opts = append(opts, daemontest.KeepSandboxes())
+		}
+		d := egressDaemon(t, procbox.Name, tn.egressConfig(), nil, engine(t), opts...)
+		if err := d.Egress().Links(); err != nil {
 			t.Skipf("no veth links here: %v", err)
 		}
-		b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: images, AdoptLeftovers: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.SetNetAttach(eg.AttachLink)
-		m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.DebianImageName,
-			Egress: eg, EgressRoot: filepath.Join(state, "egress"), Policy: engine(t)})
-		return m, eg, b
+		return d
 	}
-	m, eg, b := daemon()
-	stopped := false
-	defer func() {
-		if !stopped {
-			m.Shutdown(ctx)
-			eg.Shutdown()
-			b.Close()
-		}
-	}()
+	d := daemon(true)
+	m := d.Manager()
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{
 		Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}}}}}})
 	if err != nil {
@@ -119,12 +100,10 @@ curl -s -o /dev/null -w '%{http_code}' --noproxy '*' http://10.99.0.11/; echo`})
 	}
 	// A new daemon on the same state: the old one's egress namespace (and
 	// with it every link) is gone; the adopted sandboxes get new ones.
-	m.Detach(ctx)
-	eg.Shutdown()
-	b.Close()
-	stopped = true
-	m, eg, b = daemon()
-	stopped = false
+	if err := d.Close(); err != nil { // leaves them running
+		t.Fatal(err)
+	}
+	m = daemon(false).Manager()
 	if adopted, lost := m.Reattach(ctx); adopted != 3 || lost != 0 {
 		t.Fatalf("reattach: adopted %d, lost %d, want 3 and 0", adopted, lost)
 	}

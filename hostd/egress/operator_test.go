@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"paddock.dev/paddock/egress/rules"
-	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/policy"
@@ -63,9 +62,7 @@ inspect if input.request.host == "allowed.test"
 		t.Fatal(err)
 	}
 	go eng.Watch(ctx)
-	eg := hegress.New(tn.egressConfig())
-	defer eg.Shutdown()
-	m, _ := daemonWith(t, backend, eg, nil, eng)
+	m, _, _ := daemonWith(t, backend, tn.egressConfig(), nil, eng)
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{
 		Network: &rules.Network{Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}}}}}})
 	if err != nil {

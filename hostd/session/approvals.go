@@ -177,38 +177,22 @@ func (c commandCheck) digestFor(s *Session) string {
 // or waits for an operator's decision — without the session's work slot,
 // since nothing has started.
 func (m *Manager) judge(ctx context.Context, s *Session, c commandCheck) (*verdict, error) {
-	rules := policy.ProcessRules{}
-	if s.Policy.Process != nil {
-		rules = *s.Policy.Process
+	d, err := m.decide(ctx, s, c)
+	if err != nil {
+		return nil, err
 	}
-	v := &verdict{check: c}
+	v := &verdict{check: c, decision: d}
 	if m.policy == nil {
-		if s.Policy.Process != nil {
-			return nil, fmt.Errorf("%w: this daemon has no policy engine, and the session has process rules", ErrConflict)
-		}
 		if c.approvalID != "" {
 			return nil, bad("approval_id given, but the session has no process rules to ask for approval")
 		}
-		v.decision = policy.ProcessDecision{Result: policy.Allow, Rule: "process.default"}
 		return v, nil
 	}
-	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules})
-	if err != nil {
-		return nil, fmt.Errorf("process policy: %w", err)
-	}
-	v.decision = d
-	switch d.Result {
-	case policy.Allow:
+	if d.Result == policy.Allow {
 		if c.approvalID != "" {
 			return nil, bad("approval_id given, but the policy allows this command without approval (%s)", d.Rule)
 		}
 		return v, nil
-	case policy.Deny:
-		m.ledgerAppend(ctx, s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
-		return nil, &ProcessRefused{Decision: d}
-	case policy.Ask:
-	default:
-		return nil, fmt.Errorf("process policy: unknown result %q", d.Result)
 	}
 	if c.approvalID != "" {
 		v.approval = c.approvalID

@@ -219,99 +219,132 @@ func (m *Manager) gitLedger(ctx context.Context, id, verb string, t *gitTarget, 
 
 // GitStatus is `git status --short --branch`.
 func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (out *GitResult, err error) {
-	_, t, err := m.gitRepo(ctx, tenant, id, repo, false)
+	p, t := m.newGitPipe(ctx, tenant, id, "status")
+	fields := map[string]any{}
+	err = p.walk(ctx,
+		gitLoad(t, repo, false),
+		runHooks("git"),
+		step(StepRun, func(ctx context.Context) error {
+			p.ran = true
+			if err := m.gitOpen(ctx, t); err != nil {
+				return err
+			}
+			res, err := m.git(ctx, t, nil, "status", "--short", "--branch", "--ignore-submodules=dirty")
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return gitFailed("status", res)
+			}
+			out = &GitResult{Repo: t.repo, Output: string(res.Stdout)}
+			return nil
+		}),
+		gitRecord(t, fields),
+	)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { m.gitLedger(ctx, id, "status", t, nil, err) }()
-	if err := m.gitOpen(ctx, t); err != nil {
-		return nil, err
-	}
-	res, err := m.git(ctx, t, nil, "status", "--short", "--branch", "--ignore-submodules=dirty")
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 {
-		return nil, gitFailed("status", res)
-	}
-	return &GitResult{Repo: t.repo, Output: string(res.Stdout)}, nil
+	return out, nil
 }
 
 // GitDiff is `git diff [--cached] [-- path]`, cut at 256 KiB, with no
 // external diff or textconv program.
 func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, staged bool) (out *GitResult, err error) {
-	if path != "" && (strings.HasPrefix(path, "-") || strings.Contains(path, "..") || strings.HasPrefix(path, "/") || strings.ContainsAny(path, "\x00\n")) {
-		return nil, bad("path %q must be relative to the repository, without .. and not starting with -", path)
-	}
-	_, t, err := m.gitRepo(ctx, tenant, id, repo, false)
-	if err != nil {
-		return nil, err
-	}
+	p, t := m.newGitPipe(ctx, tenant, id, "diff")
 	fields := map[string]any{"staged": staged}
 	if path != "" {
 		fields["path"] = path
 	}
-	defer func() { m.gitLedger(ctx, id, "diff", t, fields, err) }()
-	if err := m.gitOpen(ctx, t); err != nil {
-		return nil, err
-	}
-	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"}
-	if staged {
-		args = append(args, "--cached")
-	}
-	if path != "" {
-		args = append(args, "--", path)
-	}
-	res, err := m.git(ctx, t, nil, args...)
+	err = p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			if path != "" && (strings.HasPrefix(path, "-") || strings.Contains(path, "..") || strings.HasPrefix(path, "/") || strings.ContainsAny(path, "\x00\n")) {
+				return bad("path %q must be relative to the repository, without .. and not starting with -", path)
+			}
+			return nil
+		}),
+		gitLoad(t, repo, false),
+		runHooks("git"),
+		step(StepRun, func(ctx context.Context) error {
+			p.ran = true
+			if err := m.gitOpen(ctx, t); err != nil {
+				return err
+			}
+			args := []string{"diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"}
+			if staged {
+				args = append(args, "--cached")
+			}
+			if path != "" {
+				args = append(args, "--", path)
+			}
+			res, err := m.git(ctx, t, nil, args...)
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return gitFailed("diff", res)
+			}
+			out = &GitResult{Repo: t.repo, Output: string(res.Stdout)}
+			if len(res.Stdout) > MaxGitDiffBytes || res.StdoutTruncated {
+				out.Output, out.Truncated = string(res.Stdout[:min(len(res.Stdout), MaxGitDiffBytes)]), true
+			}
+			fields["bytes"], fields["truncated"] = len(out.Output), out.Truncated
+			return nil
+		}),
+		gitRecord(t, fields),
+	)
 	if err != nil {
 		return nil, err
 	}
-	if res.ExitCode != 0 {
-		return nil, gitFailed("diff", res)
-	}
-	out = &GitResult{Repo: t.repo, Output: string(res.Stdout)}
-	if len(res.Stdout) > MaxGitDiffBytes || res.StdoutTruncated {
-		out.Output, out.Truncated = string(res.Stdout[:min(len(res.Stdout), MaxGitDiffBytes)]), true
-	}
-	fields["bytes"], fields["truncated"] = len(out.Output), out.Truncated
 	return out, nil
 }
 
 // GitLog is the last n commits.
 func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (out *GitResult, err error) {
-	if n < 1 || n > MaxGitLog {
-		return nil, bad("n %d must be from 1 to %d", n, MaxGitLog)
-	}
-	_, t, err := m.gitRepo(ctx, tenant, id, repo, false)
-	if err != nil {
-		return nil, err
-	}
+	p, t := m.newGitPipe(ctx, tenant, id, "log")
 	fields := map[string]any{"n": n}
-	defer func() { m.gitLedger(ctx, id, "log", t, fields, err) }()
-	if err := m.gitOpen(ctx, t); err != nil {
-		return nil, err
-	}
-	res, err := m.git(ctx, t, nil, "log", "-n", strconv.Itoa(n), "--no-show-signature", "--no-notes", "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
+	err = p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			if n < 1 || n > MaxGitLog {
+				return bad("n %d must be from 1 to %d", n, MaxGitLog)
+			}
+			return nil
+		}),
+		gitLoad(t, repo, false),
+		runHooks("git"),
+		step(StepRun, func(ctx context.Context) error {
+			p.ran = true
+			if err := m.gitOpen(ctx, t); err != nil {
+				return err
+			}
+			res, err := m.git(ctx, t, nil, "log", "-n", strconv.Itoa(n), "--no-show-signature", "--no-notes", "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				if strings.Contains(string(res.Stderr), "does not have any commits") {
+					fields["entries"] = 0
+					out = &GitResult{Repo: t.repo, Entries: []GitCommit{}}
+					return nil
+				}
+				return gitFailed("log", res)
+			}
+			out = &GitResult{Repo: t.repo, Output: string(res.Stdout), Entries: []GitCommit{}}
+			for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+				f := strings.Split(l, "\x1f")
+				if len(f) != 5 {
+					continue
+				}
+				sec, _ := strconv.ParseInt(f[3], 10, 64)
+				out.Entries = append(out.Entries, GitCommit{ID: f[0], Author: f[1], Email: f[2], Time: time.Unix(sec, 0).UTC(), Subject: f[4]})
+			}
+			fields["entries"] = len(out.Entries)
+			return nil
+		}),
+		gitRecord(t, fields),
+	)
 	if err != nil {
 		return nil, err
 	}
-	if res.ExitCode != 0 {
-		if strings.Contains(string(res.Stderr), "does not have any commits") {
-			fields["entries"] = 0
-			return &GitResult{Repo: t.repo, Entries: []GitCommit{}}, nil
-		}
-		return nil, gitFailed("log", res)
-	}
-	out = &GitResult{Repo: t.repo, Output: string(res.Stdout), Entries: []GitCommit{}}
-	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
-		f := strings.Split(l, "\x1f")
-		if len(f) != 5 {
-			continue
-		}
-		sec, _ := strconv.ParseInt(f[3], 10, 64)
-		out.Entries = append(out.Entries, GitCommit{ID: f[0], Author: f[1], Email: f[2], Time: time.Unix(sec, 0).UTC(), Subject: f[4]})
-	}
-	fields["entries"] = len(out.Entries)
 	return out, nil
 }
 
@@ -408,178 +441,193 @@ func cleanMessage(msg string) string {
 // repository's configured user or "Paddock Agent", never signed, running
 // no hook. It is one exec of the session's budget.
 func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
+	p, t := m.newGitPipe(ctx, tenant, id, "commit")
 	msg := cleanMessage(req.Message)
-	if msg == "" || len(req.Message) > MaxCommitMsg || strings.ContainsRune(req.Message, 0) {
-		return nil, bad("message must be 1 to %d bytes without NUL", MaxCommitMsg)
-	}
-	s, t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
-	if err != nil {
-		return nil, err
-	}
-	// In flight like a command: a restore or fork must not replace the
-	// machine under it.
-	done, err := m.commandStarts(id)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	// A commit is an exec for the budget: max_execs, and its time counts
-	// as exec time.
-	adm, err := m.admit(ctx, s, t.c, startExec, gitTimeout)
-	if err != nil {
-		var be *BudgetError
-		if errors.As(err, &be) {
-			be.What = "git commit"
-		}
-		return nil, err
-	}
-	t.timeout = adm.timeout
-	// The unit goes back when the commit stops before it stages
-	// anything; from then on it is spent, with the guest time.
-	spent := false
-	defer func() {
-		if !spent {
-			adm.release()
-			return
-		}
-		m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: t.ms})
-	}()
 	fields := map[string]any{"message": req.Message, "staged_only": req.StagedOnly}
-	defer func() { m.gitLedger(ctx, id, "commit", t, fields, err) }()
-	if err := m.gitOpen(ctx, t); err != nil {
-		return nil, err
-	}
-	if len(t.cfg.filters) > 0 {
-		return nil, fmt.Errorf("%w: the repository's config sets %s, a program the git verbs do not run, so git/commit would store files unfiltered; commit with exec, where the session's process rules apply", ErrConflict, t.cfg.filters[0])
-	}
-	spent = true
-	if !t.cfg.hasEmail {
-		t.cfg.text += "[user]\n\temail = \"agent@paddock.local\"\n"
-	}
-	if !t.cfg.hasName {
-		t.cfg.text += "[user]\n\tname = \"Paddock Agent\"\n"
-	}
-	if !req.StagedOnly {
-		if err := m.gitAddAll(ctx, t); err != nil {
-			return nil, err
-		}
-	}
-	refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", "HEAD^{tree}", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
+	err = p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			if msg == "" || len(req.Message) > MaxCommitMsg || strings.ContainsRune(req.Message, 0) {
+				return bad("message must be 1 to %d bytes without NUL", MaxCommitMsg)
+			}
+			return nil
+		}),
+		gitLoad(t, req.Repo, true),
+		// In flight like a command: a restore or fork must not replace
+		// the machine under it.
+		gateCommand(false),
+		// A commit is an exec for the budget: max_execs, and its time
+		// counts as exec time. The unit goes back when the commit stops
+		// before it stages anything.
+		pipeStep{StepAdmit, func(ctx context.Context, p *pipe) error {
+			if err := admitStep(startExec, gitTimeout).fn(ctx, p); err != nil {
+				var be *BudgetError
+				if errors.As(err, &be) {
+					be.What = "git commit"
+				}
+				return err
+			}
+			t.timeout = p.adm.timeout
+			return nil
+		}},
+		runHooks("git"),
+		step(StepRun, func(ctx context.Context) error {
+			p.ran = true
+			if err := m.gitOpen(ctx, t); err != nil {
+				return err
+			}
+			if len(t.cfg.filters) > 0 {
+				return fmt.Errorf("%w: the repository's config sets %s, a program the git verbs do not run, so git/commit would store files unfiltered; commit with exec, where the session's process rules apply", ErrConflict, t.cfg.filters[0])
+			}
+			p.kept = true // the unit is spent from here, with the guest time
+			if !t.cfg.hasEmail {
+				t.cfg.text += "[user]\n\temail = \"agent@paddock.local\"\n"
+			}
+			if !t.cfg.hasName {
+				t.cfg.text += "[user]\n\tname = \"Paddock Agent\"\n"
+			}
+			if !req.StagedOnly {
+				if err := m.gitAddAll(ctx, t); err != nil {
+					return err
+				}
+			}
+			refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", "HEAD^{tree}", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
+			if err != nil {
+				return err
+			}
+			for i, name := range []string{"a merge", "a cherry-pick", "a revert"} {
+				if refs[2+i] != "" {
+					return fmt.Errorf("%w: %s is in progress in %s; conclude it with exec", ErrConflict, name, t.repo)
+				}
+			}
+			res, err := m.git(ctx, t, nil, "write-tree")
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return gitFailed("write-tree", res)
+			}
+			tree := strings.TrimSpace(string(res.Stdout))
+			parent := refs[0]
+			if (parent != "" && tree == refs[1]) || (parent == "" && emptyTrees[tree]) {
+				return fmt.Errorf("%w: nothing to commit in %s", ErrConflict, t.repo)
+			}
+			args := []string{"commit-tree", tree, "--no-gpg-sign", "-F", "-"}
+			if parent != "" {
+				args = append(args, "-p", parent)
+			}
+			res, err = m.git(ctx, t, []byte(msg), args...)
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return gitFailed("commit-tree", res)
+			}
+			commit := strings.TrimSpace(string(res.Stdout))
+			subject, _, _ := strings.Cut(msg, "\n")
+			reflog := "commit: " + subject
+			if parent == "" {
+				reflog = "commit (initial): " + subject
+			}
+			// The old value makes the update fail if HEAD moved meanwhile ("" is
+			// "must not exist yet" for a first commit).
+			res, err = m.git(ctx, t, nil, "update-ref", "-m", reflog, "HEAD", commit, parent)
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return gitFailed("update-ref", res)
+			}
+			fields["commit"] = commit
+			out = &GitResult{Repo: t.repo, Commit: commit}
+			return nil
+		}),
+		gitRecord(t, fields),
+		step(StepUsage, func(context.Context) error {
+			if p.kept {
+				m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: t.ms})
+			}
+			return nil
+		}),
+	)
 	if err != nil {
 		return nil, err
 	}
-	for i, name := range []string{"a merge", "a cherry-pick", "a revert"} {
-		if refs[2+i] != "" {
-			return nil, fmt.Errorf("%w: %s is in progress in %s; conclude it with exec", ErrConflict, name, t.repo)
-		}
-	}
-	res, err := m.git(ctx, t, nil, "write-tree")
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 {
-		return nil, gitFailed("write-tree", res)
-	}
-	tree := strings.TrimSpace(string(res.Stdout))
-	parent := refs[0]
-	if (parent != "" && tree == refs[1]) || (parent == "" && emptyTrees[tree]) {
-		return nil, fmt.Errorf("%w: nothing to commit in %s", ErrConflict, t.repo)
-	}
-	args := []string{"commit-tree", tree, "--no-gpg-sign", "-F", "-"}
-	if parent != "" {
-		args = append(args, "-p", parent)
-	}
-	res, err = m.git(ctx, t, []byte(msg), args...)
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 {
-		return nil, gitFailed("commit-tree", res)
-	}
-	commit := strings.TrimSpace(string(res.Stdout))
-	subject, _, _ := strings.Cut(msg, "\n")
-	reflog := "commit: " + subject
-	if parent == "" {
-		reflog = "commit (initial): " + subject
-	}
-	// The old value makes the update fail if HEAD moved meanwhile ("" is
-	// "must not exist yet" for a first commit).
-	res, err = m.git(ctx, t, nil, "update-ref", "-m", reflog, "HEAD", commit, parent)
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 {
-		return nil, gitFailed("update-ref", res)
-	}
-	fields["commit"] = commit
-	return &GitResult{Repo: t.repo, Commit: commit}, nil
+	return out, nil
 }
 
 // GitBranch creates a branch at HEAD and switches to it (git switch -c,
 // done with update-ref and symbolic-ref: no hook, no checkout).
 func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
-	if !branchRE.MatchString(req.Name) || strings.Contains(req.Name, "..") || strings.HasSuffix(req.Name, ".lock") || strings.HasSuffix(req.Name, "/") {
-		return nil, bad("branch name %q: letters, digits, '.', '_', '-' and '/', not starting with - and without ..", req.Name)
-	}
-	_, t, err := m.gitRepo(ctx, tenant, id, req.Repo, true)
-	if err != nil {
-		return nil, err
-	}
-	// In flight like a command: a restore or fork must not replace the
-	// machine under it.
-	done, err := m.commandStarts(id)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+	p, t := m.newGitPipe(ctx, tenant, id, "branch")
 	fields := map[string]any{"branch": req.Name}
-	defer func() { m.gitLedger(ctx, id, "branch", t, fields, err) }()
-	if err := m.gitOpen(ctx, t); err != nil {
-		return nil, err
-	}
-	ref := "refs/heads/" + req.Name
-	res, err := m.git(ctx, t, nil, "check-ref-format", ref)
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 {
-		return nil, bad("branch name %q is not a valid git branch name (git check-ref-format)", req.Name)
-	}
-	refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", ref)
-	if err != nil {
-		return nil, err
-	}
-	if refs[1] != "" {
-		return nil, fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
-	}
-	from := "HEAD"
-	res, err = m.git(ctx, t, nil, "symbolic-ref", "-q", "--short", "HEAD")
-	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode == 0 {
-		from = strings.TrimSpace(string(res.Stdout))
-	} else if refs[0] != "" {
-		from = refs[0]
-	}
-	if refs[0] != "" {
-		res, err = m.git(ctx, t, nil, "update-ref", "-m", "branch: Created from HEAD", ref, refs[0], "")
-		if err != nil {
-			return nil, err
-		}
-		if res.ExitCode != 0 {
-			if strings.Contains(string(res.Stderr), "already exists") {
-				return nil, fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
+	err = p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			if !branchRE.MatchString(req.Name) || strings.Contains(req.Name, "..") || strings.HasSuffix(req.Name, ".lock") || strings.HasSuffix(req.Name, "/") {
+				return bad("branch name %q: letters, digits, '.', '_', '-' and '/', not starting with - and without ..", req.Name)
 			}
-			return nil, gitFailed("update-ref", res)
-		}
-	}
-	res, err = m.git(ctx, t, nil, "symbolic-ref", "-m", "checkout: moving from "+from+" to "+req.Name, "HEAD", ref)
+			return nil
+		}),
+		gitLoad(t, req.Repo, true),
+		// In flight like a command: a restore or fork must not replace
+		// the machine under it.
+		gateCommand(false),
+		runHooks("git"),
+		step(StepRun, func(ctx context.Context) error {
+			p.ran = true
+			if err := m.gitOpen(ctx, t); err != nil {
+				return err
+			}
+			ref := "refs/heads/" + req.Name
+			res, err := m.git(ctx, t, nil, "check-ref-format", ref)
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return bad("branch name %q is not a valid git branch name (git check-ref-format)", req.Name)
+			}
+			refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", ref)
+			if err != nil {
+				return err
+			}
+			if refs[1] != "" {
+				return fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
+			}
+			from := "HEAD"
+			res, err = m.git(ctx, t, nil, "symbolic-ref", "-q", "--short", "HEAD")
+			if err != nil {
+				return err
+			}
+			if res.ExitCode == 0 {
+				from = strings.TrimSpace(string(res.Stdout))
+			} else if refs[0] != "" {
+				from = refs[0]
+			}
+			if refs[0] != "" {
+				res, err = m.git(ctx, t, nil, "update-ref", "-m", "branch: Created from HEAD", ref, refs[0], "")
+				if err != nil {
+					return err
+				}
+				if res.ExitCode != 0 {
+					if strings.Contains(string(res.Stderr), "already exists") {
+						return fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
+					}
+					return gitFailed("update-ref", res)
+				}
+			}
+			res, err = m.git(ctx, t, nil, "symbolic-ref", "-m", "checkout: moving from "+from+" to "+req.Name, "HEAD", ref)
+			if err != nil {
+				return err
+			}
+			if res.ExitCode != 0 {
+				return gitFailed("symbolic-ref", res)
+			}
+			out = &GitResult{Repo: t.repo, Branch: req.Name}
+			return nil
+		}),
+		gitRecord(t, fields),
+	)
 	if err != nil {
 		return nil, err
 	}
-	if res.ExitCode != 0 {
-		return nil, gitFailed("symbolic-ref", res)
-	}
-	return &GitResult{Repo: t.repo, Branch: req.Name}, nil
+	return out, nil
 }

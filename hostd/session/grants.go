@@ -17,6 +17,7 @@ import (
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/policy"
 )
 
 // Limits on credential grants.
@@ -119,6 +120,37 @@ func (t *grantTable) take(id, grant string) []egress.Grant {
 func (m *Manager) GrantsFor(sandbox string) []egress.Grant {
 	return m.grants.live(sandbox, m.now())
 }
+
+// grantJudge is the part of the policy engine that decides whether a
+// grant covers a request (the http Rego module).
+type grantJudge interface {
+	GrantApplies(ctx context.Context, in policy.GrantInput) (bool, string, error)
+}
+
+// GrantApplies decides, for the egress proxy, whether grant g of sandbox
+// covers request r inside intercepted TLS: through the policy engine when
+// it has the http module, else by the grant's own methods and paths (as
+// the proxy alone would). With GrantsFor it makes the Manager the proxy's
+// egress.GrantSource.
+func (m *Manager) GrantApplies(sandbox string, g egress.Grant, r egress.Request) bool {
+	if j, ok := m.policy.(grantJudge); ok && m.policy != nil {
+		ok, _, err := j.GrantApplies(context.Background(), policy.GrantInput{Session: sandbox, Grant: g.ID,
+			Hosts: g.Hosts, Methods: g.Methods, Paths: g.Paths,
+			Scheme: r.Scheme, Host: r.Host, Port: r.Port, Method: r.Method, Path: r.Path})
+		if err != nil {
+			m.log.Warn("policy: a grant matches nothing", "sandbox", sandbox, "grant", g.ID, "err", err)
+		}
+		return ok && err == nil
+	}
+	lim, err := rules.NewLimits(g.Methods, g.Paths)
+	if err != nil {
+		m.log.Warn("egress: a grant's limits are invalid; it matches nothing", "sandbox", sandbox, "grant", g.ID, "err", err)
+		return false
+	}
+	return lim.Allows(r.Method, r.Path)
+}
+
+var _ egress.GrantSource = (*Manager)(nil)
 
 func newGrantID() string {
 	var b [8]byte

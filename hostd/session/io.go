@@ -149,41 +149,68 @@ func (m *Manager) ReadFile(ctx context.Context, tenant, id, path string) (*FileR
 
 // WriteFile writes a file and ledgers its path and size (never content).
 func (m *Manager) WriteFile(ctx context.Context, tenant, id string, req FileWrite) (*api.FileInfo, error) {
-	if base64.StdEncoding.DecodedLen(len(req.ContentBase64)) > MaxFileWriteBytes+3 {
-		return nil, fmt.Errorf("%w: content is larger than %d bytes; use uploads", ErrTooLarge, MaxFileWriteBytes)
-	}
-	data, err := base64.StdEncoding.DecodeString(req.ContentBase64)
-	if err != nil {
-		return nil, bad("content_base64 is not valid base64: %v", err)
-	}
-	c, g, done, err := m.writeTarget(ctx, tenant, id, req.Path)
+	p := m.newFilePipe(ctx, tenant, id, "write", req.Path)
+	var (
+		data []byte
+		g    guarded
+		fi   *api.FileInfo
+	)
+	err := p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			if base64.StdEncoding.DecodedLen(len(req.ContentBase64)) > MaxFileWriteBytes+3 {
+				return fmt.Errorf("%w: content is larger than %d bytes; use uploads", ErrTooLarge, MaxFileWriteBytes)
+			}
+			var err error
+			if data, err = base64.StdEncoding.DecodeString(req.ContentBase64); err != nil {
+				return bad("content_base64 is not valid base64: %v", err)
+			}
+			return nil
+		}),
+		loadRunning(),
+		gateWrite(req.Path, &g),
+		step(StepAdmit, func(ctx context.Context) error {
+			return m.admitWriteTo(ctx, tenant, id, p.cl, int64(len(data)), "file write")
+		}),
+		runHooks("file"),
+		step(StepRun, func(ctx context.Context) error {
+			var err error
+			if fi, err = p.cl.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec}); err != nil {
+				return guestErr(err)
+			}
+			p.ran, p.kept = true, true
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			m.ledgerAppend(ctx, id, "file.write", p.withNotes(map[string]any{"path": fi.Path, "size": len(data)}))
+			return nil
+		}),
+	)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	if err := m.admitWriteTo(ctx, tenant, id, c, int64(len(data)), "file write"); err != nil {
-		return nil, err
-	}
-	fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec})
-	if err != nil {
-		return nil, guestErr(err)
-	}
-	m.ledgerAppend(ctx, id, "file.write", map[string]any{"path": fi.Path, "size": len(data)})
 	return fi, nil
 }
 
 // DeleteFile removes a file or (recursive) a directory.
 func (m *Manager) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
-	c, g, done, err := m.writeTarget(ctx, tenant, id, path)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := c.DeleteFileGuarded(ctx, path, recursive, g.deny, g.exec); err != nil {
-		return guestErr(err)
-	}
-	m.ledgerAppend(ctx, id, "file.delete", map[string]any{"path": path, "recursive": recursive})
-	return nil
+	p := m.newFilePipe(ctx, tenant, id, "delete", path)
+	var g guarded
+	return p.walk(ctx,
+		loadRunning(),
+		gateWrite(path, &g),
+		runHooks("file"),
+		step(StepRun, func(ctx context.Context) error {
+			if err := p.cl.DeleteFileGuarded(ctx, path, recursive, g.deny, g.exec); err != nil {
+				return guestErr(err)
+			}
+			p.ran, p.kept = true, true
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			m.ledgerAppend(ctx, id, "file.delete", p.withNotes(map[string]any{"path": path, "recursive": recursive}))
+			return nil
+		}),
+	)
 }
 
 // ReadRange reads up to 4 MiB of a file.
@@ -261,83 +288,85 @@ func (m *Manager) StartExecStream(ctx context.Context, tenant, id string, req Ex
 }
 
 func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart, streamed bool) (*Job, error) {
-	if strings.TrimSpace(req.Command) == "" {
-		return nil, bad("command is empty")
-	}
-	if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
-		return nil, bad("command must be at most %d bytes without NUL", MaxCommandBytes)
-	}
-	if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
-		return nil, bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
-	}
-	if err := checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds); err != nil {
-		return nil, err
-	}
-	s, _, mc, err := m.running(ctx, tenant, id)
-	if err != nil {
-		return nil, err
-	}
-	v, err := m.judge(ctx, s, jobCheck(req))
-	if err != nil {
-		return nil, err
-	}
-	// In flight from here (a restore or fork refuses), and one job start
-	// at a time per session while the budget counts running jobs.
-	done, err := m.commandStarts(id)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if v.approval != "" || req.ApprovalWaitSeconds > 0 {
-		// The session as it is now that the command holds it.
-		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
-			return nil, err
-		}
-	}
-	if s.Budget != nil && s.Budget.MaxConcurrentJobs != nil {
-		defer m.lockJobStarts(id)()
-	}
-	cl := clientFor(mc)
-	what := startJob
+	kind, what := CommandJob, startJob
 	if streamed {
-		what = startStream
+		kind, what = CommandStream, startStream
 	}
-	adm, err := m.admit(ctx, s, cl, what, req.TimeoutSeconds)
+	p := m.newPipe(ctx, kind, tenant, id)
+	var (
+		j       *api.Job
+		maxOut  int64
+		started time.Time
+		lostErr string
+	)
+	err := p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			p.cmd.Text = req.Command
+			if strings.TrimSpace(req.Command) == "" {
+				return bad("command is empty")
+			}
+			if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
+				return bad("command must be at most %d bytes without NUL", MaxCommandBytes)
+			}
+			if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
+				return bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
+			}
+			return checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds)
+		}),
+		loadRunning(),
+		judgeCommand(jobCheck(req)),
+		// In flight from here (a restore or fork refuses), and one job
+		// start at a time per session while the budget counts running
+		// jobs.
+		gateCommand(req.ApprovalWaitSeconds > 0),
+		admitStep(what, req.TimeoutSeconds),
+		spendApproval(),
+		runHooks("job"),
+		step(StepRun, func(ctx context.Context) error {
+			maxOut = req.MaxOutputBytes
+			if p.adm.outputCap > 0 && (maxOut == 0 || maxOut > p.adm.outputCap) {
+				maxOut = p.adm.outputCap
+			}
+			started = m.now()
+			var err error
+			j, err = p.cl.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path,
+				TimeoutSeconds: p.adm.timeout, MaxOutputBytes: maxOut, Confine: p.cmd.Confine}, Stdin: req.Stdin})
+			if err != nil && refusedBeforeStart(err) {
+				return guestErr(err)
+			}
+			// The job started, or may have: it keeps its unit and the
+			// ledger says so.
+			p.ran, p.kept = true, true
+			if err != nil {
+				lostErr, p.err = clipText(err.Error(), 300), guestErr(err)
+				return p.err
+			}
+			m.recordJob(ctx, id, j, req.Command, started, maxOut, streamed)
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			if p.err != nil {
+				m.ledgerAppend(context.WithoutCancel(ctx), id, "job.start", p.withNotes(map[string]any{"command": req.Command, "interrupted": true, "error": lostErr, "policy": p.v.decision.Rule}))
+				return nil
+			}
+			entry := map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin, "policy": p.v.decision.Rule}
+			if p.adm.outputCap > 0 {
+				entry["max_output_bytes"] = maxOut
+			}
+			if p.adm.capped {
+				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.timeout, true
+			}
+			m.ledgerAppend(ctx, id, "job.start", p.withNotes(entry))
+			return nil
+		}),
+		step(StepUsage, func(context.Context) error {
+			m.addUsage(id, store.UsageRow{Jobs: p.adm.untaken(), Execs: p.adm.untakenStreamExec()})
+			return nil
+		}),
+	)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.spendFor(ctx, s, v); err != nil {
-		adm.release()
-		return nil, err
-	}
-	dec := v.decision
-	maxOut := req.MaxOutputBytes
-	if adm.outputCap > 0 && (maxOut == 0 || maxOut > adm.outputCap) {
-		maxOut = adm.outputCap
-	}
-	started := m.now()
-	j, err := cl.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path,
-		TimeoutSeconds: adm.timeout, MaxOutputBytes: maxOut, Confine: confinement(s)}, Stdin: req.Stdin})
-	if err != nil {
-		if refusedBeforeStart(err) {
-			adm.release()
-			return nil, guestErr(err)
-		}
-		// The job may have started: it keeps its unit and the ledger says so.
-		m.ledgerAppend(context.WithoutCancel(ctx), id, "job.start", map[string]any{"command": req.Command, "interrupted": true, "error": clipText(err.Error(), 300), "policy": v.decision.Rule})
-		m.addUsage(id, store.UsageRow{Jobs: adm.untaken(), Execs: adm.untakenStreamExec()})
-		return nil, guestErr(err)
-	}
-	m.recordJob(ctx, id, j, req.Command, started, maxOut, streamed)
-	m.addUsage(id, store.UsageRow{Jobs: adm.untaken(), Execs: adm.untakenStreamExec()})
-	entry := map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin, "policy": dec.Rule}
-	if adm.outputCap > 0 {
-		entry["max_output_bytes"] = maxOut
-	}
-	if adm.capped {
-		entry["timeout_seconds"], entry["timeout_capped_by_budget"] = adm.timeout, true
-	}
-	m.ledgerAppend(ctx, id, "job.start", entry)
 	return &Job{Job: *j, Command: req.Command, Engine: "supervisor"}, nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/policy"
 )
 
 // KindSandbox marks a session record that is a sandbox.
@@ -400,47 +401,114 @@ func checkSandboxPath(field, p string) error {
 	return nil
 }
 
-// SandboxProcess runs a shell line in the sandbox and ledgers it.
+// SandboxProcess runs a shell line in the sandbox and ledgers it. It
+// walks the command pipeline as a session's exec does: the process
+// policy judges it (the operator's modules; a sandbox has no process
+// rules of its own, and no approvals, so a command the policy would hold
+// is refused), and it is counted in, and limited by, the record's budget.
 func (m *Manager) SandboxProcess(ctx context.Context, tenant, id string, req ProcessRequest) (*ProcessResult, error) {
-	s, c, err := m.sandboxGuest(ctx, tenant, id, true)
+	p := m.newPipe(ctx, CommandProcess, tenant, id)
+	var (
+		cwd     string
+		env     []string
+		res     *api.ExecResult
+		out     *ProcessResult
+		started time.Time
+		lostMS  int64
+		lostErr string
+	)
+	err := p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			p.cmd.Text = req.Command
+			if strings.TrimSpace(req.Command) == "" {
+				return bad("command is empty")
+			}
+			if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
+				return bad("command must be at most %d bytes without NUL", MaxCommandBytes)
+			}
+			if req.TimeoutSeconds == 0 {
+				req.TimeoutSeconds = DefaultExecTimeout
+			}
+			if req.TimeoutSeconds < 1 || req.TimeoutSeconds > MaxExecTimeout {
+				return bad("timeout_seconds %d must be from 1 to %d", req.TimeoutSeconds, MaxExecTimeout)
+			}
+			if req.Cwd != "" {
+				if err := checkSandboxPath("cwd", req.Cwd); err != nil {
+					return err
+				}
+			}
+			var err error
+			env, err = sandboxEnv(req.Env)
+			return err
+		}),
+		pipeStep{StepLoad, func(ctx context.Context, p *pipe) error {
+			s, c, err := m.sandboxGuest(ctx, tenant, id, false)
+			if err != nil {
+				return err
+			}
+			p.s, p.cl = s, c
+			if cwd = req.Cwd; cwd == "" {
+				cwd = s.Workspace.Path
+			}
+			return nil
+		}},
+		judgeWithoutApprovals(commandCheck{kind: policy.KindExec, command: req.Command,
+			params: map[string]any{"timeout_seconds": req.TimeoutSeconds}}),
+		gateCommand(false),
+		admitStep(startExec, req.TimeoutSeconds),
+		runHooks("exec"),
+		step(StepRun, func(ctx context.Context) error {
+			started = m.now()
+			var err error
+			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: cwd, Env: env, TimeoutSeconds: p.adm.timeout, MaxOutputBytes: p.adm.outputCap}})
+			if err != nil && refusedBeforeStart(err) {
+				return guestErr(err)
+			}
+			p.ran, p.kept = true, true
+			if err != nil {
+				lostMS, lostErr, p.err = m.now().Sub(started).Milliseconds(), clipText(err.Error(), 300), guestErr(err)
+				return p.err
+			}
+			out = &ProcessResult{Result: "exec", ExecResult: *execResult(res, p.adm.outputCap)}
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			// Variable names are ledgered, never their values.
+			names := make([]string, 0, len(req.Env))
+			for k := range req.Env {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			if p.err != nil {
+				m.ledgerAppend(context.WithoutCancel(ctx), id, "exec", p.withNotes(map[string]any{"command": req.Command, "cwd": cwd, "env": names, "interrupted": true, "error": lostErr, "duration_ms": lostMS, "policy": p.cmd.Rule}))
+				return nil
+			}
+			entry := map[string]any{"command": req.Command, "cwd": cwd, "env": names, "exit_code": res.ExitCode, "duration_ms": res.DurationMillis, "timed_out": res.TimedOut, "policy": p.cmd.Rule}
+			if p.adm.outputCap > 0 || p.adm.capped {
+				for k, v := range execLedger(req.Command, &out.ExecResult, p.adm) {
+					if _, ok := entry[k]; !ok {
+						entry[k] = v
+					}
+				}
+			}
+			m.ledgerAppend(ctx, id, "exec", p.withNotes(entry))
+			return nil
+		}),
+		step(StepUsage, func(context.Context) error {
+			ms := lostMS
+			if p.err == nil {
+				ms = res.DurationMillis
+				if res.TimedOut && p.adm.capped {
+					ms = max(ms, int64(p.adm.timeout)*1000)
+				}
+			}
+			m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: ms})
+			return nil
+		}),
+	)
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(req.Command) == "" {
-		return nil, bad("command is empty")
-	}
-	if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
-		return nil, bad("command must be at most %d bytes without NUL", MaxCommandBytes)
-	}
-	if req.TimeoutSeconds == 0 {
-		req.TimeoutSeconds = DefaultExecTimeout
-	}
-	if req.TimeoutSeconds < 1 || req.TimeoutSeconds > MaxExecTimeout {
-		return nil, bad("timeout_seconds %d must be from 1 to %d", req.TimeoutSeconds, MaxExecTimeout)
-	}
-	cwd := req.Cwd
-	if cwd == "" {
-		cwd = s.Workspace.Path
-	} else if err := checkSandboxPath("cwd", cwd); err != nil {
-		return nil, err
-	}
-	env, err := sandboxEnv(req.Env)
-	if err != nil {
-		return nil, err
-	}
-	res, err := c.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: cwd, Env: env, TimeoutSeconds: req.TimeoutSeconds}})
-	if err != nil {
-		return nil, guestErr(err)
-	}
-	out := &ProcessResult{Result: "exec", ExecResult: *execResult(res, 0)}
-	// Variable names are ledgered, never their values.
-	names := make([]string, 0, len(req.Env))
-	for k := range req.Env {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": req.Command, "cwd": cwd, "env": names, "exit_code": res.ExitCode, "duration_ms": res.DurationMillis, "timed_out": res.TimedOut})
-	m.count(id, res.DurationMillis)
 	return out, nil
 }
 

@@ -213,6 +213,8 @@ type Manager struct {
 	// rules are refused); approvals wakes requests waiting for a decision.
 	policy    Decider
 	approvals approvalWaiters
+	// cmds are the command hooks every command passes (pipeline.go).
+	cmds commandHooks
 
 	mu        sync.Mutex
 	machines  map[string]hypervisor.Machine // session id → running sandbox
@@ -696,70 +698,75 @@ func checkApprovalFields(id string, wait int) error {
 }
 
 func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) (*ExecResult, error) {
-	if err := req.Check(); err != nil {
-		return nil, err
-	}
-	s, _, mc, err := m.running(ctx, tenant, id)
+	p := m.newPipe(ctx, CommandExec, tenant, id)
+	var (
+		res     *api.ExecResult
+		out     *ExecResult
+		started time.Time
+		lostMS  int64  // an interrupted call's time
+		lostErr string // and what cut it off
+	)
+	err := p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			p.cmd.Text = req.Command
+			return req.Check()
+		}),
+		loadRunning(),
+		judgeCommand(commandCheck{kind: policy.KindExec, command: req.Command,
+			params:     map[string]any{"timeout_seconds": req.TimeoutSeconds},
+			approvalID: req.ApprovalID, wait: time.Duration(req.ApprovalWaitSeconds) * time.Second}),
+		// In flight from here, so a restore or fork refuses; the budget
+		// takes this exec's unit and caps its timeout and output.
+		gateCommand(req.ApprovalWaitSeconds > 0),
+		admitStep(startExec, req.TimeoutSeconds),
+		spendApproval(),
+		runHooks("exec"),
+		step(StepRun, func(ctx context.Context) error {
+			started = m.now()
+			var err error
+			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path, TimeoutSeconds: p.adm.timeout, MaxOutputBytes: p.adm.outputCap, Confine: p.cmd.Confine}})
+			if err != nil && refusedBeforeStart(err) {
+				return guestErr(err)
+			}
+			// The command ran, or may have (the caller left, the agent
+			// went away): it keeps its unit, its time counts, and the
+			// ledger says so.
+			p.ran, p.kept = true, true
+			if err != nil {
+				lostMS, lostErr, p.err = m.now().Sub(started).Milliseconds(), clipText(err.Error(), 300), guestErr(err)
+				return p.err
+			}
+			out = execResult(res, p.adm.outputCap)
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			if p.err != nil {
+				m.ledgerAppend(context.WithoutCancel(ctx), id, "exec", p.withNotes(map[string]any{"command": req.Command, "interrupted": true, "error": lostErr, "duration_ms": lostMS, "policy": p.v.decision.Rule}))
+				return nil
+			}
+			entry := execLedger(req.Command, out, p.adm)
+			entry["policy"] = p.v.decision.Rule
+			m.ledgerAppend(ctx, id, "exec", p.withNotes(entry))
+			return nil
+		}),
+		step(StepUsage, func(context.Context) error {
+			if p.err != nil {
+				m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: lostMS})
+				return nil
+			}
+			ms := res.DurationMillis
+			if res.TimedOut && p.adm.capped {
+				// Killed at the timeout the budget cut it to: it spent all
+				// of that (the agent's own clock may read a hair less).
+				ms = max(ms, int64(p.adm.timeout)*1000)
+			}
+			m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: ms})
+			return nil
+		}),
+	)
 	if err != nil {
 		return nil, err
 	}
-	v, err := m.judge(ctx, s, commandCheck{kind: policy.KindExec, command: req.Command,
-		params:     map[string]any{"timeout_seconds": req.TimeoutSeconds},
-		approvalID: req.ApprovalID, wait: time.Duration(req.ApprovalWaitSeconds) * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	// In flight from here, so a restore or fork refuses; the budget
-	// takes this exec's unit and caps its timeout and output.
-	done, err := m.commandStarts(id)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if v.approval != "" || req.ApprovalWaitSeconds > 0 {
-		// The session as it is now that the command holds it: an approval
-		// is bound to this revision.
-		if s, _, mc, err = m.running(ctx, tenant, id); err != nil {
-			return nil, err
-		}
-	}
-	cl := clientFor(mc)
-	adm, err := m.admit(ctx, s, cl, startExec, req.TimeoutSeconds)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.spendFor(ctx, s, v); err != nil {
-		adm.release()
-		return nil, err
-	}
-	dec := v.decision
-	started := m.now()
-	res, err := cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: s.Workspace.Path, TimeoutSeconds: adm.timeout, MaxOutputBytes: adm.outputCap, Confine: confinement(s)}})
-	if err != nil {
-		if refusedBeforeStart(err) {
-			adm.release()
-			return nil, guestErr(err)
-		}
-		// The command may have run (the caller left, the agent went
-		// away): it keeps its unit, its time counts, and the ledger says
-		// so.
-		bg := context.WithoutCancel(ctx)
-		ms := m.now().Sub(started).Milliseconds()
-		m.ledgerAppend(bg, id, "exec", map[string]any{"command": req.Command, "interrupted": true, "error": clipText(err.Error(), 300), "duration_ms": ms, "policy": v.decision.Rule})
-		m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: ms})
-		return nil, guestErr(err)
-	}
-	out := execResult(res, adm.outputCap)
-	entry := execLedger(req.Command, out, adm)
-	entry["policy"] = dec.Rule
-	m.ledgerAppend(ctx, id, "exec", entry)
-	ms := res.DurationMillis
-	if res.TimedOut && adm.capped {
-		// Killed at the timeout the budget cut it to: it spent all of
-		// that (the agent's own clock may read a hair less).
-		ms = max(ms, int64(adm.timeout)*1000)
-	}
-	m.addUsage(id, store.UsageRow{Execs: adm.untaken(), ExecMS: ms})
 	return out, nil
 }
 

@@ -229,35 +229,59 @@ type Terminal struct {
 // slot and one of the daemon's terminals, and starts the shell in the
 // guest. The caller bridges it with Serve, or gives it back with Abort.
 func (m *Manager) OpenTerminal(ctx context.Context, tenant, id string, req TerminalRequest) (*Terminal, error) {
-	if err := req.check(); err != nil {
-		return nil, err
-	}
-	_, mc, err := m.terminalTarget(ctx, tenant, id)
-	if err != nil {
-		return nil, err
-	}
+	p := m.newPipe(ctx, CommandTerminal, tenant, id)
 	t := &Terminal{m: m, id: id, tenant: tenant, caller: context.WithoutCancel(ctx),
 		stopc: make(chan string, 1), finished: make(chan struct{})}
-	if err := m.terms.reserve(t); err != nil {
+	err := p.walk(ctx,
+		step(StepValidate, func(context.Context) error {
+			p.cmd.Text = req.Command
+			return req.check()
+		}),
+		loadRunning(),
+		// A terminal is judged by the session as a whole: its commands
+		// never pass the process policy or the budget (terminalRefusal).
+		pipeStep{StepJudge, func(ctx context.Context, p *pipe) error {
+			if p.s.Kind == KindSandbox {
+				return notSessionErr(id)
+			}
+			return terminalRefusal(p.s)
+		}},
+		// One of the daemon's terminals, and the session's work slot,
+		// held until the terminal closes (finish).
+		pipeStep{StepGate, func(ctx context.Context, p *pipe) error {
+			if err := m.terms.reserve(t); err != nil {
+				return err
+			}
+			done, err := m.commandStarts(id)
+			if err != nil {
+				m.terms.remove(t)
+				return err
+			}
+			t.release = func() { done(); m.terms.remove(t) }
+			p.undo = append(p.undo, func() { t.release(); close(t.finished) })
+			return nil
+		}},
+		runHooks("pty"),
+		step(StepRun, func(ctx context.Context) error {
+			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			var err error
+			if t.guest, err = p.cl.PTY(dctx, uint16(req.Cols), uint16(req.Rows), req.Command); err != nil {
+				return guestErr(err)
+			}
+			p.ran, p.kept = true, true
+			t.guest.SetReadLimit(maxTerminalFrame)
+			t.opened = m.now()
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			m.ledgerAppend(ctx, id, "pty.open", p.withNotes(map[string]any{"cols": req.Cols, "rows": req.Rows, "command": req.Command}))
+			return nil
+		}),
+	)
+	if err != nil {
 		return nil, err
 	}
-	done, err := m.commandStarts(id)
-	if err != nil {
-		m.terms.remove(t)
-		return nil, err
-	}
-	t.release = func() { done(); m.terms.remove(t) }
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	t.guest, err = clientFor(mc).PTY(dctx, uint16(req.Cols), uint16(req.Rows), req.Command)
-	if err != nil {
-		t.release()
-		close(t.finished)
-		return nil, guestErr(err)
-	}
-	t.guest.SetReadLimit(maxTerminalFrame)
-	t.opened = m.now()
-	m.ledgerAppend(ctx, id, "pty.open", map[string]any{"cols": req.Cols, "rows": req.Rows, "command": req.Command})
 	return t, nil
 }
 

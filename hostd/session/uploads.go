@@ -178,49 +178,64 @@ func (m *Manager) ListUploads(ctx context.Context, tenant, id string) ([]*Upload
 // CompleteUpload assembles, verifies and renames the file into place. A
 // second call after success answers the same record.
 func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
-	s, _, mc, err := m.running(ctx, tenant, id)
+	p := m.newFilePipe(ctx, tenant, id, "upload", "")
+	var u *Upload
+	err := p.walk(ctx,
+		loadRunning(),
+		pipeStep{StepGate, func(ctx context.Context, p *pipe) error {
+			// In flight like a command: a restore or fork must not
+			// replace the machine under it.
+			done, err := m.commandStarts(id)
+			if err != nil {
+				return err
+			}
+			p.after = append(p.after, done)
+			if u, err = m.getUpload(ctx, id, up); err != nil {
+				return err
+			}
+			if u.State == UploadComplete {
+				p.answered = true // completed already: the same record
+				return nil
+			}
+			p.cmd.Text = u.Path
+			// Checked again: the links on the way to the path may have
+			// changed since the upload was opened.
+			if err := refuseReadOnly(ctx, p.cl, p.s, u.Path); err != nil {
+				return err
+			}
+			if u.Received != u.Size {
+				return fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)
+			}
+			return nil
+		}},
+		// Measured again: the workspace may have grown since the open.
+		step(StepAdmit, func(ctx context.Context) error {
+			return m.admitWrite(ctx, p.s, p.cl, u.Size, "upload")
+		}),
+		runHooks("file"),
+		step(StepRun, func(ctx context.Context) error {
+			res, err := p.cl.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: denyFor(p.s), Exec: execFor(p.s)})
+			if err != nil {
+				return guestErr(err)
+			}
+			u.State, u.Verified = UploadComplete, res.Verified
+			if u.SHA256 == "" {
+				u.SHA256 = res.SHA256
+			}
+			if err := m.putUpload(ctx, id, u); err != nil {
+				return err
+			}
+			p.ran, p.kept = true, true
+			return nil
+		}),
+		step(StepRecord, func(ctx context.Context) error {
+			m.ledgerAppend(ctx, id, "file.upload", p.withNotes(map[string]any{"upload": up, "path": u.Path, "size": u.Size, "verified": u.Verified}))
+			return nil
+		}),
+	)
 	if err != nil {
 		return nil, err
 	}
-	// In flight like a command: a restore or fork must not replace the
-	// machine under it.
-	done, err := m.commandStarts(id)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	u, err := m.getUpload(ctx, id, up)
-	if err != nil {
-		return nil, err
-	}
-	if u.State == UploadComplete {
-		return u, nil
-	}
-	c := clientFor(mc)
-	// Checked again: the links on the way to the path may have changed
-	// since the upload was opened.
-	if err := refuseReadOnly(ctx, c, s, u.Path); err != nil {
-		return nil, err
-	}
-	if u.Received != u.Size {
-		return nil, fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)
-	}
-	// Measured again: the workspace may have grown since the open.
-	if err := m.admitWrite(ctx, s, c, u.Size, "upload"); err != nil {
-		return nil, err
-	}
-	res, err := c.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: denyFor(s), Exec: execFor(s)})
-	if err != nil {
-		return nil, guestErr(err)
-	}
-	u.State, u.Verified = UploadComplete, res.Verified
-	if u.SHA256 == "" {
-		u.SHA256 = res.SHA256
-	}
-	if err := m.putUpload(ctx, id, u); err != nil {
-		return nil, err
-	}
-	m.ledgerAppend(ctx, id, "file.upload", map[string]any{"upload": up, "path": u.Path, "size": u.Size, "verified": u.Verified})
 	return u, nil
 }
 

@@ -1,0 +1,457 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor/fake"
+	"paddock.dev/paddock/policy"
+)
+
+// stepTrace records the steps every entry walks, per kind.
+type stepTrace struct {
+	mu    sync.Mutex
+	steps map[CommandKind][]string
+}
+
+func traceSteps(m *Manager) *stepTrace {
+	tr := &stepTrace{steps: map[CommandKind][]string{}}
+	m.cmds.mu.Lock()
+	m.cmds.trace = func(kind CommandKind, step string) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		tr.steps[kind] = append(tr.steps[kind], step)
+	}
+	m.cmds.mu.Unlock()
+	return tr
+}
+
+// take returns the steps kind walked since the last take, and forgets them.
+func (tr *stepTrace) take(kind CommandKind) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	out := strings.Join(tr.steps[kind], " ")
+	delete(tr.steps, kind)
+	return out
+}
+
+// policyManager is sandboxManager with a policy engine whose operator
+// modules are mods (file name → Rego).
+func policyManager(t *testing.T, mods map[string]string) *Manager {
+	t.Helper()
+	m, _, _, _ := sandboxManager(t)
+	dir := t.TempDir()
+	for name, text := range mods {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eng, err := policy.New(policy.Options{ExtDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.policy = eng
+	return m
+}
+
+// fakeManager is a Manager on the fake backend (hypervisor/fake: the real
+// guest agent in the test's process, no namespaces, no root), with a
+// store, a ledger and the built-in policy. Its commands run on the host
+// as the test's user, so the tests give them relative paths only.
+func fakeManager(t *testing.T) *Manager {
+	t.Helper()
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := fake.New(filepath.Join(state, "fake"))
+	t.Cleanup(func() { b.Close() })
+	eng, err := policy.New(policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "any", Policy: eng})
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	return m
+}
+
+// ledgerKinds is the kinds of session id's ledger, in order.
+func pipeKinds(t *testing.T, m *Manager, id string) []string {
+	t.Helper()
+	es, err := m.Events(context.Background(), "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// lastEntry is the data of the last entry of kind in session id's ledger.
+func lastEntry(t *testing.T, m *Manager, id, kind string) map[string]any {
+	t.Helper()
+	es, err := m.Events(context.Background(), "", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Kind == kind {
+			var d map[string]any
+			if err := json.Unmarshal(es[i].Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatalf("no %s entry in %v", kind, pipeKinds(t, m, id))
+	return nil
+}
+
+// TestPipelineSteps: every entry (exec, exec/stream, job, a git verb, a
+// terminal, a sandbox's process, a file write, delete and upload) walks
+// the pipeline's named steps in order, and the command hooks see each of
+// them with its kind. It runs on procbox, not on the fake backend: the
+// fake runs commands on the host, where the git verbs would run git in
+// the host's /workspace.
+func TestPipelineSteps(t *testing.T) {
+	m := policyManager(t, nil)
+	tr := traceSteps(m)
+	var seenMu sync.Mutex
+	var seen []string
+	m.AddCommandHook("watch", func(_ context.Context, c *Command) error {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		seen = append(seen, string(c.Kind)+":"+c.Text)
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const full = "validate load judge gate admit spend hooks run record usage"
+	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.StartExecStream(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.StartJob(ctx, "", s.ID, JobStart{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	// The mini image may have no git: the verb then fails in run, which
+	// still walks to record (a git verb is ledgered once git ran).
+	m.GitStatus(ctx, "", s.ID, "")
+	gitStatus := tr.take(CommandGit)
+	m.GitCommit(ctx, "", s.ID, GitRequest{Message: "m"})
+	gitCommit := tr.take(CommandGit)
+	term, err := m.OpenTerminal(ctx, "", s.ID, TerminalRequest{Cols: 80, Rows: 24, Command: "sleep 60"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term.Abort()
+	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/f", ContentBase64: "aGk="}); err != nil {
+		t.Fatal(err)
+	}
+	fileWrite := tr.take(CommandFile)
+	if err := m.DeleteFile(ctx, "", s.ID, "/workspace/f", false); err != nil {
+		t.Fatal(err)
+	}
+	fileDelete := tr.take(CommandFile)
+	up, err := m.OpenUpload(ctx, "", s.ID, UploadRequest{Path: "/workspace/u", Size: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.UploadChunk(ctx, "", s.ID, up.ID, 0, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.CompleteUpload(ctx, "", s.ID, up.ID); err != nil {
+		t.Fatal(err)
+	}
+	upload := tr.take(CommandFile)
+	// Completing it again answers at the gate, the upload being done.
+	if _, err := m.CompleteUpload(ctx, "", s.ID, up.ID); err != nil {
+		t.Fatal(err)
+	}
+	again := tr.take(CommandFile)
+	for _, c := range []struct{ name, got, want string }{
+		{"exec", tr.take(CommandExec), full},
+		{"exec/stream", tr.take(CommandStream), full},
+		{"job", tr.take(CommandJob), full},
+		{"git status", gitStatus, "load hooks run record"},
+		{"git commit", gitCommit, "validate load gate admit hooks run record usage"},
+		{"terminal", tr.take(CommandTerminal), "validate load judge gate hooks run record"},
+		{"process", tr.take(CommandProcess), "validate load judge gate admit hooks run record usage"},
+		{"file write", fileWrite, "validate load gate admit hooks run record"},
+		{"file delete", fileDelete, "load gate hooks run record"},
+		{"upload complete", upload, "load gate admit hooks run record"},
+		{"upload complete again", again, "load gate"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s walked %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	want := []string{"exec:true", "exec/stream:true", "job:true", "git:git status", "git:git commit", "terminal:sleep 60", "process:true",
+		"file:/workspace/f", "file:/workspace/f", "file:/workspace/u"}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("the hook saw (-want +got):\n%s", diff)
+	}
+
+	// A walk stops at the step that refuses: an empty command at
+	// validate, a session that is not there at load.
+	m.Exec(ctx, "", s.ID, ExecRequest{Command: " "})
+	m.Exec(ctx, "", "ses-0000000000000000", ExecRequest{Command: "true"})
+	m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true", TimeoutSeconds: -1})
+	if got := tr.take(CommandExec); got != "validate validate load" {
+		t.Errorf("refused execs walked %q, want %q", got, "validate validate load")
+	}
+	if got := tr.take(CommandProcess); got != "validate" {
+		t.Errorf("a refused process walked %q, want validate only", got)
+	}
+}
+
+// TestPipelineHookRefuses runs on the fake backend (no root), with
+// relative paths only. A hook that refuses stops the command before
+// the guest sees it, the ledger says which hook and why, and the budget's
+// unit goes back; a hook's annotation lands in the command's entry; a
+// hook's conflict keeps its 409.
+func TestPipelineHookRefuses(t *testing.T) {
+	m := fakeManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m.AddCommandHook("rewind", func(_ context.Context, c *Command) error {
+		switch {
+		case strings.Contains(c.Text, "conflict"):
+			return errorsJoinConflict
+		case strings.Contains(c.Text, "refuse-me"), c.Verb == "branch":
+			return errors.New("no point could be taken")
+		}
+		c.Annotate("point", 7)
+		return nil
+	})
+	two := int64(2)
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600, Budget: &Budget{MaxExecs: &two}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Exec(ctx, "", s.ID, ExecRequest{Command: "touch marker # refuse-me"})
+	var hr *HookRefused
+	if !errors.As(err, &hr) || hr.Hook != "rewind" || !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "no point could be taken") {
+		t.Fatalf("refused by the hook: %v, want a HookRefused of rewind (403)", err)
+	}
+	d := lastEntry(t, m, s.ID, "exec.refused")
+	if d["hook"] != "rewind" || d["command"] != "touch marker # refuse-me" || !strings.Contains(d["reason"].(string), "no point") {
+		t.Errorf("exec.refused: %v", d)
+	}
+	// The guest never ran it, and its unit went back: two execs still go.
+	r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e marker; echo $?"})
+	if err != nil || r.Stdout != "1\n" {
+		t.Fatalf("the refused command ran: %+v %v", r, err)
+	}
+	e := lastEntry(t, m, s.ID, "exec")
+	if n, _ := e["hooks"].(map[string]any); n == nil || n["point"] != float64(7) {
+		t.Errorf("exec entry without the hook's note: %v", e)
+	}
+	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Errorf("the second exec of two: %v (the refused one kept its unit?)", err)
+	}
+	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); !errors.As(err, new(*BudgetError)) {
+		t.Errorf("a third exec of two: %v, want the budget's refusal", err)
+	}
+
+	// A hook's own kind of error is kept.
+	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "echo conflict > x"})
+	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrForbidden) {
+		t.Errorf("a hook's conflict: %v, want ErrConflict only", err)
+	}
+	if e := lastEntry(t, m, sb.ID, "exec.refused"); e["hook"] != "rewind" {
+		t.Errorf("sandbox exec.refused: %v", e)
+	}
+	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e x; echo $?"})
+	if err != nil || r2.Stdout != "1\n" {
+		t.Errorf("the refused process ran: %+v %v", r2, err)
+	}
+	// A file write refused by the hook never reaches the guest.
+	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/refuse-me", ContentBase64: "aGk="}); !errors.As(err, &hr) {
+		t.Errorf("file write: %v, want the hook's refusal", err)
+	}
+	if e := lastEntry(t, m, s.ID, "file.refused"); e["command"] != "/workspace/refuse-me" || e["hook"] != "rewind" {
+		t.Errorf("file.refused: %v", e)
+	}
+	if _, err := m.ReadFile(ctx, "", s.ID, "/workspace/refuse-me"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused write was written: %v", err)
+	}
+	// A git verb refused by the hook never starts git.
+	if _, err := m.GitBranch(ctx, "", s.ID, GitRequest{Name: "refuse-me"}); !errors.As(err, &hr) {
+		t.Errorf("git branch: %v, want the hook's refusal", err)
+	}
+	if e := lastEntry(t, m, s.ID, "git.refused"); e["command"] != "git branch" {
+		t.Errorf("git.refused: %v", e)
+	}
+}
+
+var errorsJoinConflict = errors.Join(errors.New("a restore is being taken"), ErrConflict)
+
+// TestSandboxProcessJudged: a sandbox's process is judged by the same
+// process policy as a session's exec (the operator's modules: a sandbox
+// has no rules of its own), refused with the same error and ledgered as
+// exec.refused; a command the policy would hold is refused, since the
+// sandbox API has no approvals; and it counts in, and is limited by, the
+// record's exec budget.
+func TestSandboxProcessJudged(t *testing.T) {
+	m := policyManager(t, map[string]string{"guard.rego": `package paddock.ext.guard.process
+
+deny contains "no rm -rf here" if contains(input.command, "rm -rf")
+
+ask contains "deploys need a second pair of eyes" if startswith(input.command, "deploy")
+`})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bad = "touch /tmp/keep; rm -rf /tmp/keep"
+	_, execErr := m.Exec(ctx, "", s.ID, ExecRequest{Command: bad})
+	_, procErr := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: bad})
+	var a, b *ProcessRefused
+	if !errors.As(execErr, &a) || !errors.As(procErr, &b) {
+		t.Fatalf("exec: %v; process: %v; want both refused by the policy", execErr, procErr)
+	}
+	if diff := cmp.Diff(a.Decision, b.Decision); diff != "" || execErr.Error() != procErr.Error() {
+		t.Errorf("the decisions differ (-exec +process):\n%s\n%v\n%v", diff, execErr, procErr)
+	}
+	if d := lastEntry(t, m, sb.ID, "exec.refused"); d["rule"] != a.Decision.Rule || d["command"] != bad {
+		t.Errorf("sandbox exec.refused: %v", d)
+	}
+	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/keep; echo $?"}); err != nil || r.Stdout != "1\n" {
+		t.Errorf("the refused command ran: %+v %v", r, err)
+	}
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "deploy prod"})
+	if !errors.As(err, &b) || b.Decision.Result != policy.Deny || !strings.Contains(err.Error(), "no approvals") {
+		t.Errorf("a command the policy holds: %v, want a refusal saying the sandbox API has no approvals", err)
+	}
+	if rows, err := m.st.ListApprovals(ctx, sb.ID); err != nil || len(rows) != 0 {
+		t.Errorf("approval rows for a sandbox: %v %v", rows, err)
+	}
+
+	// The budget: the record's max_execs limits the sandbox's processes
+	// (each process so far counted one; the refused ones none).
+	before := m.usage(ctx, sb.ID).Execs
+	if before != 1 {
+		t.Errorf("execs counted before the budget: %d, want 1 (the refused ones are not counted)", before)
+	}
+	limit := before + 1
+	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = &Budget{MaxExecs: &limit}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"})
+	var be *BudgetError
+	if !errors.As(err, &be) || be.Budget != "max_execs" {
+		t.Errorf("a process past max_execs: %v, want the budget's refusal", err)
+	}
+	if after := m.usage(ctx, sb.ID).Execs; after != limit {
+		t.Errorf("execs counted %d, want %d", after, limit)
+	}
+}
+
+// TestPipelineWalk holds the walk's rules without a sandbox: a step that fails
+// stops the walk and what earlier steps took is given back; once run has
+// started the command, record and usage still follow and nothing is given
+// back; a step that answers ends the walk successfully; what runs after
+// always does, last taken first.
+func TestPipelineWalk(t *testing.T) {
+	m := New(Config{})
+	for _, tc := range []struct {
+		name     string
+		failAt   string // the step that fails
+		ran      bool   // run started the command before failing
+		answerAt string
+		want     string
+		wantErr  bool
+	}{
+		{name: "all", want: "validate load gate admit hooks run record usage after2 after1"},
+		{name: "refused at hooks", failAt: StepHooks, want: "validate load gate admit hooks undo-admit after2 after1", wantErr: true},
+		{name: "refused at validate", failAt: StepValidate, want: "validate", wantErr: true},
+		{name: "cut off in run", failAt: StepRun, ran: true, want: "validate load gate admit hooks run record usage after2 after1", wantErr: true},
+		{name: "refused by the guest", failAt: StepRun, want: "validate load gate admit hooks run undo-admit after2 after1", wantErr: true},
+		{name: "answered at gate", answerAt: StepGate, want: "validate load gate after2 after1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			p := m.newPipe(context.Background(), CommandExec, "", "ses-1")
+			mk := func(name string, extra func(p *pipe)) pipeStep {
+				return pipeStep{name, func(_ context.Context, p *pipe) error {
+					got = append(got, name)
+					if extra != nil {
+						extra(p)
+					}
+					if name == tc.answerAt {
+						p.answered = true
+					}
+					if name == tc.failAt {
+						p.ran, p.kept = tc.ran, tc.ran
+						return ErrForbidden
+					}
+					return nil
+				}}
+			}
+			err := p.walk(context.Background(),
+				mk(StepValidate, nil),
+				mk(StepLoad, nil),
+				mk(StepGate, func(p *pipe) {
+					p.after = append(p.after, func() { got = append(got, "after1") }, func() { got = append(got, "after2") })
+				}),
+				mk(StepAdmit, func(p *pipe) { p.undo = append(p.undo, func() { got = append(got, "undo-admit") }) }),
+				mk(StepHooks, nil),
+				mk(StepRun, func(p *pipe) {
+					if tc.failAt == "" {
+						p.ran, p.kept = true, true
+					}
+				}),
+				mk(StepRecord, nil),
+				mk(StepUsage, nil),
+			)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("err %v, want an error: %v", err, tc.wantErr)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("walked %q, want %q", g, tc.want)
+			}
+		})
+	}
+}
