@@ -43,7 +43,7 @@ test: build ## run every test (needs root for the sandbox tests); lists the skip
 
 # Packages (pkg or pkg:run-pattern) whose tests must pass as an ordinary
 # user: what runs on the fake backend needs no root.
-NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged ./hostd/session:TestPipeline
+NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged ./hostd/session:TestPipeline ./hostd/api:TestErrorKinds ./errdefs ./client ./cmd/paddock:TestExitCode
 # The route table, its binding, the handlers' fail-closed identity and the gateway's use of the table.
 NONROOT_PKGS += './hostd/api/routes:TestTable|TestMatch|TestEdgeLimit' './hostd/api:TestRouteTableBound|TestRouteBodyLimits|TestHandlersNeedCaller|TestWhoamiNeedsCaller|TestOpenAPIListsEveryRoute' './hostd/session:TestCallerFailsClosed|TestGrantCaller' ./gateway/limits './gateway/auth:TestIsTicketRequest'
 

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 )
@@ -71,9 +72,13 @@ func TrustPEM(pemFile string) (*x509.CertPool, error) {
 	return roots, nil
 }
 
-// Error is a non-2xx answer.
+// Error is a non-2xx answer. It is of the errdefs kind its code names
+// (or, from a server or proxy that sent no known code, its status's), so
+// errors.Is(err, errdefs.ErrConflict) works on it; Code is the finer
+// reason to branch on (docs/errors.md lists them).
 type Error struct {
 	Status  int
+	Code    string // the body's "code": a kind's (conflict) or a finer one (disk_exhausted)
 	Message string
 	// Body is the answer as it came (at most 64 KiB): some errors carry
 	// more than the message (a command held for approval, 428).
@@ -81,6 +86,23 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+// Unwrap is the answer as an errdefs error, which is of its kind.
+func (e *Error) Unwrap() error { return errdefs.FromHTTP(e.Status, e.Code, e.Message) }
+
+// decodeError reads an error answer: its message and code, or the text
+// itself when it is not an error body (a proxy's own page).
+func decodeError(status int, data []byte) *Error {
+	var body struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	json.Unmarshal(data, &body)
+	if body.Error == "" {
+		body.Error = strings.TrimSpace(string(data))
+	}
+	return &Error{Status: status, Code: body.Code, Message: body.Error, Body: data[:min(len(data), 64<<10)]}
+}
 
 func (c *Client) do(ctx context.Context, method, path string, header map[string]string, in, out any) error {
 	var body io.Reader
@@ -112,14 +134,7 @@ func (c *Client) do(ctx context.Context, method, path string, header map[string]
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		json.Unmarshal(data, &e)
-		if e.Error == "" {
-			e.Error = strings.TrimSpace(string(data))
-		}
-		return &Error{Status: resp.StatusCode, Message: e.Error, Body: data[:min(len(data), 64<<10)]}
+		return decodeError(resp.StatusCode, data)
 	}
 	if out != nil && len(data) > 0 {
 		return json.Unmarshal(data, out)
@@ -241,11 +256,7 @@ func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int6
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		json.Unmarshal(body, &e)
-		return nil, &Error{Status: resp.StatusCode, Message: e.Error}
+		return nil, decodeError(resp.StatusCode, body)
 	}
 	var u session.Upload
 	return &u, json.Unmarshal(body, &u)
@@ -273,11 +284,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req session.ExecRequ
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var e struct {
-			Error string `json:"error"`
-		}
-		json.Unmarshal(data, &e)
-		return 0, &Error{Status: resp.StatusCode, Message: e.Error}
+		return 0, decodeError(resp.StatusCode, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 32<<20)
@@ -294,6 +301,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req session.ExecRequ
 				ExitCode     *int   `json:"exit_code"`
 				Signal       string `json:"signal"`
 				Error        string `json:"error"`
+				Code         string `json:"code"`
 			}
 			if err := json.Unmarshal([]byte(line[6:]), &d); err != nil {
 				return 0, fmt.Errorf("exec stream: bad event: %w", err)
@@ -310,7 +318,8 @@ func (c *Client) ExecStream(ctx context.Context, id string, req session.ExecRequ
 				}
 				return 128 + 9, nil
 			case "error":
-				return 0, fmt.Errorf("exec stream: %s", d.Error)
+				// An error event has no status: its code names the kind.
+				return 0, fmt.Errorf("exec stream: %w", errdefs.FromHTTP(0, d.Code, d.Error))
 			}
 		}
 	}

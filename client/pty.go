@@ -8,7 +8,6 @@ import (
 	"net/url"
 	guestclient "paddock.dev/paddock/guest/client"
 	"strconv"
-	"strings"
 
 	"github.com/coder/websocket"
 
@@ -54,19 +53,11 @@ func (c *Client) DialPTY(ctx context.Context, id string, opts PTYOptions) (*webs
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.hc, HTTPHeader: h})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			e := &Error{Status: resp.StatusCode}
+			var data []byte
 			if resp.Body != nil {
-				data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-				var body struct {
-					Error string `json:"error"`
-				}
-				json.Unmarshal(data, &body)
-				e.Message, e.Body = body.Error, data
-				if e.Message == "" {
-					e.Message = strings.TrimSpace(string(data))
-				}
+				data, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			}
-			return nil, e
+			return nil, decodeError(resp.StatusCode, data)
 		}
 		return nil, err
 	}

@@ -91,6 +91,17 @@ var kinds = []Kind{
 // Kinds returns the table (a copy), for tests and docs.
 func Kinds() []Kind { return append([]Kind(nil), kinds...) }
 
+// KindOf is the first kind (in the table's order) err wraps, and whether
+// it wraps one at all.
+func KindOf(err error) (Kind, bool) {
+	for _, k := range kinds {
+		if errors.Is(err, k.Err) {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
 // kindOf is the first kind err wraps, or the internal kind.
 func kindOf(err error) Kind {
 	for _, k := range kinds {
@@ -136,9 +147,24 @@ func (e *CodedError) Unwrap() error { return e.Err }
 // WithCode wraps err with a finer code.
 func WithCode(code string, err error) error { return &CodedError{Code: code, Err: err} }
 
+// New returns a sentinel of a package's own that is of kind: errors.Is
+// tells it apart from the kind's other errors (store.ErrNotFound is not
+// hypervisor.ErrNotFound), its message is msg alone, and it answers with
+// the kind's status and code.
+func New(kind error, msg string) error { return &kindError{msg: msg, kind: kind} }
+
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
 // StatusError is an error read off the wire: the status, the code and the
 // message the other side sent. It wraps the sentinel of the code's kind
-// (or, for a finer code, of the status's kind), so errors.Is works on it.
+// (a kind code, or a finer code listed in FinerCodes), else of the
+// status's kind, so errors.Is works on it.
 type StatusError struct {
 	Status  int
 	Code    string
@@ -151,7 +177,18 @@ func (e *StatusError) Unwrap() error { return e.kind }
 
 // FromHTTP builds the error a client returns for an answer with status,
 // code (may be empty: older servers, or a proxy's own page) and message.
+// A status of 0 (a Server-Sent Event's error, which has none) goes by the
+// code alone.
 func FromHTTP(status int, code, message string) *StatusError {
+	if message == "" {
+		message = http.StatusText(status)
+	}
+	return &StatusError{Status: status, Code: code, Message: message, kind: FromCode(status, code)}
+}
+
+// FromCode is the kind of an answer with status and code: the code's
+// kind when the code is known, else the status's.
+func FromCode(status int, code string) error {
 	kind := ErrInternal
 	found := false
 	for _, k := range kinds {
@@ -159,6 +196,9 @@ func FromHTTP(status int, code, message string) *StatusError {
 			kind, found = k.Err, true
 			break
 		}
+	}
+	if k, ok := FinerCodes()[code]; ok && !found {
+		kind, found = k, true
 	}
 	if !found {
 		for _, k := range kinds {
@@ -176,8 +216,5 @@ func FromHTTP(status int, code, message string) *StatusError {
 			kind = ErrInvalidArgument
 		}
 	}
-	if message == "" {
-		message = http.StatusText(status)
-	}
-	return &StatusError{Status: status, Code: code, Message: message, kind: kind}
+	return kind
 }

@@ -63,3 +63,40 @@ func TestNoKind(t *testing.T) {
 		t.Fatal("unknown statuses")
 	}
 }
+
+// Every finer code answers with its kind's status, and a client that
+// reads it back (with the status, or alone as in a Server-Sent Event)
+// gets an error of that kind.
+func TestFinerCodesBothWays(t *testing.T) {
+	status := map[error]int{}
+	for _, k := range Kinds() {
+		status[k.Err] = k.Status
+		if _, ok := FinerCodes()[k.Code]; ok {
+			t.Errorf("%q is both a kind code and a finer code", k.Code)
+		}
+	}
+	for code, kind := range FinerCodes() {
+		err := fmt.Errorf("wrapped: %w", WithCode(code, fmt.Errorf("%w: why", kind)))
+		if HTTPStatus(err) != status[kind] || Code(err) != code {
+			t.Errorf("%s: got %d %q, want %d", code, HTTPStatus(err), Code(err), status[kind])
+		}
+		for _, st := range []int{status[kind], 0} {
+			back := FromHTTP(st, code, "msg")
+			if !errors.Is(back, kind) {
+				t.Errorf("FromHTTP(%d, %q) is not %v", st, code, kind)
+			}
+		}
+	}
+}
+
+// New gives a package a sentinel of its own that is still of its kind.
+func TestNew(t *testing.T) {
+	a, b := New(ErrNotFound, "no such row"), New(ErrNotFound, "no such machine")
+	err := fmt.Errorf("get: %w", a)
+	if !errors.Is(err, a) || errors.Is(err, b) || !errors.Is(err, ErrNotFound) {
+		t.Fatal("New's sentinels are not told apart, or not of their kind")
+	}
+	if err.Error() != "get: no such row" || HTTPStatus(err) != http.StatusNotFound || Code(err) != CodeNotFound {
+		t.Fatalf("got %q %d %q", err, HTTPStatus(err), Code(err))
+	}
+}

@@ -10,24 +10,24 @@ package hypervisor
 
 import (
 	"context"
-	"errors"
 	"net"
+	"paddock.dev/paddock/errdefs"
 	"time"
 )
 
-// Sentinel errors. Backends wrap them with %w; the API maps them to HTTP
-// status codes in one place.
+// Sentinel errors. Backends wrap them with %w; each is of an errdefs kind,
+// whose status and code the API answers with.
 var (
 	// ErrNotSupported: the backend cannot do this (409 at the API).
-	ErrNotSupported = errors.New("not supported by this backend")
+	ErrNotSupported = errdefs.New(errdefs.ErrConflict, "not supported by this backend")
 	// ErrInvalidSpec: the spec asks for something impossible (400).
-	ErrInvalidSpec = errors.New("invalid machine spec")
+	ErrInvalidSpec = errdefs.New(errdefs.ErrInvalidArgument, "invalid machine spec")
 	// ErrNotFound: no such image, snapshot or machine (404).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "not found")
 	// ErrStopped: the machine is not running (409).
-	ErrStopped = errors.New("machine is stopped")
-	// ErrUnknownBackend: Lookup of a name nobody registered.
-	ErrUnknownBackend = errors.New("unknown backend")
+	ErrStopped = errdefs.New(errdefs.ErrConflict, "machine is stopped")
+	// ErrUnknownBackend: Lookup of a name nobody registered (400).
+	ErrUnknownBackend = errdefs.New(errdefs.ErrInvalidArgument, "unknown backend")
 )
 
 // Capabilities says what a backend can do, so callers can refuse with 409

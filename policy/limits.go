@@ -1,6 +1,10 @@
 package policy
 
-import "errors"
+import (
+	"errors"
+
+	"paddock.dev/paddock/errdefs"
+)
 
 // Bounds on what the engine takes in.
 const (
@@ -25,15 +29,17 @@ const (
 var (
 	// ErrInvalidRules: a session's process rules cannot be used as
 	// written; the message says what to change (an API answers 400).
-	ErrInvalidRules = errors.New("invalid process rules")
+	ErrInvalidRules = errdefs.New(errdefs.ErrInvalidArgument, "invalid process rules")
 	// ErrInvalidInput: a decision's input is malformed (an unknown kind
 	// or action, a grant whose limits do not check out).
-	ErrInvalidInput = errors.New("invalid policy input")
+	ErrInvalidInput = errdefs.New(errdefs.ErrInvalidArgument, "invalid policy input")
 	// ErrLoad: the modules could not be loaded (read, parse, compile, a
 	// package outside paddock.ext, a limit, or a failing test). The
 	// previous set stays in force.
+	// It never reaches the API (the daemon reports it on its policy
+	// status), so it is of no kind: the CLI exits 1 with it.
 	ErrLoad = errors.New("policy modules refused")
 	// ErrEval: a module failed while deciding (a built-in function error,
 	// a conflict, the time limit). The decision returned with it denies.
-	ErrEval = errors.New("policy evaluation failed")
+	ErrEval = errdefs.New(errdefs.ErrInternal, "policy evaluation failed")
 )

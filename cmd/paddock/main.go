@@ -57,43 +57,6 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
-func exitCode(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	var ue usageError
-	switch {
-	case errors.As(err, &ue):
-		return exitUsage
-	case errors.Is(err, hypervisor.ErrNotFound):
-		return exitNotFound
-	case errors.Is(err, hypervisor.ErrNotSupported), errors.Is(err, hypervisor.ErrStopped):
-		return exitConflict
-	case errors.Is(err, hypervisor.ErrInvalidSpec):
-		return exitUsage
-	}
-	var ec exitCodeError
-	if errors.As(err, &ec) {
-		return int(ec)
-	}
-	var nf notFoundError
-	if errors.As(err, &nf) {
-		return exitNotFound
-	}
-	var cf conflictError
-	if errors.As(err, &cf) {
-		return exitConflict
-	}
-	var he heldError
-	if errors.As(err, &he) {
-		return exitHeld
-	}
-	if code, ok := authExitCode(err); ok {
-		return code
-	}
-	return exitError
-}
-
 type usageError struct{ error }
 
 // exitCodeError carries a command's own exit code out of `sandbox run`.

@@ -60,7 +60,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		}
 		sb, err := k.CreateSandbox(c.Context(), req)
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		switch {
 		case g.json:
@@ -86,7 +86,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		}
 		sbs, err := k.ListSandboxes(c.Context())
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, sbs)
@@ -101,7 +101,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		}
 		sb, err := k.GetSandbox(c.Context(), args[0])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, sb)
@@ -116,7 +116,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		}
 		for _, id := range args {
 			if err := k.DeleteSandbox(c.Context(), id); err != nil {
-				return apiErr(err)
+				return err
 			}
 		}
 		return nil
@@ -153,7 +153,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 			}
 			res, err := k.SandboxProcess(c.Context(), args[0], r)
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			if g.json {
 				if err := printJSON(c, res); err != nil {
@@ -180,7 +180,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 		}
 		data, f, err := k.SandboxReadFile(c.Context(), args[0], args[1])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		switch {
 		case g.json:
@@ -220,7 +220,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 		}
 		w, err := k.SandboxWriteFile(c.Context(), args[0], args[1], data, mode)
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, w)

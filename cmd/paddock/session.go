@@ -137,7 +137,7 @@ workspace is (default /workspace).
 			}
 			s, err := k.CreateSession(c.Context(), req)
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			if s.Workspace.Note != "" && !g.json {
 				fmt.Fprintf(c.ErrOrStderr(), "paddock: workspace: %s\n", text(s.Workspace.Note))
@@ -173,7 +173,7 @@ workspace is (default /workspace).
 		}
 		ss, err := list(c.Context())
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		return out(c, ss, func() { printSessions(c, ss) })
 	}}
@@ -185,7 +185,7 @@ workspace is (default /workspace).
 		}
 		s, err := k.GetSession(c.Context(), args[0])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		return out(c, s, func() { printSessions(c, []*session.Session{s}); printUsage(c, s) })
 	}}
@@ -212,7 +212,7 @@ workspace is (default /workspace).
 					return heldError{args[0], h}
 				}
 				if err != nil {
-					return apiErr(err)
+					return err
 				}
 				if code != 0 {
 					return exitCodeError(code)
@@ -224,7 +224,7 @@ workspace is (default /workspace).
 				return heldError{args[0], h}
 			}
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			if g.json {
 				json.NewEncoder(c.OutOrStdout()).Encode(r)
@@ -254,7 +254,7 @@ workspace is (default /workspace).
 		mem := false
 		cp, err := k.Checkpoint(c.Context(), args[0], -1, session.CheckpointRequest{Tag: tag, Memory: &mem})
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		return out(c, cp, func() { fmt.Fprintf(c.OutOrStdout(), "checkpoint %s (%s)\n", cell(cp.Tag), cell(cp.Snapshot)) })
 	}}
@@ -266,7 +266,7 @@ workspace is (default /workspace).
 		}
 		s, err := k.Restore(c.Context(), args[0], -1, args[1])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		return out(c, s, func() { fmt.Fprintf(c.OutOrStdout(), "restored %s to %s\n", cell(s.ID), cell(args[1])) })
 	}}
@@ -278,7 +278,7 @@ workspace is (default /workspace).
 		}
 		kids, err := k.Fork(c.Context(), args[0], -1, count)
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		return out(c, kids, func() { printSessions(c, kids) })
 	}}
@@ -290,7 +290,7 @@ workspace is (default /workspace).
 		}
 		a, err := k.Artifacts(c.Context(), args[0])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		return out(c, a, func() {
 			for _, p := range a.Added {
@@ -311,7 +311,7 @@ workspace is (default /workspace).
 		}
 		es, err := k.Events(c.Context(), args[0])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		return out(c, es, func() {
 			tw := newTable(c.OutOrStdout(), "SEQ", "TIME", "KIND", "DATA")
@@ -326,7 +326,7 @@ workspace is (default /workspace).
 		if err != nil {
 			return err
 		}
-		return apiErr(k.DeleteSession(c.Context(), args[0]))
+		return k.DeleteSession(c.Context(), args[0])
 	}}
 	cmd.AddCommand(run, ls, get, execCmd, ckpt, restore, fork, artifacts, timeline, rm)
 	cmd.AddCommand(ioCommands(g, cl)...)
@@ -350,30 +350,6 @@ func printSessions(c *cobra.Command, ss []*session.Session) {
 	}
 	tw.flush()
 }
-
-// apiErr turns API statuses into the CLI's exit codes.
-func apiErr(err error) error {
-	var e *client.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	switch e.Status {
-	case 400, 413:
-		return usageError{e}
-	case 404:
-		return notFoundError{e}
-	case 409, 412:
-		return conflictError{e}
-	case 401:
-		return unauthorizedError{e}
-	case 403:
-		return forbiddenError{e}
-	}
-	return err
-}
-
-type notFoundError struct{ error }
-type conflictError struct{ error }
 
 func envOr(k, d string) string {
 	if v := os.Getenv(k); v != "" {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -30,7 +31,7 @@ func approvalCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Co
 			}
 			as, err := k.Approvals(c.Context(), args[0])
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			if g.json {
 				return printJSON(c, as)
@@ -70,7 +71,7 @@ waiting with --approval-wait wakes and runs.`,
 				}
 				a, err := f(c.Context(), args[0], args[1], note)
 				if err != nil {
-					return apiErr(err)
+					return err
 				}
 				if g.json {
 					return printJSON(c, a)
@@ -91,6 +92,9 @@ type heldError struct {
 	session string
 	hold    *session.Hold
 }
+
+// Unwrap makes it of the approval_required kind: exitCode gives exitHeld.
+func (e heldError) Unwrap() error { return errdefs.ErrApprovalRequired }
 
 func (e heldError) Error() string {
 	return fmt.Sprintf("held for approval: %s matched %s; approve with `paddock session approve %s %s`, then repeat with --approval-id %s (before %s)",

@@ -74,7 +74,7 @@ memory only: a daemon restart forgets it.`,
 			}
 			out, err := k.Grant(c.Context(), args[0], req)
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			if g.json {
 				return printJSON(c, out)
@@ -98,7 +98,7 @@ memory only: a daemon restart forgets it.`,
 		}
 		gs, err := k.Grants(c.Context(), args[0])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, map[string]any{"grants": gs})
@@ -114,7 +114,7 @@ memory only: a daemon restart forgets it.`,
 		if len(args) == 2 {
 			grant = args[1]
 		}
-		return apiErr(k.Ungrant(c.Context(), args[0], grant))
+		return k.Ungrant(c.Context(), args[0], grant)
 	}}
 	return []*cobra.Command{grant, grants, ungrant}
 }

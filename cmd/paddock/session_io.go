@@ -35,7 +35,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		var l api.Listing
 		if err := k.Call(c.Context(), "GET", args[0], "/files", url.Values{"path": {args[1]}}, nil, &l); err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, l)
@@ -57,7 +57,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		var f session.FileRead
 		if err := k.Call(c.Context(), "GET", args[0], "/files/content", url.Values{"path": {args[1]}}, nil, &f); err != nil {
-			return apiErr(err)
+			return err
 		}
 		b, err := base64.StdEncoding.DecodeString(f.ContentBase64)
 		if err != nil {
@@ -78,7 +78,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		var fi api.FileInfo
 		if err := k.Call(c.Context(), "PUT", args[0], "/files/content", nil, session.FileWrite{Path: args[2], ContentBase64: base64.StdEncoding.EncodeToString(b), Mode: mode}, &fi); err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, fi)
@@ -93,7 +93,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if err != nil {
 			return err
 		}
-		return apiErr(k.Call(c.Context(), "DELETE", args[0], "/files", url.Values{"path": {args[1]}, "recursive": {strconv.FormatBool(recursive)}}, nil, nil))
+		return k.Call(c.Context(), "DELETE", args[0], "/files", url.Values{"path": {args[1]}, "recursive": {strconv.FormatBool(recursive)}}, nil, nil)
 	}}
 	rmFile.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove a directory and what it holds")
 	var upMode string
@@ -117,7 +117,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		var up session.Upload
 		if err := k.Call(c.Context(), "POST", args[0], "/uploads", nil, session.UploadRequest{Path: args[2], Size: fi.Size(), SHA256: hex.EncodeToString(h.Sum(nil)), Mode: upMode}, &up); err != nil {
-			return apiErr(err)
+			return err
 		}
 		bar := progressbar.NewOptions64(fi.Size(), progressbar.OptionSetWriter(c.ErrOrStderr()), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetDescription("upload"), progressbar.OptionSetVisibility(!g.json))
@@ -141,7 +141,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 				}
 			}
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			off = got.Received
 			bar.Set64(off)
@@ -150,7 +150,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		fmt.Fprintln(c.ErrOrStderr())
 		var done session.Upload
 		if err := k.Call(c.Context(), "POST", args[0], "/uploads/"+up.ID+"/complete", nil, nil, &done); err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, done)
@@ -172,7 +172,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		var j session.Job
 		if err := k.Call(c.Context(), "POST", args[0], "/jobs", nil, session.JobStart{Command: line, Stdin: stdin, TimeoutSeconds: jobTimeout}, &j); err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, j)
@@ -196,7 +196,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 			}
 			var r session.JobRead
 			if err := k.Call(c.Context(), "GET", args[0], "/jobs/"+args[1], q, nil, &r); err != nil {
-				return apiErr(err)
+				return err
 			}
 			out, _ := base64.StdEncoding.DecodeString(r.OutputBase64)
 			c.OutOrStdout().Write(out)
@@ -227,7 +227,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if len(args) == 3 {
 			req.Text = args[2]
 		}
-		return apiErr(k.Call(c.Context(), "POST", args[0], "/jobs/"+args[1]+"/stdin", nil, req, nil))
+		return k.Call(c.Context(), "POST", args[0], "/jobs/"+args[1]+"/stdin", nil, req, nil)
 	}}
 	stdinCmd.Flags().BoolVar(&closeIn, "close", false, "close the job's stdin after writing")
 	var sig string
@@ -236,7 +236,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if err != nil {
 			return err
 		}
-		return apiErr(k.Call(c.Context(), "DELETE", args[0], "/jobs/"+args[1], url.Values{"signal": {sig}}, nil, nil))
+		return k.Call(c.Context(), "DELETE", args[0], "/jobs/"+args[1], url.Values{"signal": {sig}}, nil, nil)
 	}}
 	kill.Flags().StringVar(&sig, "signal", "TERM", "TERM, KILL, INT, HUP, …")
 	jobs := &cobra.Command{Use: "jobs ID", Short: "List the session's jobs", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
@@ -246,7 +246,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		var out struct{ Jobs []session.Job }
 		if err := k.Call(c.Context(), "GET", args[0], "/jobs", nil, nil, &out); err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, out.Jobs)
@@ -268,7 +268,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		var p api.Probe
 		if err := k.Call(c.Context(), "GET", args[0], "/probe", nil, nil, &p); err != nil {
-			return apiErr(err)
+			return err
 		}
 		return printJSON(c, p)
 	}}
@@ -295,7 +295,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 			return usageError{fmt.Errorf("unknown git verb %q: status, diff, log, commit or branch", args[1])}
 		}
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, out)
@@ -364,7 +364,7 @@ func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 			var first session.FileRange
 			q := url.Values{"path": {args[1]}, "offset": {"0"}, "length": {"1"}, "checksum": {"true"}}
 			if err := k.Call(c.Context(), "GET", args[0], "/files/range", q, nil, &first); err != nil {
-				return apiErr(err)
+				return err
 			}
 			bar := progressbar.NewOptions64(first.Size, progressbar.OptionSetWriter(c.ErrOrStderr()), progressbar.OptionShowBytes(true),
 				progressbar.OptionSetDescription("download"), progressbar.OptionSetVisibility(!g.json))
@@ -373,7 +373,7 @@ func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 				var r session.FileRange
 				q := url.Values{"path": {args[1]}, "offset": {strconv.FormatInt(off, 10)}, "length": {strconv.Itoa(4 << 20)}}
 				if err := k.Call(c.Context(), "GET", args[0], "/files/range", q, nil, &r); err != nil {
-					return apiErr(err)
+					return err
 				}
 				if r.Size != first.Size {
 					return fmt.Errorf("%s changed size while it was read (%d, then %d bytes): download again", args[1], first.Size, r.Size)
@@ -447,7 +447,7 @@ func exportCmd(cl func() (*client.Client, error)) *cobra.Command {
 			}
 			var t session.Trajectory
 			if err := k.Call(c.Context(), "GET", args[0], "/trajectory", nil, nil, &t); err != nil {
-				return apiErr(err)
+				return err
 			}
 			if otlp != "" {
 				n, err := sendOTLP(c.Context(), otlp, otlpHeaders, otlpTrace(t))

@@ -56,7 +56,7 @@ printed (its url is relative to the daemon).`,
 			}
 			out, err := k.CreatePreview(c.Context(), args[0], req)
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			if g.json {
 				return printJSON(c, out)
@@ -76,7 +76,7 @@ printed (its url is relative to the daemon).`,
 		}
 		ps, err := k.Previews(c.Context(), args[0])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, map[string]any{"previews": ps})
@@ -97,7 +97,7 @@ printed (its url is relative to the daemon).`,
 		if err != nil {
 			return err
 		}
-		return apiErr(k.DeletePreview(c.Context(), args[0], args[1]))
+		return k.DeletePreview(c.Context(), args[0], args[1])
 	}}
 	return []*cobra.Command{preview, previews, unpreview}
 }

@@ -43,7 +43,7 @@ and to session tokens: a shell would walk around what those enforce.`,
 				return k.DialPTY(ctx, args[0], client.PTYOptions{Cols: min(cols, 1000), Rows: min(rows, 1000), Command: line})
 			})
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			if code != 0 {
 				return exitCodeError(code)

@@ -59,7 +59,7 @@ the session's tenant's token.`,
 			}
 			out, err := k.MintToken(c.Context(), args[0], req)
 			if err != nil {
-				return apiErr(err)
+				return err
 			}
 			switch {
 			case quiet:
@@ -87,7 +87,7 @@ the session's tenant's token.`,
 		}
 		ts, err := k.Tokens(c.Context(), args[0])
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, map[string]any{"tokens": ts})
@@ -104,7 +104,7 @@ the session's tenant's token.`,
 			// logs as part of the path).
 			return usageError{errors.New("give the token's id (tok-…, from `paddock session tokens`), not the token")}
 		}
-		return apiErr(k.RevokeToken(c.Context(), args[0], args[1]))
+		return k.RevokeToken(c.Context(), args[0], args[1])
 	}}
 	whoami := &cobra.Command{Use: "whoami", Short: "Say what PADDOCK_TOKEN is: admin, a tenant, or a session token", Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
 		k, err := cl()
@@ -113,7 +113,7 @@ the session's tenant's token.`,
 		}
 		w, err := k.WhoAmI(c.Context())
 		if err != nil {
-			return apiErr(err)
+			return err
 		}
 		if g.json {
 			return printJSON(c, w)
@@ -133,25 +133,4 @@ the session's tenant's token.`,
 		return nil
 	}}
 	return []*cobra.Command{token, tokens, untoken, whoami}
-}
-
-// forbiddenError is a 403: the token is valid but may not do this (a
-// session token outside its session or its ops). The CLI exits 5.
-type forbiddenError struct{ error }
-
-// unauthorizedError is a 401: no valid token (unknown, revoked or
-// expired). The CLI exits 7.
-type unauthorizedError struct{ error }
-
-// authExitCode maps the two refusals above to their exit codes.
-func authExitCode(err error) (int, bool) {
-	var fe forbiddenError
-	if errors.As(err, &fe) {
-		return exitForbidden, true
-	}
-	var ue unauthorizedError
-	if errors.As(err, &ue) {
-		return exitUnauthorized, true
-	}
-	return 0, false
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/api/routes"
 	hauth "paddock.dev/paddock/hostd/auth"
 )
@@ -143,7 +144,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	}
 	token, ok := hauth.BearerToken(r)
 	if !ok || len(token) > hauth.MaxTokenBytes {
-		writeError(w, http.StatusUnauthorized, hauth.ErrUnauthenticated.Error())
+		writeError(w, hauth.ErrUnauthenticated)
 		return nil
 	}
 	key := sha256.Sum256([]byte(token))
@@ -155,7 +156,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 	switch {
 	case err != nil:
 		a.logger.Error("asking hostd who a token is", zap.Error(err))
-		writeError(w, http.StatusBadGateway, "gateway: hostd did not answer: try again, or check that paddock serve runs")
+		writeError(w, fmt.Errorf("%w: gateway: hostd did not answer: try again, or check that paddock serve runs", errdefs.ErrBadGateway))
 		return nil
 	case status == http.StatusUnauthorized:
 		// hostd's own answer, so the edge and hostd refuse alike.
@@ -165,7 +166,7 @@ func (a *Auth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.
 		return nil
 	case status != http.StatusOK:
 		a.logger.Error("hostd answered whoami unexpectedly", zap.Int("status", status))
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("gateway: hostd answered %d to whoami", status))
+		writeError(w, fmt.Errorf("%w: gateway: hostd answered %d to whoami", errdefs.ErrBadGateway, status))
 		return nil
 	}
 	actor := hauth.Identity{Kind: who.Kind, Tenant: who.Tenant, TokenID: who.TokenID}.Actor()
@@ -243,13 +244,14 @@ func IsTicketRequest(r *http.Request) bool {
 	return ok && rt.Ticket && r.Method == rt.Method()
 }
 
-// writeError answers in hostd's error shape: {"error": "..."}.
-func writeError(w http.ResponseWriter, status int, msg string) {
+// writeError answers in hostd's error shape, {"error": "...", "code":
+// "..."}, with the status and code of err's errdefs kind.
+func writeError(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
+	w.WriteHeader(errdefs.HTTPStatus(err))
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(map[string]string{"error": msg})
+	enc.Encode(map[string]string{"error": err.Error(), "code": errdefs.Code(err)})
 }
 
 // identityCache keeps verified identities by the token's SHA-256.

@@ -178,7 +178,7 @@ func TestServeHTTP(t *testing.T) {
 		}
 		return w
 	}
-	if w := call(""); w.Code != 401 || seen != nil || !strings.Contains(w.Body.String(), `"error"`) {
+	if w := call(""); w.Code != 401 || seen != nil || !strings.Contains(w.Body.String(), `"error"`) || errCode(w) != "unauthenticated" {
 		t.Errorf("no token: %d %q", w.Code, w.Body)
 	}
 	if w := call("Bearer bad"); w.Code != 401 || w.Body.String() != `{"error": "hostd says no"}` || seen != nil {
@@ -193,7 +193,16 @@ func TestServeHTTP(t *testing.T) {
 		t.Errorf("hostd was asked %d times, want 2", n)
 	}
 	hostd.Close()
-	if w := call("Bearer other"); w.Code != http.StatusBadGateway {
+	if w := call("Bearer other"); w.Code != http.StatusBadGateway || errCode(w) != "bad_gateway" {
 		t.Errorf("hostd gone: %d %q", w.Code, w.Body)
 	}
+}
+
+// errCode is the code of an error body, "" when it has none.
+func errCode(w *httptest.ResponseRecorder) string {
+	var body struct {
+		Code string `json:"code"`
+	}
+	json.Unmarshal(w.Body.Bytes(), &body)
+	return body.Code
 }

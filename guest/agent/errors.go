@@ -7,62 +7,59 @@ import (
 	"net/http"
 	"syscall"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 )
 
-// Sentinel errors. Handlers wrap them with %w and a message that says what
-// to fix; httpStatus maps them (and the os errors below) to a status.
+// Sentinel errors: errdefs' kinds under the names the agent has always
+// used. Handlers wrap them with %w and a message that says what to fix;
+// httpStatus answers each with its kind's status and code.
 var (
-	ErrBadRequest = errors.New("bad request")
-	ErrNotFound   = errors.New("not found")
-	ErrConflict   = errors.New("conflict")
-	ErrTooLarge   = errors.New("too large")
-	ErrForbidden  = errors.New("forbidden")
+	ErrBadRequest = errdefs.ErrInvalidArgument
+	ErrNotFound   = errdefs.ErrNotFound
+	ErrConflict   = errdefs.ErrConflict
+	ErrTooLarge   = errdefs.ErrTooLarge
+	ErrForbidden  = errdefs.ErrForbidden
 )
 
-// codedError gives a refusal a more precise code than its sentinel's
-// (api.CodeSystemPath and the like); the status still comes from the
-// sentinel it wraps.
-type codedError struct {
-	code string
-	err  error
-}
-
-func (e *codedError) Error() string { return e.err.Error() }
-func (e *codedError) Unwrap() error { return e.err }
-
-// withCode wraps err (already carrying its sentinel) with code.
-func withCode(code string, err error) error { return &codedError{code: code, err: err} }
+// withCode wraps err (already carrying its sentinel) with a code finer
+// than its kind's (api.CodeSystemPath and the like).
+func withCode(code string, err error) error { return errdefs.WithCode(code, err) }
 
 // httpStatus is the one place errors become HTTP statuses and the stable
-// codes of api.Error.
+// codes of api.Error: the kind of err (errdefs' status and code), or a
+// finer code a refusal carries (errdefs.CodedError).
 func httpStatus(err error) (int, string) {
-	status, code := sentinelStatus(err)
-	var coded *codedError
+	kind := kindOf(err)
+	status, code := errdefs.HTTPStatus(kind), errdefs.Code(kind)
+	var coded *errdefs.CodedError
 	if status < 500 && errors.As(err, &coded) {
-		code = coded.code
+		code = coded.Code
 	}
 	return status, code
 }
 
-func sentinelStatus(err error) (int, string) {
+// kindOf is the kind err answers with: a sentinel it wraps or the kind of
+// an os error it wraps (a missing file, a full directory), tried in this
+// order, else internal.
+func kindOf(err error) error {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, ErrBadRequest):
-		return http.StatusBadRequest, "bad_request"
+		return ErrBadRequest
 	case errors.Is(err, ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return http.StatusNotFound, "not_found"
+		return ErrNotFound
 	case errors.Is(err, ErrConflict), errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY):
-		return http.StatusConflict, "conflict"
+		return ErrConflict
 	case errors.Is(err, ErrTooLarge), errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, "too_large"
+		return ErrTooLarge
 	case errors.Is(err, ErrForbidden), errors.Is(err, fs.ErrPermission):
-		return http.StatusForbidden, "forbidden"
+		return ErrForbidden
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR),
 		errors.Is(err, syscall.ELOOP), errors.Is(err, syscall.ENAMETOOLONG):
-		return http.StatusBadRequest, "bad_request"
+		return ErrBadRequest
 	}
-	return http.StatusInternalServerError, "internal"
+	return errdefs.ErrInternal
 }
 
 // writeError answers with an api.Error.

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 )
 
@@ -125,7 +126,7 @@ func (s *Server) handleForward(w http.ResponseWriter, r *http.Request) error {
 	up, err := dialLoopback(r.Context(), int(port))
 	if err != nil {
 		s.log.Debug("port forward refused", "port", port, "err", err)
-		writeJSON(w, http.StatusBadGateway, api.Error{Error: err.Error(), Code: "bad_gateway"})
+		writeJSON(w, http.StatusBadGateway, api.Error{Error: err.Error(), Code: errdefs.CodeBadGateway})
 		return nil
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()

@@ -158,12 +158,12 @@ func TestForwardRefusals(t *testing.T) {
 		status              int
 		code, msg           string
 	}{
-		{"no port", "", up, 400, "bad_request", "port is required"},
-		{"port 0", "?port=0", up, 400, "bad_request", "from 1 to 65535"},
-		{"port too big", "?port=65536", up, 400, "bad_request", "from 1 to 65535"},
-		{"port not a number", "?port=http", up, 400, "bad_request", "from 1 to 65535"},
-		{"no upgrade", "?port=80", "", 400, "bad_request", "Upgrade: paddock-tcp"},
-		{"another protocol", "?port=80", "Connection: Upgrade\r\nUpgrade: websocket\r\n", 400, "bad_request", "Upgrade: paddock-tcp"},
+		{"no port", "", up, 400, "invalid_argument", "port is required"},
+		{"port 0", "?port=0", up, 400, "invalid_argument", "from 1 to 65535"},
+		{"port too big", "?port=65536", up, 400, "invalid_argument", "from 1 to 65535"},
+		{"port not a number", "?port=http", up, 400, "invalid_argument", "from 1 to 65535"},
+		{"no upgrade", "?port=80", "", 400, "invalid_argument", "Upgrade: paddock-tcp"},
+		{"another protocol", "?port=80", "Connection: Upgrade\r\nUpgrade: websocket\r\n", 400, "invalid_argument", "Upgrade: paddock-tcp"},
 		{"nothing listening", "?port=" + strconv.Itoa(closed), up, 502, "bad_gateway", "nothing is listening on port " + strconv.Itoa(closed)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 )
 
@@ -113,7 +114,7 @@ func lowerThread(uid, gid int) error {
 // (code permission_denied) that says the files routes act as the guest
 // user; other errors pass unchanged.
 func (s *Server) explainPermission(op, clean string, err error) error {
-	var coded *codedError
+	var coded *errdefs.CodedError
 	if err == nil || !errors.Is(err, fs.ErrPermission) || errors.As(err, &coded) {
 		return err
 	}

@@ -71,13 +71,13 @@ func TestHTTPErrors(t *testing.T) {
 		wantCode                 string
 	}{
 		{"unknown route", "GET", "/v1/nope", "", 404, "not_found"},
-		{"empty body", "POST", "/v1/exec", "", 400, "bad_request"},
-		{"not JSON", "POST", "/v1/exec", "{argv:", 400, "bad_request"},
-		{"wrong type", "POST", "/v1/exec", `{"argv":"ls"}`, 400, "bad_request"},
+		{"empty body", "POST", "/v1/exec", "", 400, "invalid_argument"},
+		{"not JSON", "POST", "/v1/exec", "{argv:", 400, "invalid_argument"},
+		{"wrong type", "POST", "/v1/exec", `{"argv":"ls"}`, 400, "invalid_argument"},
 		{"body too large", "POST", "/v1/manifest", `{"path":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "too_large"},
-		{"bad query integer", "GET", "/v1/files/range?path=/x&offset=abc", "", 400, "bad_request"},
-		{"bad query bool", "DELETE", "/v1/files?path=/a/b&recursive=maybe", "", 400, "bad_request"},
-		{"upload without offset", "PUT", "/v1/uploads/abc", "data", 400, "bad_request"},
+		{"bad query integer", "GET", "/v1/files/range?path=/x&offset=abc", "", 400, "invalid_argument"},
+		{"bad query bool", "DELETE", "/v1/files?path=/a/b&recursive=maybe", "", 400, "invalid_argument"},
+		{"upload without offset", "PUT", "/v1/uploads/abc", "data", 400, "invalid_argument"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

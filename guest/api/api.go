@@ -8,6 +8,7 @@
 package api
 
 import (
+	"paddock.dev/paddock/errdefs"
 	"strconv"
 	"time"
 )
@@ -37,28 +38,30 @@ const (
 // Error is the body of every non-2xx answer from the agent.
 type Error struct {
 	Error string `json:"error"`
-	// Code is a stable machine-readable reason: bad_request, not_found,
-	// conflict, too_large, forbidden, internal, or one of the Code*
-	// refusals of the files routes below.
+	// Code is a stable machine-readable reason: a kind's code of errdefs
+	// (invalid_argument, not_found, conflict, too_large, forbidden,
+	// bad_gateway, internal), or one of the Code* refusals of the files
+	// routes below.
 	Code string `json:"code"`
 }
 
-// Refusals of the files routes (403), beside the generic "forbidden".
+// Refusals of the files routes (403), beside the generic "forbidden"
+// (errdefs lists every code).
 const (
 	// CodeSystemPath: the path lies under one of SystemDirs (or would
 	// replace or remove one).
-	CodeSystemPath = "system_path"
+	CodeSystemPath = errdefs.CodeSystemPath
 	// CodeExecProgram: the path is a program the call's Exec list names
 	// (the session's execute allow-list), a link leading to one, or a
 	// directory holding one.
-	CodeExecProgram = "exec_program"
+	CodeExecProgram = errdefs.CodeExecProgram
 	// CodePermission: the guest user may not do this (file permissions);
 	// the files routes act with the guest user's rights.
-	CodePermission = "permission_denied"
+	CodePermission = errdefs.CodePermissionDenied
 	// CodeAgentProcess: the path is the guest agent's own /proc entry
 	// (/proc/self, /proc/thread-self, /proc/<agent pid> or one of its
 	// threads'), or leads there through a link.
-	CodeAgentProcess = "agent_process"
+	CodeAgentProcess = errdefs.CodeAgentProcess
 )
 
 // SystemDirs are the image's system directories. The files routes (write,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 )
 
@@ -56,16 +57,21 @@ func NewUnix(socket string) *Client {
 // Close releases idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
 
-// Error is a non-2xx answer from the agent.
+// Error is a non-2xx answer from the agent. It is of the errdefs kind its
+// code (or, for a code it does not know, its status) names, so
+// errors.Is(err, errdefs.ErrNotFound) works on it.
 type Error struct {
 	Status  int    // HTTP status
-	Code    string // api.Error.Code: bad_request, not_found, conflict, ...
+	Code    string // api.Error.Code: invalid_argument, not_found, conflict, ...
 	Message string // api.Error.Error: what went wrong and what to fix
 }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("guest agent: %d %s: %s", e.Status, e.Code, e.Message)
 }
+
+// Unwrap is the errdefs kind of the answer.
+func (e *Error) Unwrap() error { return errdefs.FromCode(e.Status, e.Code) }
 
 // IsStatus reports whether err is an agent answer with the given status.
 func IsStatus(err error, status int) bool {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
+	"paddock.dev/paddock/errdefs"
 )
 
 // fakeAgent serves h and returns a client whose dial function reaches it,
@@ -30,10 +31,14 @@ func TestErrors(t *testing.T) {
 		status int
 		body   string
 		want   *Error
+		kind   error // the errdefs kind the error is of
 	}{
-		{"api error", 409, `{"error":"offset 5 does not match","code":"conflict"}`, &Error{Status: 409, Code: "conflict", Message: "offset 5 does not match"}},
-		{"plain text", 502, "bad gateway\n", &Error{Status: 502, Message: "bad gateway"}},
-		{"empty", 500, "", &Error{Status: 500}},
+		{"api error", 409, `{"error":"offset 5 does not match","code":"conflict"}`, &Error{Status: 409, Code: "conflict", Message: "offset 5 does not match"}, errdefs.ErrConflict},
+		{"finer code", 403, `{"error":"forbidden: /usr is a system directory","code":"system_path"}`, &Error{Status: 403, Code: "system_path", Message: "forbidden: /usr is a system directory"}, errdefs.ErrForbidden},
+		{"code over status", 400, `{"error":"no such file","code":"not_found"}`, &Error{Status: 400, Code: "not_found", Message: "no such file"}, errdefs.ErrNotFound},
+		{"an older agent's code", 400, `{"error":"bad request: no argv","code":"bad_request"}`, &Error{Status: 400, Code: "bad_request", Message: "bad request: no argv"}, errdefs.ErrInvalidArgument},
+		{"plain text", 502, "bad gateway\n", &Error{Status: 502, Message: "bad gateway"}, errdefs.ErrBadGateway},
+		{"empty", 500, "", &Error{Status: 500}, errdefs.ErrInternal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +59,11 @@ func TestErrors(t *testing.T) {
 			}
 			if !IsStatus(fmt.Errorf("wrapped: %w", err), tt.status) || IsStatus(err, 200) {
 				t.Errorf("IsStatus does not match %d", tt.status)
+			}
+			for _, k := range errdefs.Kinds() {
+				if errors.Is(err, k.Err) != (k.Err == tt.kind) {
+					t.Errorf("errors.Is(err, %v) = %v, want it only for %v", k.Err, errors.Is(err, k.Err), tt.kind)
+				}
 			}
 		})
 	}

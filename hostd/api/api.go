@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/api/routes"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
@@ -235,8 +236,8 @@ func requireCaller(h handler) handler {
 
 var (
 	errUnauthorized = auth.ErrUnauthenticated
-	errNoRoute      = errors.New("not found")
-	errTooLarge     = errors.New("request body too large")
+	errNoRoute      = errdefs.New(errdefs.ErrNotFound, "not found")
+	errTooLarge     = errdefs.New(errdefs.ErrTooLarge, "request body too large")
 )
 
 // errString is err's text for a log line, without preview tokens or
@@ -255,43 +256,25 @@ func logPath(r *http.Request) string {
 	return session.RedactSecrets(r.URL.Path)
 }
 
-// writeError is the one place errors become status codes.
+// errorBody is the body of every error answer: what went wrong and what
+// to fix, and the stable code a client branches on (docs/errors.md).
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// writeError is the one place errors become status codes: the status of
+// err's errdefs kind and its code. Refusals that carry more (a held or
+// refused command, a budget, a stream cap) add their fields beside them.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if policyError(w, err) || budgetError(w, err) || streamLimitError(w, err) {
 		return
 	}
-	status := http.StatusInternalServerError
-	switch {
-	case errors.Is(err, errUnauthorized):
-		status = http.StatusUnauthorized
-	case errors.Is(err, errTooLarge):
-		status = http.StatusRequestEntityTooLarge
-	case errors.Is(err, errIdemMismatch):
-		status = http.StatusUnprocessableEntity
-	case errors.Is(err, session.ErrBadRequest):
-		status = http.StatusBadRequest
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, errNoRoute):
-		status = http.StatusNotFound
-	case errors.Is(err, session.ErrConflict):
-		status = http.StatusConflict
-	case errors.Is(err, session.ErrRevision):
-		status = http.StatusPreconditionFailed
-	case errors.Is(err, session.ErrForbidden):
-		status = http.StatusForbidden
-	case errors.Is(err, session.ErrTooLarge):
-		status = http.StatusRequestEntityTooLarge
-	case errors.Is(err, session.ErrBadGateway):
-		status = http.StatusBadGateway
-	}
+	status := errdefs.HTTPStatus(err)
 	if status == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", logPath(r), "err", errString(err))
 	}
-	body := map[string]string{"error": err.Error()}
-	var coded *session.CodedError
-	if errors.As(err, &coded) {
-		body["code"] = coded.Code
-	}
-	writeJSON(w, status, body)
+	writeJSON(w, status, errorBody{Error: err.Error(), Code: errdefs.Code(err)})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

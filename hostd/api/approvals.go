@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -47,12 +48,14 @@ func (s *Server) decideApproval(approve bool) handler {
 // heldBody is the 428 answer of a command held for approval.
 type heldBody struct {
 	Error string `json:"error"`
+	Code  string `json:"code"` // approval_required
 	session.Hold
 }
 
 // refusedBody is the 403 answer of a command the process policy denies.
 type refusedBody struct {
 	Error   string `json:"error"`
+	Code    string `json:"code"` // policy_refused
 	Rule    string `json:"rule,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
 	Piece   string `json:"piece,omitempty"`
@@ -63,13 +66,13 @@ type refusedBody struct {
 func policyError(w http.ResponseWriter, err error) bool {
 	var hold *session.Hold
 	if errors.As(err, &hold) {
-		writeJSON(w, http.StatusPreconditionRequired, heldBody{Error: err.Error(), Hold: *hold})
+		writeJSON(w, http.StatusPreconditionRequired, heldBody{Error: err.Error(), Code: errdefs.Code(err), Hold: *hold})
 		return true
 	}
 	var refused *session.ProcessRefused
 	if errors.As(err, &refused) {
 		d := refused.Decision
-		writeJSON(w, http.StatusForbidden, refusedBody{Error: err.Error(), Rule: d.Rule, Pattern: d.Pattern, Piece: d.Piece})
+		writeJSON(w, http.StatusForbidden, refusedBody{Error: err.Error(), Code: errdefs.Code(err), Rule: d.Rule, Pattern: d.Pattern, Piece: d.Piece})
 		return true
 	}
 	return false

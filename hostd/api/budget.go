@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -12,6 +13,7 @@ import (
 // parsing the message.
 type budgetBody struct {
 	Error  string  `json:"error"`
+	Code   string  `json:"code"` // budget_exceeded
 	Budget string  `json:"budget"`
 	Limit  int64   `json:"limit"`
 	Used   float64 `json:"used"`
@@ -24,6 +26,6 @@ func budgetError(w http.ResponseWriter, err error) bool {
 	if !errors.As(err, &be) {
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, budgetBody{Error: err.Error(), Budget: be.Budget, Limit: be.Limit, Used: be.Used})
+	writeJSON(w, http.StatusForbidden, budgetBody{Error: err.Error(), Code: errdefs.Code(err), Budget: be.Budget, Limit: be.Limit, Used: be.Used})
 	return true
 }

@@ -331,7 +331,7 @@ func TestGrantAccess(t *testing.T) {
 		method, path string
 		body         any
 	}{{"POST", gp(sb.ID), value}, {"GET", gp(sb.ID), nil}, {"DELETE", gp(sb.ID), nil}, {"DELETE", gp(sb.ID) + "/" + gb.ID, nil}} {
-		refusals = append(refusals, refusal{"acme on beta's session", toks["acme"], r.method, r.path, r.body, 404, "", "session " + sb.ID})
+		refusals = append(refusals, refusal{"acme on beta's session", toks["acme"], r.method, r.path, r.body, 404, "not_found", "session " + sb.ID})
 	}
 	// A session token with every op, on its own session and another.
 	for _, id := range []string{sa.ID, sb.ID} {
@@ -343,7 +343,7 @@ func TestGrantAccess(t *testing.T) {
 			method, path string
 			body         any
 		}{{"POST", gp(id), value}, {"POST", gp(id), ref}, {"GET", gp(id), nil}, {"DELETE", gp(id), nil}, {"DELETE", gp(id) + "/" + g, nil}} {
-			refusals = append(refusals, refusal{"session token", st.Token, r.method, r.path, r.body, 403, "", "session token cannot"})
+			refusals = append(refusals, refusal{"session token", st.Token, r.method, r.path, r.body, 403, "forbidden", "session token cannot"})
 		}
 	}
 	var secretRefAnswer []byte

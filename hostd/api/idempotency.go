@@ -11,12 +11,13 @@ import (
 	"io"
 	"net/http"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 )
 
-var errIdemMismatch = errors.New("this Idempotency-Key was used with a different request")
+var errIdemMismatch = errdefs.New(errdefs.ErrIdempotencyMismatch, "this Idempotency-Key was used with a different request")
 
 // maxIdemKey bounds an Idempotency-Key header.
 const maxIdemKey = 255

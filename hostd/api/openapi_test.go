@@ -44,7 +44,7 @@ import (
 type (
 	errorBody struct {
 		Error string `json:"error"`
-		Code  string `json:"code,omitempty"`
+		Code  string `json:"code"`
 	} // writeError, and SSE error events
 	healthBody struct {
 		OK bool `json:"ok"`
@@ -79,10 +79,12 @@ type (
 	}
 	heldBody struct { // policyError, a command held for approval (428)
 		Error string `json:"error"`
+		Code  string `json:"code"`
 		session.Hold
 	}
 	refusedBody struct { // policyError, a command the process policy refuses (403)
 		Error   string `json:"error"`
+		Code    string `json:"code"`
 		Rule    string `json:"rule,omitempty"`
 		Pattern string `json:"pattern,omitempty"`
 		Piece   string `json:"piece,omitempty"`
@@ -92,6 +94,7 @@ type (
 	}
 	budgetExceededBody struct { // budgetError, a budget limit reached (403)
 		Error  string  `json:"error"`
+		Code   string  `json:"code"`
 		Budget string  `json:"budget"`
 		Limit  int64   `json:"limit"`
 		Used   float64 `json:"used"`
@@ -101,8 +104,9 @@ type (
 		Code  string `json:"code"`
 		Limit int    `json:"limit"`
 	}
-	commandRefusedBody struct { // the 403 of exec and jobs: error, and one of the two above's fields
+	commandRefusedBody struct { // the 403 of exec and jobs: error, code, and one of the two above's fields
 		Error string `json:"error"`
+		Code  string `json:"code"`
 	}
 	jobStartEvent struct { // execStream, event start
 		Job string `json:"job"`
@@ -1232,7 +1236,7 @@ func TestOpenAPIBodiesServed(t *testing.T) {
 			continue
 		}
 		// Every field sent is a property, and every required property
-		// is sent (an optional one, such as Error's code, may be absent).
+		// is sent (Error's code among them).
 		for k := range body {
 			if _, ok := props[k]; !ok {
 				t.Errorf("%s %s: sent %q, which components/schemas/%s does not have", tc.method, tc.path, k, tc.schema)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -51,12 +52,12 @@ var DefaultStreamLimits = StreamLimits{
 
 // Codes of a stream refused at a cap (StreamLimitError.Code): which cap.
 const (
-	CodeJobStreamsDaemon    = "job_streams_daemon"
-	CodeJobStreamsTenant    = "job_streams_tenant"
-	CodeJobStreamsSession   = "job_streams_session"
-	CodeEventStreamsDaemon  = "event_streams_daemon"
-	CodeEventStreamsTenant  = "event_streams_tenant"
-	CodeEventStreamsSession = "event_streams_session"
+	CodeJobStreamsDaemon    = errdefs.CodeJobStreamsDaemon
+	CodeJobStreamsTenant    = errdefs.CodeJobStreamsTenant
+	CodeJobStreamsSession   = errdefs.CodeJobStreamsSession
+	CodeEventStreamsDaemon  = errdefs.CodeEventStreamsDaemon
+	CodeEventStreamsTenant  = errdefs.CodeEventStreamsTenant
+	CodeEventStreamsSession = errdefs.CodeEventStreamsSession
 )
 
 // StreamLimitError is a stream refused because one of the caps is
@@ -66,6 +67,11 @@ type StreamLimitError struct {
 	Limit int
 	what  string // "job streams" or "event streams"
 	where string // "on this daemon", "for this tenant", "on this session"
+}
+
+// Unwrap makes it too_many_requests, with its own code (errdefs.Code).
+func (e *StreamLimitError) Unwrap() error {
+	return errdefs.WithCode(e.Code, errdefs.ErrTooManyRequests)
 }
 
 func (e *StreamLimitError) Error() string {
@@ -283,7 +289,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job strin
 		}
 		rd, err := s.sessions.ReadJob(r.Context(), tenant(r), id, job, off, eoff, min(25*time.Second, left))
 		if err != nil {
-			ev.event("error", "", map[string]string{"error": err.Error()})
+			ev.event("error", "", errorBody{Error: err.Error(), Code: errdefs.Code(err)})
 			return nil, nil
 		}
 		cursor := fmt.Sprintf("%d:%d", rd.NextOffset, rd.StderrNextOffset)
@@ -304,7 +310,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job strin
 			return nil, nil
 		}
 	}
-	ev.event("error", "", map[string]string{"error": ageLimitMessage(maxAge, "resume")})
+	ev.event("error", "", errorBody{Error: ageLimitMessage(maxAge, "resume"), Code: errdefs.CodeStreamMaxAge})
 	return nil, nil
 }
 
@@ -430,7 +436,7 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 	for {
 		entries, err := s.sessions.EventsAfter(r.Context(), tenant(r), id, after)
 		if err != nil {
-			ev.event("error", "", map[string]string{"error": err.Error()})
+			ev.event("error", "", errorBody{Error: err.Error(), Code: errdefs.Code(err)})
 			return nil
 		}
 		for _, e := range entries {
@@ -440,11 +446,11 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 			after = e.Seq
 		}
 		if sess, err := s.sessions.Get(r.Context(), tenant(r), id); err != nil || sess.State != session.StateRunning {
-			ev.event("error", "", map[string]string{"error": "the session ended"})
+			ev.event("error", "", errorBody{Error: "the session ended", Code: errdefs.CodeSessionEnded})
 			return nil
 		}
 		if time.Now().After(deadline) {
-			ev.event("error", "", map[string]string{"error": ageLimitMessage(maxAge, "reconnect")})
+			ev.event("error", "", errorBody{Error: ageLimitMessage(maxAge, "reconnect"), Code: errdefs.CodeStreamMaxAge})
 			return nil
 		}
 		select {

@@ -200,8 +200,9 @@ func TestStreamLimits(t *testing.T) {
 		go func() { done <- readSSE(t, o.resp) }()
 		select {
 		case evs := <-done:
-			if len(evs) == 0 || evs[len(evs)-1].name != "error" || !strings.Contains(evs[len(evs)-1].data, "time limit (1s)") {
-				t.Errorf("%s at its age limit ended with %+v, want an error event naming the limit", what, evs)
+			if len(evs) == 0 || evs[len(evs)-1].name != "error" || !strings.Contains(evs[len(evs)-1].data, "time limit (1s)") ||
+				!strings.Contains(evs[len(evs)-1].data, `"code":"stream_max_age"`) {
+				t.Errorf("%s at its age limit ended with %+v, want an error event naming the limit, code stream_max_age", what, evs)
 			}
 			t.Logf("%s ended %v after the previous one", what, time.Since(start).Round(time.Millisecond))
 		case <-time.After(15 * time.Second):

@@ -1,19 +1,20 @@
 package auth
 
 import (
-	"errors"
 	"fmt"
+	"paddock.dev/paddock/errdefs"
 	"slices"
 	"strings"
 )
 
-// Errors, wrapped with %w; the API maps them to 401 and 403.
+// Errors, wrapped with %w; of errdefs' kinds, so the API answers 401 and
+// 403.
 var (
 	// ErrUnauthenticated: no token, or one that is unknown, wrong, revoked
 	// or expired.
-	ErrUnauthenticated = errors.New("a valid bearer token is required (Authorization: Bearer <token>)")
+	ErrUnauthenticated = errdefs.New(errdefs.ErrUnauthenticated, "a valid bearer token is required (Authorization: Bearer <token>)")
 	// ErrForbidden: a valid token that may not do this.
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = errdefs.New(errdefs.ErrForbidden, "forbidden")
 )
 
 // Operations a session token can be granted. Each route a session token

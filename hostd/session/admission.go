@@ -25,18 +25,9 @@ import (
 	"math"
 	"strconv"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hypervisor"
-)
-
-// Error codes of admission refusals.
-const (
-	CodeDiskExhausted     = "disk_exhausted"
-	CodeTenantDiskLimit   = "tenant_disk_limit"
-	CodeTenantMemoryLimit = "tenant_memory_limit"
-	CodeTenantCPUsLimit   = "tenant_cpus_limit"
-	CodeMemoryAboveHost   = "memory_above_host"
-	CodeCPUsAboveHost     = "cpus_above_host"
 )
 
 // MaxDiskOvercommit bounds AdmissionConfig.DiskOvercommit.
@@ -229,7 +220,7 @@ func (c admissionCheck) check() error {
 	return nil
 }
 
-func coded(code string, err error) error { return &CodedError{Code: code, Err: err} }
+func coded(code string, err error) error { return errdefs.WithCode(code, err) }
 
 // capacityOf is a backend's capacity, nil when it cannot say.
 func capacityOf(b hypervisor.Backend) (*hypervisor.Capacity, error) {

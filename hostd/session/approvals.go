@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/policy"
 )
@@ -26,8 +27,8 @@ const (
 )
 
 // ErrApprovalRequired is wrapped by a Hold: the command waits for an
-// operator's decision (428).
-var ErrApprovalRequired = errors.New("approval required")
+// operator's decision (428, errdefs' kind).
+var ErrApprovalRequired = errdefs.ErrApprovalRequired
 
 // Hold answers a command that matched an ask rule: it did not run, and
 // ApprovalID names the request an operator decides.
@@ -367,7 +368,11 @@ func (e *ProcessRefused) Error() string {
 	return msg
 }
 
-func (e *ProcessRefused) Unwrap() error { return ErrForbidden }
+func (e *ProcessRefused) Unwrap() error { return errPolicyRefused }
+
+// errPolicyRefused is what every ProcessRefused is: forbidden, with its
+// own code.
+var errPolicyRefused = errdefs.WithCode(errdefs.CodePolicyRefused, ErrForbidden)
 
 // Approvals lists a session's approval requests, oldest first.
 func (m *Manager) Approvals(ctx context.Context, tenant, id string) ([]Approval, error) {

@@ -39,6 +39,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
@@ -191,7 +192,11 @@ func (e *BudgetError) Error() string {
 }
 
 // Unwrap makes a BudgetError a 403.
-func (e *BudgetError) Unwrap() error { return ErrForbidden }
+func (e *BudgetError) Unwrap() error { return errBudgetExceeded }
+
+// errBudgetExceeded is what every BudgetError is: forbidden, with its own
+// code.
+var errBudgetExceeded = errdefs.WithCode(errdefs.CodeBudgetExceeded, ErrForbidden)
 
 // InterruptedOp is a lifecycle operation that a daemon started and did
 // not finish (it died mid-way); shown until another one completes.

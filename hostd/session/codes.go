@@ -1,27 +1,21 @@
 package session
 
-// CodedError is a refusal with a stable, machine-readable code. The API
-// sends the code beside the message (`"code": "…"` in the error body), so
-// a client can act on the refusal without parsing text; the status still
-// comes from the sentinel error Err wraps.
-type CodedError struct {
-	Code string
-	Err  error
-}
+import "paddock.dev/paddock/errdefs"
 
-func (e *CodedError) Error() string { return e.Err.Error() }
-func (e *CodedError) Unwrap() error { return e.Err }
+// CodedError is a refusal with a stable, machine-readable code finer than
+// its kind's (errdefs.CodedError: the status comes from the kind Err
+// wraps, the code is sent beside the message).
+type CodedError = errdefs.CodedError
 
-// Error codes the API sends.
+// Error codes this package sends; errdefs lists them all.
 const (
-	// CodeSecretRefAdminOnly: a grant naming one of the daemon's
-	// PADDOCK_SECRET_ variables asked for by anyone but the admin.
-	CodeSecretRefAdminOnly = "secret_ref_admin_only"
-	// CodeGrantNeedsAdminOrTenant: a grant route called by a session
-	// token (or a caller that is neither the admin nor a tenant).
-	CodeGrantNeedsAdminOrTenant = "grant_needs_admin_or_tenant"
-	// CodeComputeBudgetUnmetered: a create with max_compute_seconds on a
-	// backend that does not measure its machines' CPU time (qemu), where
-	// a process left in the background would escape the budget.
-	CodeComputeBudgetUnmetered = "compute_budget_unmetered"
+	CodeSecretRefAdminOnly      = errdefs.CodeSecretRefAdminOnly
+	CodeGrantNeedsAdminOrTenant = errdefs.CodeGrantNeedsAdminOrTenant
+	CodeComputeBudgetUnmetered  = errdefs.CodeComputeBudgetUnmetered
+	CodeDiskExhausted           = errdefs.CodeDiskExhausted
+	CodeTenantDiskLimit         = errdefs.CodeTenantDiskLimit
+	CodeTenantMemoryLimit       = errdefs.CodeTenantMemoryLimit
+	CodeTenantCPUsLimit         = errdefs.CodeTenantCPUsLimit
+	CodeMemoryAboveHost         = errdefs.CodeMemoryAboveHost
+	CodeCPUsAboveHost           = errdefs.CodeCPUsAboveHost
 )

@@ -5,49 +5,39 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
 )
 
-// More sentinel errors for what the guest refuses.
+// More sentinel errors for what the guest refuses (errdefs' kinds too).
 var (
-	ErrForbidden = errors.New("forbidden") // 403
-	ErrTooLarge  = errors.New("too large") // 413
+	ErrForbidden = errdefs.ErrForbidden // 403
+	ErrTooLarge  = errdefs.ErrTooLarge  // 413
 )
 
-// guestErr maps a guest agent's refusal to the session's errors, keeping
-// its message (which says what to fix). The agent's message starts with
-// its own word for the status ("forbidden: ..."), the same as the
-// session's sentinel, so it is said once.
+// guestErr passes a guest agent's refusal on with its kind (the agent
+// speaks errdefs too) and its message, which says what to fix, without
+// the "guest agent: 403 forbidden:" of client.Error's text. The message
+// starts with the kind's word ("forbidden: ..."), said once. A finer code
+// (system_path and the like) goes on with it. An agent's own failure
+// (5xx) stays as it is: a 500 that names the agent.
 func guestErr(err error) error {
 	var ge *client.Error
 	if !errors.As(err, &ge) {
 		return fmt.Errorf("%w: the sandbox's agent did not answer: %v", ErrBadGateway, err)
 	}
-	var sentinel error
-	switch ge.Status {
-	case http.StatusBadRequest:
-		sentinel = ErrBadRequest
-	case http.StatusForbidden:
-		sentinel = ErrForbidden
-	case http.StatusNotFound:
-		sentinel = ErrNotFound
-	case http.StatusConflict:
-		sentinel = ErrConflict
-	case http.StatusRequestEntityTooLarge:
-		sentinel = ErrTooLarge
-	default:
+	if ge.Status >= 500 {
 		return err
 	}
-	out := fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(ge.Message, sentinel.Error()+": "))
-	switch ge.Code {
-	case CodeSystemPath, CodeExecProgram, CodePermissionDenied, CodeAgentProcess:
-		return &CodedError{Code: ge.Code, Err: out}
+	kind := ge.Unwrap()
+	out := fmt.Errorf("%w: %s", kind, strings.TrimPrefix(ge.Message, kind.Error()+": "))
+	if _, finer := errdefs.FinerCodes()[ge.Code]; finer {
+		return errdefs.WithCode(ge.Code, out)
 	}
 	return out
 }

@@ -100,7 +100,7 @@ func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, 
 	defer leave()
 	snap, err := mc.Checkpoint(ctx, req.Tag, memory)
 	if err != nil {
-		return nil, mapBackendErr(err)
+		return nil, err
 	}
 	// What the checkpoint may come to hold on the backend's disk counts
 	// like a machine's disk: kept only if it fits.
@@ -159,7 +159,7 @@ func (m *Manager) Restore(ctx context.Context, tenant, id string, rev int64, req
 		}
 	}
 	if err := mc.Restore(ctx, snap); err != nil {
-		return nil, mapBackendErr(err)
+		return nil, err
 	}
 	out, err := m.updateStored(ctx, id, -1, func(*stored) error { return nil })
 	if err != nil {
@@ -224,7 +224,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	}
 	snap, err := mc.Checkpoint(ctx, "fork", false)
 	if err != nil {
-		return nil, mapBackendErr(err)
+		return nil, err
 	}
 	// The children's layers keep the snapshot alive; the record goes.
 	defer m.deleteSnapshot(snap)
@@ -234,7 +234,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	}
 	kids, err := mc.Fork(ctx, snap, req.Count)
 	if err != nil {
-		return nil, mapBackendErr(err)
+		return nil, err
 	}
 	// Each child's baseline is the parent's workspace at the fork.
 	parentNow, err := clientFor(mc).Manifest(ctx, api.ManifestRequest{Path: s.Workspace.Path})

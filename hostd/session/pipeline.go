@@ -34,11 +34,11 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
@@ -134,8 +134,8 @@ func (c *Command) Notes() map[string]any {
 // command was judged, holds the session's work slot and has its budget:
 // what it sees would run. A non-nil error refuses the command: nothing
 // runs, the budget unit goes back, and the ledger gets <kind>.refused
-// naming the hook. The error keeps its kind when it wraps one of the
-// session's errors (ErrConflict answers 409, and so on); any other error
+// naming the hook. The error keeps its kind when it wraps one of
+// errdefs' (ErrConflict answers 409, and so on); any other error
 // answers 403. A hook must be quick and must not call back into the
 // Manager for the same session's commands (it holds the work slot).
 type CommandHook func(ctx context.Context, c *Command) error
@@ -171,18 +171,11 @@ type HookRefused struct {
 	Err  error
 }
 
-// The session's errors a hook's error may wrap, keeping its status.
-var hookErrorKinds = []error{ErrBadRequest, ErrNotFound, ErrConflict, ErrRevision, ErrForbidden, ErrTooLarge, ErrBadGateway}
-
-// ownKind reports whether the hook's error wraps one of the session's
-// errors.
+// ownKind reports whether the hook's error is of an errdefs kind (other
+// than internal), whose status it then keeps.
 func (e *HookRefused) ownKind() bool {
-	for _, k := range hookErrorKinds {
-		if errors.Is(e.Err, k) {
-			return true
-		}
-	}
-	return false
+	k, ok := errdefs.KindOf(e.Err)
+	return ok && k.Err != errdefs.ErrInternal
 }
 
 func (e *HookRefused) Error() string {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/egress/rules"
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/auth"
@@ -33,13 +34,15 @@ import (
 // meanwhile.
 var errNotRunning = errors.New("session is not running")
 
-// Sentinel errors; hostd/api maps them to HTTP status in one place.
+// The session's sentinel errors are errdefs' kinds under the names the
+// package has always used; hostd/api answers each with its kind's status
+// and code (errdefs.HTTPStatus, errdefs.Code).
 var (
-	ErrBadRequest = errors.New("bad request")       // 400
-	ErrNotFound   = errors.New("not found")         // 404
-	ErrConflict   = errors.New("conflict")          // 409
-	ErrRevision   = errors.New("revision mismatch") // 412
-	ErrBadGateway = errors.New("bad gateway")       // 502: the sandbox could not be made ready
+	ErrBadRequest = errdefs.ErrInvalidArgument // 400
+	ErrNotFound   = errdefs.ErrNotFound        // 404
+	ErrConflict   = errdefs.ErrConflict        // 409
+	ErrRevision   = errdefs.ErrRevision        // 412
+	ErrBadGateway = errdefs.ErrBadGateway      // 502: the sandbox could not be made ready
 )
 
 // Limits on what callers send.
@@ -397,7 +400,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, bad("workspace overlay of %q: %v", req.Workspace.Lower, err)
 	}
 	if err != nil {
-		return nil, mapBackendErr(err)
+		return nil, err
 	}
 	cleanup := func() { mc.Stop(context.Background()); forgetClient(mc); m.closeEgress(id) }
 	now := m.now().UTC()
@@ -455,7 +458,11 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		}
 		if err != nil {
 			cleanup()
-			if errors.Is(err, ErrBadRequest) {
+			// The session's own 400 (a program not in the image) goes
+			// as it is; anything the agent said (of its kind too, now)
+			// is a conflict of this sandbox.
+			var ge *client.Error
+			if errors.Is(err, ErrBadRequest) && !errors.As(err, &ge) {
 				return nil, err
 			}
 			return nil, fmt.Errorf("%w: process.enforce \"exec\": %v; the sandbox was removed", ErrConflict, err)
@@ -858,18 +865,6 @@ func (m *Manager) Events(ctx context.Context, tenant, id string) ([]ledger.Entry
 	}
 	m.settleEgressLog()
 	return m.ledger.List(ctx, id, 0, 10000)
-}
-
-func mapBackendErr(err error) error {
-	switch {
-	case errors.Is(err, hypervisor.ErrInvalidSpec):
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	case errors.Is(err, hypervisor.ErrNotFound):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
-	case errors.Is(err, hypervisor.ErrNotSupported), errors.Is(err, hypervisor.ErrStopped):
-		return fmt.Errorf("%w: %v", ErrConflict, err)
-	}
-	return err
 }
 
 // Shutdown stops every sandbox this manager runs. Their sessions show as

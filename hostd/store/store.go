@@ -38,21 +38,26 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+	"paddock.dev/paddock/errdefs"
 )
 
-// Sentinel errors, wrapped with %w; test with errors.Is.
+// Sentinel errors, wrapped with %w; test with errors.Is. Each is of an
+// errdefs kind, so one that reaches the API unchanged still answers with
+// the right status (the session package words most of them first).
 var (
 	// ErrNotFound: no row with that key (or, for idempotency keys, expired).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "not found")
 	// ErrConflict: a row with that key exists already.
-	ErrConflict = errors.New("already exists")
+	ErrConflict = errdefs.New(errdefs.ErrConflict, "already exists")
 	// ErrRevision: UpdateSession expected a revision the session no longer has.
-	ErrRevision = errors.New("revision mismatch")
+	ErrRevision = errdefs.New(errdefs.ErrRevision, "revision mismatch")
 	// ErrTooLarge: a record is over MaxRecordBytes (the ledger uses it for
-	// its own, smaller limit too).
-	ErrTooLarge = errors.New("too large")
-	// ErrInvalid: an empty key, invalid JSON or a forbidden change.
-	ErrInvalid = errors.New("invalid")
+	// its own, smaller limit too). The daemon builds its records, so one
+	// too large is the daemon's failure (500), not the caller's.
+	ErrTooLarge = errdefs.New(errdefs.ErrInternal, "too large")
+	// ErrInvalid: an empty key, invalid JSON or a forbidden change: the
+	// daemon's own failure too (500).
+	ErrInvalid = errdefs.New(errdefs.ErrInternal, "invalid")
 )
 
 // MaxRecordBytes is the largest JSON record (session record, checkpoint

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"paddock.dev/paddock/errdefs"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -31,10 +32,10 @@ import (
 )
 
 // ErrNotFound: no image of that name has been built.
-var ErrNotFound = errors.New("image not found")
+var ErrNotFound = errdefs.New(errdefs.ErrNotFound, "image not found")
 
 // ErrInvalidName: an image name outside [a-z0-9][a-z0-9._-]{0,63}.
-var ErrInvalidName = errors.New("invalid image name")
+var ErrInvalidName = errdefs.New(errdefs.ErrInvalidArgument, "invalid image name")
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
