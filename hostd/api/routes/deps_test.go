@@ -8,8 +8,9 @@ import (
 
 // TestDependencies keeps the table a leaf the gateway can import: it
 // holds data, not the server, so it links none of hostd's packages but
-// hostd/auth (the access classes), and nothing outside the standard
-// library but guest/api (the guest's size limits).
+// hostd/auth (the access classes, with errdefs, the error kinds, under
+// it), and nothing outside the standard library but guest/api (the
+// guest's size limits).
 func TestDependencies(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -23,6 +24,7 @@ func TestDependencies(t *testing.T) {
 		"paddock.dev/paddock/hostd/api/routes": true,
 		"paddock.dev/paddock/hostd/auth":       true,
 		"paddock.dev/paddock/guest/api":        true,
+		"paddock.dev/paddock/errdefs":          true,
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		first, _, _ := strings.Cut(dep, "/")
