@@ -19,9 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/errdefs"
-	"paddock.dev/paddock/hostd/ledger"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // Client talks to one Paddock daemon.
@@ -152,24 +151,24 @@ func ifMatch(rev int64) map[string]string {
 func sp(id string) string { return "/v1/agents/sessions/" + url.PathEscape(id) }
 
 // CreateSession creates a session.
-func (c *Client) CreateSession(ctx context.Context, req session.CreateRequest) (*session.Session, error) {
-	var out session.Session
+func (c *Client) CreateSession(ctx context.Context, req api.CreateRequest) (*api.Session, error) {
+	var out api.Session
 	return &out, c.do(ctx, http.MethodPost, "/v1/agents/sessions", nil, req, &out)
 }
 
 // ListSessions lists sessions, oldest first, without deleted ones.
-func (c *Client) ListSessions(ctx context.Context) ([]*session.Session, error) {
+func (c *Client) ListSessions(ctx context.Context) ([]*api.Session, error) {
 	return c.listSessions(ctx, false)
 }
 
 // ListAllSessions lists sessions, oldest first, deleted ones included.
-func (c *Client) ListAllSessions(ctx context.Context) ([]*session.Session, error) {
+func (c *Client) ListAllSessions(ctx context.Context) ([]*api.Session, error) {
 	return c.listSessions(ctx, true)
 }
 
-func (c *Client) listSessions(ctx context.Context, all bool) ([]*session.Session, error) {
+func (c *Client) listSessions(ctx context.Context, all bool) ([]*api.Session, error) {
 	var out struct {
-		Sessions []*session.Session `json:"sessions"`
+		Sessions []*api.Session `json:"sessions"`
 	}
 	p := "/v1/agents/sessions"
 	if all {
@@ -179,8 +178,8 @@ func (c *Client) listSessions(ctx context.Context, all bool) ([]*session.Session
 }
 
 // GetSession returns one session.
-func (c *Client) GetSession(ctx context.Context, id string) (*session.Session, error) {
-	var out session.Session
+func (c *Client) GetSession(ctx context.Context, id string) (*api.Session, error) {
+	var out api.Session
 	return &out, c.do(ctx, http.MethodGet, sp(id), nil, nil, &out)
 }
 
@@ -190,41 +189,41 @@ func (c *Client) DeleteSession(ctx context.Context, id string) error {
 }
 
 // Exec runs a shell line in the session's sandbox.
-func (c *Client) Exec(ctx context.Context, id string, req session.ExecRequest) (*session.ExecResult, error) {
-	var out session.ExecResult
+func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api.ExecResult, error) {
+	var out api.ExecResult
 	return &out, c.do(ctx, http.MethodPost, sp(id)+"/exec", nil, req, &out)
 }
 
 // Checkpoint takes a checkpoint (rev < 0: any revision).
-func (c *Client) Checkpoint(ctx context.Context, id string, rev int64, req session.CheckpointRequest) (*session.Checkpoint, error) {
-	var out session.Checkpoint
+func (c *Client) Checkpoint(ctx context.Context, id string, rev int64, req api.CheckpointRequest) (*api.Checkpoint, error) {
+	var out api.Checkpoint
 	return &out, c.do(ctx, http.MethodPost, sp(id)+"/checkpoint", ifMatch(rev), req, &out)
 }
 
 // Restore restores a checkpoint of this session.
-func (c *Client) Restore(ctx context.Context, id string, rev int64, tag string) (*session.Session, error) {
-	var out session.Session
-	return &out, c.do(ctx, http.MethodPost, sp(id)+"/restore", ifMatch(rev), session.RestoreRequest{Tag: tag}, &out)
+func (c *Client) Restore(ctx context.Context, id string, rev int64, tag string) (*api.Session, error) {
+	var out api.Session
+	return &out, c.do(ctx, http.MethodPost, sp(id)+"/restore", ifMatch(rev), api.RestoreRequest{Tag: tag}, &out)
 }
 
 // Fork starts count children from the session's current state.
-func (c *Client) Fork(ctx context.Context, id string, rev int64, count int) ([]*session.Session, error) {
+func (c *Client) Fork(ctx context.Context, id string, rev int64, count int) ([]*api.Session, error) {
 	var out struct {
-		Children []*session.Session `json:"children"`
+		Children []*api.Session `json:"children"`
 	}
-	return out.Children, c.do(ctx, http.MethodPost, sp(id)+"/fork", ifMatch(rev), session.ForkRequest{Count: count}, &out)
+	return out.Children, c.do(ctx, http.MethodPost, sp(id)+"/fork", ifMatch(rev), api.ForkRequest{Count: count}, &out)
 }
 
 // Artifacts returns the workspace changes since the baseline.
-func (c *Client) Artifacts(ctx context.Context, id string) (*session.Artifacts, error) {
-	var out session.Artifacts
+func (c *Client) Artifacts(ctx context.Context, id string) (*api.Artifacts, error) {
+	var out api.Artifacts
 	return &out, c.do(ctx, http.MethodGet, sp(id)+"/artifacts", nil, nil, &out)
 }
 
 // Events returns the session's ledger.
-func (c *Client) Events(ctx context.Context, id string) ([]ledger.Entry, error) {
+func (c *Client) Events(ctx context.Context, id string) ([]api.LedgerEntry, error) {
 	var out struct {
-		Ledger []ledger.Entry `json:"ledger"`
+		Ledger []api.LedgerEntry `json:"ledger"`
 	}
 	return out.Ledger, c.do(ctx, http.MethodGet, sp(id)+"/events", nil, nil, &out)
 }
@@ -242,7 +241,7 @@ func (c *Client) Call(ctx context.Context, method, id, path string, query url.Va
 }
 
 // UploadChunk sends raw bytes of an upload at offset.
-func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int64, data []byte) (*session.Upload, error) {
+func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int64, data []byte) (*api.Upload, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.base+sp(id)+"/uploads/"+url.PathEscape(upload)+"?offset="+strconv.FormatInt(offset, 10), bytes.NewReader(data))
 	if err != nil {
 		return nil, err
@@ -258,14 +257,14 @@ func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int6
 	if resp.StatusCode/100 != 2 {
 		return nil, decodeError(resp.StatusCode, body)
 	}
-	var u session.Upload
+	var u api.Upload
 	return &u, json.Unmarshal(body, &u)
 }
 
 // ExecStream runs a command through exec/stream, copying output and
 // stderr to the writers as they arrive, and returns the exit code (128+n
 // for a signal, as a shell reports it).
-func (c *Client) ExecStream(ctx context.Context, id string, req session.ExecRequest, stdout, stderr io.Writer) (int, error) {
+func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest, stdout, stderr io.Writer) (int, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return 0, err

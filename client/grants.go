@@ -5,20 +5,20 @@ import (
 	"net/http"
 	"net/url"
 
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/api"
 )
 
 // Grant gives a session a credential the egress proxy adds to its
 // requests to the named hosts; the answer never carries the value.
-func (c *Client) Grant(ctx context.Context, id string, req session.GrantRequest) (*session.Grant, error) {
-	var out session.Grant
+func (c *Client) Grant(ctx context.Context, id string, req api.GrantRequest) (*api.Grant, error) {
+	var out api.Grant
 	return &out, c.do(ctx, http.MethodPost, sp(id)+"/grants", nil, req, &out)
 }
 
 // Grants lists a session's live grants (without values).
-func (c *Client) Grants(ctx context.Context, id string) ([]session.Grant, error) {
+func (c *Client) Grants(ctx context.Context, id string) ([]api.Grant, error) {
 	var out struct {
-		Grants []session.Grant `json:"grants"`
+		Grants []api.Grant `json:"grants"`
 	}
 	return out.Grants, c.do(ctx, http.MethodGet, sp(id)+"/grants", nil, nil, &out)
 }

@@ -3,15 +3,16 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
-	guestclient "paddock.dev/paddock/guest/client"
 	"strconv"
+	"strings"
 
 	"github.com/coder/websocket"
 
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/api"
 )
 
 // PTYOptions are what a terminal opens with.
@@ -68,14 +69,14 @@ func (c *Client) DialPTY(ctx context.Context, id string, opts PTYOptions) (*webs
 // PTYTicket makes a single-use ticket that opens one terminal on session
 // id within 30 seconds, for a client that cannot send Authorization (a
 // browser's WebSocket): GET .../pty?ticket=….
-func (c *Client) PTYTicket(ctx context.Context, id string) (*session.TerminalTicket, error) {
-	var out session.TerminalTicket
+func (c *Client) PTYTicket(ctx context.Context, id string) (*api.TerminalTicket, error) {
+	var out api.TerminalTicket
 	return &out, c.do(ctx, http.MethodPost, sp(id)+"/pty-ticket", nil, nil, &out)
 }
 
 // ResizePTY sends a terminal resize.
 func ResizePTY(ctx context.Context, conn *websocket.Conn, cols, rows int) error {
-	data, err := json.Marshal(session.TerminalResize{Resize: session.TerminalSize{Cols: cols, Rows: rows}})
+	data, err := json.Marshal(api.TerminalResize{Resize: api.TerminalSize{Cols: cols, Rows: rows}})
 	if err != nil {
 		return err
 	}
@@ -83,6 +84,18 @@ func ResizePTY(ctx context.Context, conn *websocket.Conn, cols, rows int) error 
 }
 
 // PTYExitCode reads the shell's exit code from the error that ended a
-// terminal: a normal close whose reason is exit=<code>. The frames are the
-// guest agent's own (hostd relays them), so this is its client's reading.
-func PTYExitCode(err error) (int, bool) { return guestclient.ExitCode(err) }
+// terminal: a normal close whose reason is exit=<code>
+// (api.PTYExitReasonPrefix). The guest agent writes that reason and hostd
+// relays it, or writes it itself when it saw the exit.
+func PTYExitCode(err error) (int, bool) {
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusNormalClosure {
+		return 0, false
+	}
+	v, ok := strings.CutPrefix(ce.Reason, api.PTYExitReasonPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}

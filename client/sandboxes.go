@@ -7,28 +7,28 @@ import (
 	"net/http"
 	"net/url"
 
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/api"
 )
 
 func sbx(id string) string { return "/v1/sandboxes/" + url.PathEscape(id) }
 
 // CreateSandbox starts a sandbox; it answers once commands can run.
-func (c *Client) CreateSandbox(ctx context.Context, req session.SandboxRequest) (*session.Sandbox, error) {
-	var out session.Sandbox
+func (c *Client) CreateSandbox(ctx context.Context, req api.SandboxRequest) (*api.Sandbox, error) {
+	var out api.Sandbox
 	return &out, c.do(ctx, http.MethodPost, "/v1/sandboxes", nil, req, &out)
 }
 
 // ListSandboxes lists sandboxes, oldest first.
-func (c *Client) ListSandboxes(ctx context.Context) ([]*session.Sandbox, error) {
+func (c *Client) ListSandboxes(ctx context.Context) ([]*api.Sandbox, error) {
 	var out struct {
-		Sandboxes []*session.Sandbox `json:"sandboxes"`
+		Sandboxes []*api.Sandbox `json:"sandboxes"`
 	}
 	return out.Sandboxes, c.do(ctx, http.MethodGet, "/v1/sandboxes", nil, nil, &out)
 }
 
 // GetSandbox returns one sandbox.
-func (c *Client) GetSandbox(ctx context.Context, id string) (*session.Sandbox, error) {
-	var out session.Sandbox
+func (c *Client) GetSandbox(ctx context.Context, id string) (*api.Sandbox, error) {
+	var out api.Sandbox
 	return &out, c.do(ctx, http.MethodGet, sbx(id), nil, nil, &out)
 }
 
@@ -38,16 +38,16 @@ func (c *Client) DeleteSandbox(ctx context.Context, id string) error {
 }
 
 // SandboxProcess runs a shell line in the sandbox.
-func (c *Client) SandboxProcess(ctx context.Context, id string, req session.ProcessRequest) (*session.ProcessResult, error) {
-	var out session.ProcessResult
+func (c *Client) SandboxProcess(ctx context.Context, id string, req api.ProcessRequest) (*api.ProcessResult, error) {
+	var out api.ProcessResult
 	return &out, c.do(ctx, http.MethodPost, sbx(id)+"/process", nil, req, &out)
 }
 
 // SandboxReadFile returns a file's content (at most 32 MiB) and its
 // description.
-func (c *Client) SandboxReadFile(ctx context.Context, id, path string) ([]byte, *session.SandboxFile, error) {
-	var out session.SandboxFile
-	if err := c.do(ctx, http.MethodPost, sbx(id)+"/fs/read", nil, session.SandboxPath{Path: path}, &out); err != nil {
+func (c *Client) SandboxReadFile(ctx context.Context, id, path string) ([]byte, *api.SandboxFile, error) {
+	var out api.SandboxFile
+	if err := c.do(ctx, http.MethodPost, sbx(id)+"/fs/read", nil, api.SandboxPath{Path: path}, &out); err != nil {
 		return nil, nil, err
 	}
 	data, err := base64.StdEncoding.DecodeString(out.ContentBase64)
@@ -59,8 +59,8 @@ func (c *Client) SandboxReadFile(ctx context.Context, id, path string) ([]byte, 
 
 // SandboxWriteFile writes data (at most 32 MiB) to path, creating its
 // parents; mode is octal ("" for 0644).
-func (c *Client) SandboxWriteFile(ctx context.Context, id, path string, data []byte, mode string) (*session.SandboxWritten, error) {
-	var out session.SandboxWritten
-	req := session.SandboxWrite{Path: path, ContentBase64: base64.StdEncoding.EncodeToString(data), Mode: mode}
+func (c *Client) SandboxWriteFile(ctx context.Context, id, path string, data []byte, mode string) (*api.SandboxWritten, error) {
+	var out api.SandboxWritten
+	req := api.SandboxWrite{Path: path, ContentBase64: base64.StdEncoding.EncodeToString(data), Mode: mode}
 	return &out, c.do(ctx, http.MethodPost, sbx(id)+"/fs/write", nil, req, &out)
 }

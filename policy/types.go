@@ -7,7 +7,11 @@
 // implement it.
 package policy
 
-import "time"
+import (
+	"time"
+
+	apiv1 "paddock.dev/paddock/api"
+)
 
 // Result is what a process or approval decision says.
 type Result string
@@ -18,17 +22,8 @@ const (
 	Ask   Result = "ask" // hold the command for an operator's approval
 )
 
-// ProcessRules is the process section of a session's policy, as written in
-// the create body ("policy": {"process": {...}}).
-type ProcessRules struct {
-	Allow []string `json:"allow,omitempty"`
-	Deny  []string `json:"deny,omitempty"`
-	Ask   []string `json:"ask,omitempty"`
-	// Enforce "exec" also makes the programs named by the first word of
-	// each allow and ask pattern the only ones the guest kernel lets start
-	// (Landlock execute right). "" leaves the rules as string rules.
-	Enforce string `json:"enforce,omitempty"`
-}
+// ProcessRules is the public wire type api.ProcessRules, kept under this name here.
+type ProcessRules = apiv1.ProcessRules
 
 // Process kinds.
 const (

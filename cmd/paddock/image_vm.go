@@ -1,10 +1,11 @@
+//go:build linux
+
 package main
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,16 +26,6 @@ type vmKitInfo struct {
 	RootDiskBytes int64   `json:"root_disk_bytes"`
 	RootFreeBytes int64   `json:"root_free_bytes"`
 	Seconds       float64 `json:"seconds"`
-}
-
-// vmCacheDir is where VM kernels, busybox and initramfs images are
-// cached: env PADDOCK_VM_CACHE, else <state-dir>/vm-cache (which is the
-// qemu backend's own default for <state-dir>/images).
-func (g *globals) vmCacheDir() string {
-	if d := os.Getenv("PADDOCK_VM_CACHE"); d != "" {
-		return d
-	}
-	return filepath.Join(g.stateDir, "vm-cache")
 }
 
 // buildVMKit makes (or finds) the qemu boot kit of a built image, showing

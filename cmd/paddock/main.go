@@ -105,6 +105,16 @@ func (g *globals) logger() *slog.Logger {
 
 func (g *globals) imagesDir() string { return filepath.Join(g.stateDir, "images") }
 
+// vmCacheDir is where VM kernels, busybox and initramfs images are
+// cached: env PADDOCK_VM_CACHE, else <state-dir>/vm-cache (which is the
+// qemu backend's own default for <state-dir>/images).
+func (g *globals) vmCacheDir() string {
+	if d := os.Getenv("PADDOCK_VM_CACHE"); d != "" {
+		return d
+	}
+	return filepath.Join(g.stateDir, "vm-cache")
+}
+
 // guestBinary finds paddock-guest: the flag, then beside this binary.
 func (g *globals) guestBinary() (string, error) {
 	if g.guest != "" {

@@ -14,14 +14,14 @@ import (
 	"strings"
 	"time"
 
-	"paddock.dev/paddock/hostd/session"
+	apiv1 "paddock.dev/paddock/api"
 )
 
 // otlpTrace builds an OTLP/HTTP JSON trace of a trajectory: one root span
 // agent.session and one child span per step. The trace id is derived from
 // the session id; an exec span covers its duration_ms, other steps are
 // instants; a non-zero exit makes the span's status an error.
-func otlpTrace(t session.Trajectory) map[string]any {
+func otlpTrace(t apiv1.Trajectory) map[string]any {
 	sum := sha256.Sum256([]byte(t.Session.ID))
 	traceID := hex.EncodeToString(sum[:16])
 	spanID := func() string {

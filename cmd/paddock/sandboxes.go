@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // newSandboxesCmd is `paddock sandboxes`: the daemon's lower sandbox API
@@ -51,7 +50,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		return enc.Encode(v)
 	}
 
-	var req session.SandboxRequest
+	var req apiv1.SandboxRequest
 	var quiet bool
 	create := &cobra.Command{Use: "create", Short: "Start a sandbox (returns once commands can run)", Args: cobra.NoArgs, RunE: func(c *cobra.Command, _ []string) error {
 		k, err := cl()
@@ -69,7 +68,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 			fmt.Fprintln(c.OutOrStdout(), sb.ID)
 			return nil
 		}
-		printSandboxes(c, []*session.Sandbox{sb})
+		printSandboxes(c, []*apiv1.Sandbox{sb})
 		return nil
 	}}
 	create.Flags().IntVar(&req.TTLSeconds, "ttl-seconds", 0, "lifetime in seconds (0: the daemon's default, 600)")
@@ -106,7 +105,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		if g.json {
 			return printJSON(c, sb)
 		}
-		printSandboxes(c, []*session.Sandbox{sb})
+		printSandboxes(c, []*apiv1.Sandbox{sb})
 		return nil
 	}}
 	rm := &cobra.Command{Use: "rm ID...", Short: "Stop and remove sandboxes (removing one that is gone is not an error)", Args: cobra.MinimumNArgs(1), RunE: func(c *cobra.Command, args []string) error {
@@ -122,7 +121,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
 		return nil
 	}}
 
-	var preq session.ProcessRequest
+	var preq apiv1.ProcessRequest
 	var envs []string
 	execCmd := &cobra.Command{
 		Use:   "exec ID -- COMMAND...",
@@ -211,12 +210,12 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 			defer f.Close()
 			in, name = f, args[2]
 		}
-		data, err := io.ReadAll(io.LimitReader(in, session.MaxSandboxFileBytes+1))
+		data, err := io.ReadAll(io.LimitReader(in, apiv1.MaxSandboxFileBytes+1))
 		if err != nil {
 			return err
 		}
-		if len(data) > session.MaxSandboxFileBytes {
-			return usageError{fmt.Errorf("%s is larger than the %d bytes a sandbox write takes", name, session.MaxSandboxFileBytes)}
+		if len(data) > apiv1.MaxSandboxFileBytes {
+			return usageError{fmt.Errorf("%s is larger than the %d bytes a sandbox write takes", name, apiv1.MaxSandboxFileBytes)}
 		}
 		w, err := k.SandboxWriteFile(c.Context(), args[0], args[1], data, mode)
 		if err != nil {
@@ -234,7 +233,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 }
 
 // processExit turns a command's result into paddock's exit status.
-func processExit(r *session.ProcessResult) error {
+func processExit(r *apiv1.ProcessResult) error {
 	switch {
 	case r.ExitCode == 0:
 		return nil
@@ -242,13 +241,13 @@ func processExit(r *session.ProcessResult) error {
 		return exitCodeError(r.ExitCode)
 	}
 	// Ended by a signal: exit as a shell would, 128+n.
-	if n := int(unix.SignalNum("SIG" + strings.TrimPrefix(r.Signal, "SIG"))); n > 0 {
+	if n := linuxSignalNum(r.Signal); n > 0 {
 		return exitCodeError(128 + n)
 	}
-	return exitCodeError(128 + int(unix.SIGKILL))
+	return exitCodeError(128 + sigKill)
 }
 
-func printSandboxes(c *cobra.Command, sbs []*session.Sandbox) {
+func printSandboxes(c *cobra.Command, sbs []*apiv1.Sandbox) {
 	tw := newTable(c.OutOrStdout(), "ID", "STATUS", "IMAGE", "BACKEND", "CREATED", "EXPIRES")
 	for _, s := range sbs {
 		tw.row(s.ID, s.Status, s.Image, s.Backend, s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))

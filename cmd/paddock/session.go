@@ -11,10 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/egress/rules"
-	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/policy"
 )
 
 func newSessionCmd(g *globals) *cobra.Command {
@@ -99,21 +97,21 @@ workspace is (default /workspace).
 			if len(args) == 1 {
 				agent = args[0]
 			}
-			req := session.CreateRequest{Agent: agent, Runtime: session.Runtime{Backend: backendName, Image: img}, TTLSeconds: ttl}
+			req := apiv1.CreateRequest{Agent: agent, Runtime: apiv1.Runtime{Backend: backendName, Image: img}, TTLSeconds: ttl}
 			req.Workspace.Git = gitURL
 			if req.Workspace.Git == "" {
 				req.Workspace.Git = os.Getenv("PADDOCK_GIT_URL")
 			}
 			req.Workspace.RequireReady = requireReady
 			if readOnly {
-				req.Workspace.Mode = session.ModeReadOnly
+				req.Workspace.Mode = apiv1.ModeReadOnly
 			}
 			req.Workspace.Path = wsPath
 			if overlayLower != "" {
 				if readOnly {
 					return usageError{errors.New("--readonly and --overlay-lower are two workspace modes: pick one")}
 				}
-				req.Workspace.Mode, req.Workspace.Lower = session.ModeOverlay, overlayLower
+				req.Workspace.Mode, req.Workspace.Lower = apiv1.ModeOverlay, overlayLower
 			}
 			pol, err := policyFromFlags(preset, allowHosts, policyFile, c.InOrStdin())
 			if err != nil {
@@ -124,9 +122,9 @@ workspace is (default /workspace).
 					return usageError{errors.New("--policy takes the whole policy: put the process rules in it (\"process\": {\"allow\": […]}) instead of --cmd-*")}
 				}
 				if pol == nil {
-					pol = &session.PolicyRequest{}
+					pol = &apiv1.PolicyRequest{}
 				}
-				pol.Process = &policy.ProcessRules{Allow: cmdAllow, Deny: cmdDeny, Ask: cmdAsk}
+				pol.Process = &apiv1.ProcessRules{Allow: cmdAllow, Deny: cmdDeny, Ask: cmdAsk}
 				if cmdEnforce {
 					pol.Process.Enforce = "exec"
 				}
@@ -142,7 +140,7 @@ workspace is (default /workspace).
 			if s.Workspace.Note != "" && !g.json {
 				fmt.Fprintf(c.ErrOrStderr(), "paddock: workspace: %s\n", text(s.Workspace.Note))
 			}
-			return out(c, s, func() { printSessions(c, []*session.Session{s}) })
+			return out(c, s, func() { printSessions(c, []*apiv1.Session{s}) })
 		},
 	}
 	run.Flags().StringVar(&img, "image", "", "image (default: the daemon's)")
@@ -187,7 +185,7 @@ workspace is (default /workspace).
 		if err != nil {
 			return err
 		}
-		return out(c, s, func() { printSessions(c, []*session.Session{s}); printUsage(c, s) })
+		return out(c, s, func() { printSessions(c, []*apiv1.Session{s}); printUsage(c, s) })
 	}}
 	var timeout, approvalWait int
 	var stream bool
@@ -205,7 +203,7 @@ workspace is (default /workspace).
 			if len(args) > 2 {
 				line = shellJoin(args[1:])
 			}
-			req := session.ExecRequest{Command: line, TimeoutSeconds: timeout, ApprovalID: approvalID, ApprovalWaitSeconds: approvalWait}
+			req := apiv1.ExecRequest{Command: line, TimeoutSeconds: timeout, ApprovalID: approvalID, ApprovalWaitSeconds: approvalWait}
 			if stream {
 				code, err := k.ExecStream(c.Context(), args[0], req, c.OutOrStdout(), c.ErrOrStderr())
 				if h := client.HoldOf(err); h != nil {
@@ -252,7 +250,7 @@ workspace is (default /workspace).
 			return err
 		}
 		mem := false
-		cp, err := k.Checkpoint(c.Context(), args[0], -1, session.CheckpointRequest{Tag: tag, Memory: &mem})
+		cp, err := k.Checkpoint(c.Context(), args[0], -1, apiv1.CheckpointRequest{Tag: tag, Memory: &mem})
 		if err != nil {
 			return err
 		}
@@ -338,12 +336,12 @@ workspace is (default /workspace).
 	return cmd
 }
 
-func printSessions(c *cobra.Command, ss []*session.Session) {
+func printSessions(c *cobra.Command, ss []*apiv1.Session) {
 	tw := newTable(c.OutOrStdout(), "ID", "AGENT", "STATE", "IMAGE", "CHECKPOINTS", "EXECS", "JOBS", "CREATED", "EXPIRES")
 	for _, s := range ss {
 		b := s.Budget
 		if b == nil {
-			b = &session.Budget{}
+			b = &apiv1.Budget{}
 		}
 		tw.row(s.ID, s.Agent, s.State, s.Runtime.Image, len(s.Checkpoints),
 			usedOf(s.Usage.Execs, b.MaxExecs), usedOf(s.Usage.Jobs, b.MaxJobs), s.CreatedAt.Format(time.RFC3339), s.ExpiresAt.Format(time.RFC3339))
@@ -369,7 +367,7 @@ func shellJoin(args []string) string {
 
 // policyFromFlags builds the create body's policy from run's flags; nil
 // when none was given (offline).
-func policyFromFlags(preset string, allow []string, file string, stdin io.Reader) (*session.PolicyRequest, error) {
+func policyFromFlags(preset string, allow []string, file string, stdin io.Reader) (*apiv1.PolicyRequest, error) {
 	if file != "" {
 		if preset != "" || len(allow) > 0 {
 			return nil, usageError{errors.New("--policy takes the whole policy: leave out --preset and --allow")}
@@ -384,7 +382,7 @@ func policyFromFlags(preset string, allow []string, file string, stdin io.Reader
 		if err != nil {
 			return nil, err
 		}
-		var p session.PolicyRequest
+		var p apiv1.PolicyRequest
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return nil, usageError{fmt.Errorf("--policy %s: %w", file, err)}
 		}
@@ -393,11 +391,11 @@ func policyFromFlags(preset string, allow []string, file string, stdin io.Reader
 	if preset == "" && len(allow) == 0 {
 		return nil, nil
 	}
-	p := &session.PolicyRequest{PolicyInput: rules.PolicyInput{Preset: preset}}
+	p := &apiv1.PolicyRequest{PolicyInput: apiv1.PolicyInput{Preset: preset}}
 	if len(allow) > 0 {
-		p.Network = &rules.Network{Default: "deny"}
+		p.Network = &apiv1.Network{Default: "deny"}
 		for _, h := range allow {
-			p.Network.Allow = append(p.Network.Allow, rules.AllowEntry{Host: h})
+			p.Network.Allow = append(p.Network.Allow, apiv1.AllowEntry{Host: h})
 		}
 	}
 	return p, nil

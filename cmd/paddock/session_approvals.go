@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/errdefs"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // approvalCommands are `session approvals`, `approve` and `deny`: commands
@@ -90,7 +90,7 @@ waiting with --approval-wait wakes and runs.`,
 // with exitHeld after saying how to approve it.
 type heldError struct {
 	session string
-	hold    *session.Hold
+	hold    *apiv1.Hold
 }
 
 // Unwrap makes it of the approval_required kind: exitCode gives exitHeld.

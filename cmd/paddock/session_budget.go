@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"paddock.dev/paddock/hostd/session"
+	apiv1 "paddock.dev/paddock/api"
 )
 
 // budgetHelp is the part of `session run --help` about --budget.
@@ -29,7 +29,7 @@ paddock session get ID shows usage beside the limits.`
 
 // budgetFromFlag reads --budget: JSON, @FILE or @- (stdin). Unknown
 // fields are refused here, as the daemon would.
-func budgetFromFlag(v string, stdin io.Reader) (*session.Budget, error) {
+func budgetFromFlag(v string, stdin io.Reader) (*apiv1.Budget, error) {
 	if v == "" {
 		return nil, nil
 	}
@@ -45,7 +45,7 @@ func budgetFromFlag(v string, stdin io.Reader) (*session.Budget, error) {
 			return nil, usageError{fmt.Errorf("--budget %s: %w", v, err)}
 		}
 	}
-	var b session.Budget
+	var b apiv1.Budget
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
@@ -67,10 +67,10 @@ func usedOf(used int64, limit *int64) string {
 
 // printUsage shows what a session used beside its budget, and an
 // interrupted lifecycle operation, under the session's table.
-func printUsage(c *cobra.Command, s *session.Session) {
+func printUsage(c *cobra.Command, s *apiv1.Session) {
 	b := s.Budget
 	if b == nil {
-		b = &session.Budget{}
+		b = &apiv1.Budget{}
 	}
 	u := s.Usage
 	secs := func(ms int64) string { return (time.Duration(ms) * time.Millisecond).Round(time.Millisecond).String() }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // grantCommands are `session grant`, `grants` and `ungrant`: credentials
@@ -23,7 +23,7 @@ func grantCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Comma
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	printGrants := func(c *cobra.Command, gs []session.Grant) error {
+	printGrants := func(c *cobra.Command, gs []apiv1.Grant) error {
 		tw := newTable(c.OutOrStdout(), "ID", "SECRET_REF", "HOSTS", "METHODS", "PATHS", "HEADER", "EXPIRES")
 		for _, gr := range gs {
 			tw.row(gr.ID, orDash(gr.SecretRef), strings.Join(gr.Hosts, ","),
@@ -31,7 +31,7 @@ func grantCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Comma
 		}
 		return tw.flush()
 	}
-	var req session.GrantRequest
+	var req apiv1.GrantRequest
 	var valueStdin bool
 	grant := &cobra.Command{
 		Use:   "grant ID --host H (--secret-ref REF | --value-stdin)",
@@ -62,7 +62,7 @@ memory only: a daemon restart forgets it.`,
 				return usageError{errors.New("give exactly one of --secret-ref REF and --value-stdin")}
 			}
 			if valueStdin {
-				b, err := io.ReadAll(io.LimitReader(c.InOrStdin(), session.MaxGrantValueBytes+2))
+				b, err := io.ReadAll(io.LimitReader(c.InOrStdin(), apiv1.MaxGrantValueBytes+2))
 				if err != nil {
 					return err
 				}
@@ -79,7 +79,7 @@ memory only: a daemon restart forgets it.`,
 			if g.json {
 				return printJSON(c, out)
 			}
-			return printGrants(c, []session.Grant{*out})
+			return printGrants(c, []apiv1.Grant{*out})
 		},
 	}
 	grant.Flags().StringArrayVar(&req.Hosts, "host", nil, "a host the credential is for: api.example.com or *.example.com (repeatable, at least one)")

@@ -16,9 +16,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/guest/api"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // ioCommands are the session verbs for files, uploads, jobs, git and probe.
@@ -55,7 +55,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if err != nil {
 			return err
 		}
-		var f session.FileRead
+		var f apiv1.FileRead
 		if err := k.Call(c.Context(), "GET", args[0], "/files/content", url.Values{"path": {args[1]}}, nil, &f); err != nil {
 			return err
 		}
@@ -72,12 +72,12 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if err != nil {
 			return err
 		}
-		b, err := readLimited(args[1], session.MaxFileWriteBytes)
+		b, err := readLimited(args[1], apiv1.MaxFileWriteBytes)
 		if err != nil {
 			return err
 		}
 		var fi api.FileInfo
-		if err := k.Call(c.Context(), "PUT", args[0], "/files/content", nil, session.FileWrite{Path: args[2], ContentBase64: base64.StdEncoding.EncodeToString(b), Mode: mode}, &fi); err != nil {
+		if err := k.Call(c.Context(), "PUT", args[0], "/files/content", nil, apiv1.FileWrite{Path: args[2], ContentBase64: base64.StdEncoding.EncodeToString(b), Mode: mode}, &fi); err != nil {
 			return err
 		}
 		if g.json {
@@ -115,26 +115,26 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if _, err := io.Copy(h, f); err != nil {
 			return err
 		}
-		var up session.Upload
-		if err := k.Call(c.Context(), "POST", args[0], "/uploads", nil, session.UploadRequest{Path: args[2], Size: fi.Size(), SHA256: hex.EncodeToString(h.Sum(nil)), Mode: upMode}, &up); err != nil {
+		var up apiv1.Upload
+		if err := k.Call(c.Context(), "POST", args[0], "/uploads", nil, apiv1.UploadRequest{Path: args[2], Size: fi.Size(), SHA256: hex.EncodeToString(h.Sum(nil)), Mode: upMode}, &up); err != nil {
 			return err
 		}
 		bar := progressbar.NewOptions64(fi.Size(), progressbar.OptionSetWriter(c.ErrOrStderr()), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetDescription("upload"), progressbar.OptionSetVisibility(!g.json))
-		buf := make([]byte, session.MaxUploadChunk)
+		buf := make([]byte, apiv1.MaxUploadChunk)
 		for off := int64(0); off < fi.Size(); {
 			n, err := f.ReadAt(buf, off)
 			if err != nil && err != io.EOF {
 				return err
 			}
-			var got *session.Upload
+			var got *apiv1.Upload
 			for try := 0; ; try++ {
 				got, err = k.UploadChunk(c.Context(), args[0], up.ID, off, buf[:n])
 				if err == nil || try == 2 {
 					break
 				}
 				// The chunk may have landed: ask where to go on.
-				var cur session.Upload
+				var cur apiv1.Upload
 				if k.Call(c.Context(), "GET", args[0], "/uploads/"+up.ID, nil, nil, &cur) == nil && cur.Received > off {
 					got, err = &cur, nil
 					break
@@ -148,7 +148,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		}
 		bar.Finish()
 		fmt.Fprintln(c.ErrOrStderr())
-		var done session.Upload
+		var done apiv1.Upload
 		if err := k.Call(c.Context(), "POST", args[0], "/uploads/"+up.ID+"/complete", nil, nil, &done); err != nil {
 			return err
 		}
@@ -170,8 +170,8 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if len(args) > 2 {
 			line = shellJoin(args[1:])
 		}
-		var j session.Job
-		if err := k.Call(c.Context(), "POST", args[0], "/jobs", nil, session.JobStart{Command: line, Stdin: stdin, TimeoutSeconds: jobTimeout}, &j); err != nil {
+		var j apiv1.Job
+		if err := k.Call(c.Context(), "POST", args[0], "/jobs", nil, apiv1.JobStart{Command: line, Stdin: stdin, TimeoutSeconds: jobTimeout}, &j); err != nil {
 			return err
 		}
 		if g.json {
@@ -194,7 +194,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 			if follow {
 				q.Set("wait_ms", "20000")
 			}
-			var r session.JobRead
+			var r apiv1.JobRead
 			if err := k.Call(c.Context(), "GET", args[0], "/jobs/"+args[1], q, nil, &r); err != nil {
 				return err
 			}
@@ -223,7 +223,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if err != nil {
 			return err
 		}
-		req := session.JobStdin{Close: closeIn}
+		req := apiv1.JobStdin{Close: closeIn}
 		if len(args) == 3 {
 			req.Text = args[2]
 		}
@@ -244,7 +244,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if err != nil {
 			return err
 		}
-		var out struct{ Jobs []session.Job }
+		var out struct{ Jobs []apiv1.Job }
 		if err := k.Call(c.Context(), "GET", args[0], "/jobs", nil, nil, &out); err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 		if err != nil {
 			return err
 		}
-		var out session.GitResult
+		var out apiv1.GitResult
 		switch args[1] {
 		case "status", "diff", "log":
 			err = k.Call(c.Context(), "GET", args[0], "/git/"+args[1], nil, nil, &out)
@@ -285,12 +285,12 @@ func ioCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Command 
 			if len(args) != 3 {
 				return usageError{fmt.Errorf("git commit needs a message")}
 			}
-			err = k.Call(c.Context(), "POST", args[0], "/git/commit", nil, session.GitRequest{Message: args[2]}, &out)
+			err = k.Call(c.Context(), "POST", args[0], "/git/commit", nil, apiv1.GitRequest{Message: args[2]}, &out)
 		case "branch":
 			if len(args) != 3 {
 				return usageError{fmt.Errorf("git branch needs a name")}
 			}
-			err = k.Call(c.Context(), "POST", args[0], "/git/branch", nil, session.GitRequest{Name: args[2]}, &out)
+			err = k.Call(c.Context(), "POST", args[0], "/git/branch", nil, apiv1.GitRequest{Name: args[2]}, &out)
 		default:
 			return usageError{fmt.Errorf("unknown git verb %q: status, diff, log, commit or branch", args[1])}
 		}
@@ -361,7 +361,7 @@ func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 			}
 			defer f.Close()
 			// The first slice brings the whole file's checksum.
-			var first session.FileRange
+			var first apiv1.FileRange
 			q := url.Values{"path": {args[1]}, "offset": {"0"}, "length": {"1"}, "checksum": {"true"}}
 			if err := k.Call(c.Context(), "GET", args[0], "/files/range", q, nil, &first); err != nil {
 				return err
@@ -370,7 +370,7 @@ func downloadCmd(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 				progressbar.OptionSetDescription("download"), progressbar.OptionSetVisibility(!g.json))
 			bar.Set64(off)
 			for off < first.Size {
-				var r session.FileRange
+				var r apiv1.FileRange
 				q := url.Values{"path": {args[1]}, "offset": {strconv.FormatInt(off, 10)}, "length": {strconv.Itoa(4 << 20)}}
 				if err := k.Call(c.Context(), "GET", args[0], "/files/range", q, nil, &r); err != nil {
 					return err
@@ -445,7 +445,7 @@ func exportCmd(cl func() (*client.Client, error)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var t session.Trajectory
+			var t apiv1.Trajectory
 			if err := k.Call(c.Context(), "GET", args[0], "/trajectory", nil, nil, &t); err != nil {
 				return err
 			}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // previewCommands are `session preview`, `previews` and `unpreview`:
@@ -43,7 +43,7 @@ printed (its url is relative to the daemon).`,
 			if err != nil || port < 1 || port > 65535 {
 				return usageError{fmt.Errorf("PORT %q: give a TCP port from 1 to 65535", args[1])}
 			}
-			req := session.PreviewRequest{Port: port}
+			req := apiv1.PreviewRequest{Port: port}
 			if ttl != 0 {
 				if ttl < time.Second || ttl%time.Second != 0 {
 					return usageError{fmt.Errorf("--ttl %s: give whole seconds, at least 1s (e.g. 30m)", ttl)}
@@ -88,7 +88,7 @@ printed (its url is relative to the daemon).`,
 		return tw.flush()
 	}}
 	unpreview := &cobra.Command{Use: "unpreview ID PREVIEW_ID", Short: "Delete a preview at once (pv-…): its URL stops working", Args: cobra.ExactArgs(2), RunE: func(c *cobra.Command, args []string) error {
-		if strings.HasPrefix(args[1], session.PreviewTokenPrefix) || strings.Contains(args[1], session.PreviewPathPrefix) {
+		if strings.HasPrefix(args[1], apiv1.PreviewTokenPrefix) || strings.Contains(args[1], apiv1.PreviewPathPrefix) {
 			// Never send the secret where an id goes (it would land in
 			// logs as part of the path).
 			return usageError{errors.New("give the preview's id (pv-…, from `paddock session previews`), not its token or URL")}

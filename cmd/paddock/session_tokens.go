@@ -9,9 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/hostd/session"
 )
 
 // tokenCommands are `session token`, `tokens`, `untoken` and `whoami`:
@@ -22,21 +21,21 @@ func tokenCommands(g *globals, cl func() (*client.Client, error)) []*cobra.Comma
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	printTokens := func(c *cobra.Command, ts []session.SessionToken) error {
+	printTokens := func(c *cobra.Command, ts []apiv1.SessionToken) error {
 		tw := newTable(c.OutOrStdout(), "ID", "OPS", "LABEL", "EXPIRES")
 		for _, t := range ts {
 			tw.row(t.ID, strings.Join(t.Ops, ","), orDash(t.Label), t.ExpiresAt.Format(time.RFC3339))
 		}
 		return tw.flush()
 	}
-	var req session.TokenRequest
+	var req apiv1.TokenRequest
 	var ttl time.Duration
 	var quiet bool
 	token := &cobra.Command{
 		Use:   "token ID --ops OP[,OP...]",
 		Short: "Mint a bearer token for one session and some operations (printed once)",
 		Long: `Mint a bearer token that works on this session only, for the operations
-named with --ops: ` + strings.Join(auth.GrantableOps(), ", ") + `.
+named with --ops: ` + strings.Join(apiv1.GrantableOps(), ", ") + `.
 
 Hand it to an agent as PADDOCK_TOKEN: the session verbs it was granted
 (exec, files, cat, put, jobs, logs, git, checkpoint, ...) then work on this
@@ -74,7 +73,7 @@ the session's tenant's token.`,
 			return nil
 		},
 	}
-	token.Flags().StringSliceVar(&req.Ops, "ops", nil, "operations to grant, comma-separated: "+strings.Join(auth.GrantableOps(), ","))
+	token.Flags().StringSliceVar(&req.Ops, "ops", nil, "operations to grant, comma-separated: "+strings.Join(apiv1.GrantableOps(), ","))
 	token.Flags().DurationVar(&ttl, "ttl", 0, "how long the token lasts (default 1h, at most 24h; never past the session)")
 	token.Flags().StringVar(&req.Label, "label", "", "a note shown in `tokens` (at most 64 characters)")
 	token.Flags().BoolVarP(&quiet, "quiet", "q", false, "print the token alone")
@@ -99,7 +98,7 @@ the session's tenant's token.`,
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(args[1], auth.TokenPrefix) {
+		if strings.HasPrefix(args[1], apiv1.TokenPrefix) {
 			// Never send a secret where an id goes (it would land in
 			// logs as part of the path).
 			return usageError{errors.New("give the token's id (tok-…, from `paddock session tokens`), not the token")}
@@ -119,9 +118,9 @@ the session's tenant's token.`,
 			return printJSON(c, w)
 		}
 		switch w.Kind {
-		case auth.KindTenant:
+		case apiv1.KindTenant:
 			fmt.Fprintf(c.OutOrStdout(), "tenant %s\n", cell(w.Tenant))
-		case auth.KindSession:
+		case apiv1.KindSession:
 			exp := ""
 			if w.ExpiresAt != nil {
 				exp = ", expires " + w.ExpiresAt.Format(time.RFC3339)

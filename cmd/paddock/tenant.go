@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"paddock.dev/paddock/hostd/auth"
 )
@@ -134,10 +133,11 @@ func editTenants(file string, create bool, fn func(*auth.TenantsFile) error) err
 		return err
 	}
 	defer dir.Close()
-	if err := unix.Flock(int(dir.Fd()), unix.LOCK_EX); err != nil {
+	unlock, err := lockDir(dir)
+	if err != nil {
 		return fmt.Errorf("lock %s: %w", dir.Name(), err)
 	}
-	defer unix.Flock(int(dir.Fd()), unix.LOCK_UN)
+	defer unlock()
 	tf, err := auth.ReadTenantsFile(file)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		tf, err = auth.TenantsFile{}, nil

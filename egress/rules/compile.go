@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
+
+	apiv1 "paddock.dev/paddock/api"
 )
 
 // ErrInvalidPolicy is wrapped by every Compile error: the policy as
@@ -276,15 +277,8 @@ func (c *Compiled) AddUnenforced(what string) {
 	}
 }
 
-// Summary is what was compiled, for the session record.
-type Summary struct {
-	Mode        string   `json:"mode"`
-	Preset      string   `json:"preset,omitempty"`
-	AllowHosts  []string `json:"allow_hosts,omitempty"` // host patterns, each once, preset's first
-	HTTPRules   []string `json:"http_rules,omitempty"`  // every rule a Decision can name, allowlist mode only
-	Enforcement string   `json:"enforcement"`
-	Unenforced  []string `json:"unenforced,omitempty"`
-}
+// Summary is the public wire type api.NetworkSummary, kept under this name here.
+type Summary = apiv1.NetworkSummary
 
 // Summary describes the compiled policy.
 func (c *Compiled) Summary() Summary {
@@ -299,17 +293,4 @@ func (c *Compiled) Summary() Summary {
 	s.Unenforced = slices.Clone(c.unenforced)
 	c.mu.Unlock()
 	return s
-}
-
-// String is the summary on one line, for logs.
-func (s Summary) String() string {
-	var b strings.Builder
-	b.WriteString(s.Mode)
-	if s.Preset != "" {
-		fmt.Fprintf(&b, " (preset %s)", s.Preset)
-	}
-	if len(s.HTTPRules) > 0 {
-		fmt.Fprintf(&b, ": %s", strings.Join(s.HTTPRules, "; "))
-	}
-	return b.String()
 }

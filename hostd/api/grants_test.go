@@ -258,7 +258,7 @@ func mustRead(t *testing.T, files ...string) []byte {
 // admin may do all of it. Nothing a refused call asked for is granted,
 // revoked or ledgered.
 func TestGrantAccess(t *testing.T) {
-	d := newTestDaemon(t)
+	d := fakeDaemon(t)
 	toks := withTenants(t, d, "acme", "beta")
 	ctx := context.Background()
 	const secret = "Bearer operator-only-5e2b77"

@@ -157,7 +157,7 @@ func TestRouteAccess(t *testing.T) {
 // aside), for reads, exec, events, the stream, tokens and delete. The
 // admin sees everything. Idempotency keys are each caller's own.
 func TestTenantIsolation(t *testing.T) {
-	d := newTestDaemon(t)
+	d := fakeDaemon(t)
 	toks := withTenants(t, d, "acme", "beta")
 	ctx := context.Background()
 	acme, beta := client.New(d.url, toks["acme"]), client.New(d.url, toks["beta"])
@@ -327,7 +327,7 @@ func mint(t *testing.T, url, tok, id string, body any) (answer, session.SessionT
 // as actor; a revoked token stops at once; the token reaches neither the
 // ledger nor the database files.
 func TestSessionTokens(t *testing.T) {
-	d := newTestDaemon(t)
+	d := fakeDaemon(t)
 	toks := withTenants(t, d, "acme", "beta")
 	ctx := context.Background()
 	s1, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
@@ -360,7 +360,7 @@ func TestSessionTokens(t *testing.T) {
 		strings.Join(w.Ops, ",") != "exec,files.read" || w.ExpiresAt == nil || !w.ExpiresAt.Equal(st.ExpiresAt) {
 		t.Errorf("whoami: %+v %v", w, err)
 	}
-	r, err := tc.Exec(ctx, s1.ID, session.ExecRequest{Command: "echo hi > /workspace/f; echo ok"})
+	r, err := tc.Exec(ctx, s1.ID, session.ExecRequest{Command: "echo hi > f; echo ok"})
 	if err != nil || r.Stdout != "ok\n" {
 		t.Fatalf("exec with the token: %+v %v", r, err)
 	}
@@ -544,7 +544,7 @@ func TestSessionTokens(t *testing.T) {
 // its session (checkpoint, jobs, uploads, git past the permission check,
 // the read routes), and still not restore or fork.
 func TestSessionTokenOps(t *testing.T) {
-	d := newTestDaemon(t)
+	d := fakeDaemon(t)
 	ctx := context.Background()
 	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
 	if err != nil {
@@ -605,7 +605,7 @@ func TestSessionTokenOps(t *testing.T) {
 // session), expiry, the 32-token cap, a non-running session, revocation
 // by the session's delete, and a stream cut when its token is revoked.
 func TestSessionTokenLifetime(t *testing.T) {
-	d := newTestDaemon(t)
+	d := fakeDaemon(t)
 	ctx := context.Background()
 	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 120})
 	if err != nil {

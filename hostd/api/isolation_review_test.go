@@ -16,7 +16,7 @@ import (
 // tenant beta on acme's session and on a made-up id, answers the same
 // status, headers and body (the id swapped).
 func TestReviewTenantIsolationAllRoutes(t *testing.T) {
-	d := newTestDaemon(t)
+	d := fakeDaemon(t)
 	toks := withTenants(t, d, "acme", "beta")
 	ctx := context.Background()
 	acmeC := client.New(d.url, toks["acme"])

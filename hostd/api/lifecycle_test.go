@@ -200,7 +200,7 @@ func TestLifecycleRefusedWhileCommandsRun(t *testing.T) {
 // TestLifecycleIfMatch: checkpoint, restore, fork and delete answer 412
 // for a stale revision and go ahead for the current one or *.
 func TestLifecycleIfMatch(t *testing.T) {
-	d := newTestDaemon(t)
+	d := fakeDaemon(t)
 	ctx := context.Background()
 	s, err := d.c.CreateSession(ctx, session.CreateRequest{})
 	if err != nil {

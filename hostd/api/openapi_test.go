@@ -20,13 +20,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 
-	"paddock.dev/paddock/egress/rules"
+	apiv1 "paddock.dev/paddock/api"
 	guestapi "paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/api/routes"
-	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/hostd/ledger"
-	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
@@ -50,37 +47,37 @@ type (
 		OK bool `json:"ok"`
 	} // GET /healthz
 	sessionList struct {
-		Sessions []*session.Session `json:"sessions"` // list
+		Sessions []*apiv1.Session `json:"sessions"` // list
 	}
 	forkResult struct {
-		Children []*session.Session `json:"children"` // fork
+		Children []*apiv1.Session `json:"children"` // fork
 	}
 	eventsBody struct { // events
-		Ledger   []ledger.Entry `json:"ledger"`
-		VMEvents []any          `json:"vm_events"`
+		Ledger   []apiv1.LedgerEntry `json:"ledger"`
+		VMEvents []any               `json:"vm_events"`
 	}
 	uploadList struct {
-		Uploads []*session.Upload `json:"uploads"` // listUploads
+		Uploads []*apiv1.Upload `json:"uploads"` // listUploads
 	}
 	jobList struct {
-		Jobs []session.Job `json:"jobs"` // listJobs
+		Jobs []apiv1.Job `json:"jobs"` // listJobs
 	}
 	grantList struct {
-		Grants []session.Grant `json:"grants"` // listGrants
+		Grants []apiv1.Grant `json:"grants"` // listGrants
 	}
 	tokenList struct {
-		Tokens []session.SessionToken `json:"tokens"` // listTokens
+		Tokens []apiv1.SessionToken `json:"tokens"` // listTokens
 	}
 	previewList struct {
-		Previews []session.Preview `json:"previews"` // listPreviews
+		Previews []apiv1.Preview `json:"previews"` // listPreviews
 	}
 	approvalList struct {
-		Approvals []session.Approval `json:"approvals"` // listApprovals
+		Approvals []apiv1.Approval `json:"approvals"` // listApprovals
 	}
 	heldBody struct { // policyError, a command held for approval (428)
 		Error string `json:"error"`
 		Code  string `json:"code"`
-		session.Hold
+		apiv1.Hold
 	}
 	refusedBody struct { // policyError, a command the process policy refuses (403)
 		Error   string `json:"error"`
@@ -90,7 +87,7 @@ type (
 		Piece   string `json:"piece,omitempty"`
 	}
 	sandboxList struct {
-		Sandboxes []*session.Sandbox `json:"sandboxes"` // listSandboxes
+		Sandboxes []*apiv1.Sandbox `json:"sandboxes"` // listSandboxes
 	}
 	budgetExceededBody struct { // budgetError, a budget limit reached (403)
 		Error  string  `json:"error"`
@@ -156,101 +153,101 @@ var openAPISchemas = []struct {
 	{name: "Health", goV: healthBody{}, dir: out},
 	{name: "QueryBool", note: "a query parameter's values (queryBool in api.go), not a body"},
 
-	{name: "Session", goV: session.Session{}, dir: out},
-	{name: "Runtime", goV: session.Runtime{}, dir: both},
-	{name: "Workspace", goV: session.Workspace{}, dir: out},
-	{name: "Checkpoint", goV: session.Checkpoint{}, dir: out},
-	{name: "Usage", goV: session.Usage{}, dir: out},
-	{name: "Capabilities", goV: hypervisor.Capabilities{}, dir: out},
-	{name: "CreateRequest", goV: session.CreateRequest{}, dir: in},
-	{name: "WorkspaceRequest", goV: session.WorkspaceRequest{}, dir: in},
-	{name: "PolicyInput", goV: session.PolicyRequest{}, dir: in},
-	{name: "PolicyNetwork", goV: rules.Network{}, dir: in},
-	{name: "AllowEntry", goV: rules.AllowEntry{}, dir: in},
-	{name: "Policy", goV: session.Policy{}, dir: out},
-	{name: "ProcessRules", goV: policy.ProcessRules{}, dir: in},
+	{name: "Session", goV: apiv1.Session{}, dir: out},
+	{name: "Runtime", goV: apiv1.Runtime{}, dir: both},
+	{name: "Workspace", goV: apiv1.Workspace{}, dir: out},
+	{name: "Checkpoint", goV: apiv1.Checkpoint{}, dir: out},
+	{name: "Usage", goV: apiv1.Usage{}, dir: out},
+	{name: "Capabilities", goV: apiv1.Capabilities{}, dir: out},
+	{name: "CreateRequest", goV: apiv1.CreateRequest{}, dir: in},
+	{name: "WorkspaceRequest", goV: apiv1.WorkspaceRequest{}, dir: in},
+	{name: "PolicyInput", goV: apiv1.PolicyRequest{}, dir: in},
+	{name: "PolicyNetwork", goV: apiv1.Network{}, dir: in},
+	{name: "AllowEntry", goV: apiv1.AllowEntry{}, dir: in},
+	{name: "Policy", goV: apiv1.Policy{}, dir: out},
+	{name: "ProcessRules", goV: apiv1.ProcessRules{}, dir: in},
 	{name: "SessionList", goV: sessionList{}, dir: out},
 
-	{name: "ExecRequest", goV: session.ExecRequest{}, dir: in},
+	{name: "ExecRequest", goV: apiv1.ExecRequest{}, dir: in},
 	{name: "Held", goV: heldBody{}, dir: out},
 	{name: "PolicyStatus", goV: policy.Status{}, dir: out},
 	{name: "PolicyRefused", goV: refusedBody{}, dir: out},
-	{name: "Approval", goV: session.Approval{}, dir: out},
+	{name: "Approval", goV: apiv1.Approval{}, dir: out},
 	{name: "ApprovalList", goV: approvalList{}, dir: out},
-	{name: "ApprovalDecision", goV: session.Decision{}, dir: in},
-	{name: "ExecResult", goV: session.ExecResult{}, dir: out},
-	{name: "Budget", goV: session.Budget{}, dir: both},
-	{name: "InterruptedOp", goV: session.InterruptedOp{}, dir: out},
+	{name: "ApprovalDecision", goV: apiv1.Decision{}, dir: in},
+	{name: "ExecResult", goV: apiv1.ExecResult{}, dir: out},
+	{name: "Budget", goV: apiv1.Budget{}, dir: both},
+	{name: "InterruptedOp", goV: apiv1.InterruptedOp{}, dir: out},
 	{name: "BudgetExceeded", goV: budgetExceededBody{}, dir: out},
 	{name: "CommandRefused", goV: commandRefusedBody{}, dir: out},
 	{name: "StreamLimited", goV: streamLimitedBody{}, dir: out},
 
-	{name: "CheckpointRequest", goV: session.CheckpointRequest{}, dir: in},
-	{name: "RestoreRequest", goV: session.RestoreRequest{}, dir: in},
-	{name: "ForkRequest", goV: session.ForkRequest{}, dir: in},
+	{name: "CheckpointRequest", goV: apiv1.CheckpointRequest{}, dir: in},
+	{name: "RestoreRequest", goV: apiv1.RestoreRequest{}, dir: in},
+	{name: "ForkRequest", goV: apiv1.ForkRequest{}, dir: in},
 	{name: "ForkResult", goV: forkResult{}, dir: out},
-	{name: "Artifacts", goV: session.Artifacts{}, dir: out},
+	{name: "Artifacts", goV: apiv1.Artifacts{}, dir: out},
 
-	{name: "LedgerEntry", goV: ledger.Entry{}, dir: out},
+	{name: "LedgerEntry", goV: apiv1.LedgerEntry{}, dir: out},
 	{name: "Events", goV: eventsBody{}, dir: out},
-	{name: "Step", goV: session.Step{}, dir: out},
-	{name: "Trajectory", goV: session.Trajectory{}, dir: out},
+	{name: "Step", goV: apiv1.Step{}, dir: out},
+	{name: "Trajectory", goV: apiv1.Trajectory{}, dir: out},
 
-	{name: "GitRequest", goV: session.GitRequest{}, dir: in},
-	{name: "GitResult", goV: session.GitResult{}, dir: out},
-	{name: "GitCommit", goV: session.GitCommit{}, dir: out},
+	{name: "GitRequest", goV: apiv1.GitRequest{}, dir: in},
+	{name: "GitResult", goV: apiv1.GitResult{}, dir: out},
+	{name: "GitCommit", goV: apiv1.GitCommit{}, dir: out},
 
 	{name: "Probe", goV: guestapi.Probe{}, dir: out},
 
-	{name: "UploadRequest", goV: session.UploadRequest{}, dir: in},
-	{name: "Upload", goV: session.Upload{}, dir: out},
+	{name: "UploadRequest", goV: apiv1.UploadRequest{}, dir: in},
+	{name: "Upload", goV: apiv1.Upload{}, dir: out},
 	{name: "UploadList", goV: uploadList{}, dir: out},
 
-	{name: "GrantRequest", goV: session.GrantRequest{}, dir: in},
-	{name: "Grant", goV: session.Grant{}, dir: out},
+	{name: "GrantRequest", goV: apiv1.GrantRequest{}, dir: in},
+	{name: "Grant", goV: apiv1.Grant{}, dir: out},
 	{name: "GrantList", goV: grantList{}, dir: out},
 
-	{name: "TokenRequest", goV: session.TokenRequest{}, dir: in},
-	{name: "SessionToken", goV: session.SessionToken{}, dir: out},
+	{name: "TokenRequest", goV: apiv1.TokenRequest{}, dir: in},
+	{name: "SessionToken", goV: apiv1.SessionToken{}, dir: out},
 	{name: "TokenList", goV: tokenList{}, dir: out},
-	{name: "WhoAmI", goV: auth.WhoAmI{}, dir: out},
-	{name: "BackendList", goV: session.BackendList{}, dir: out},
-	{name: "BackendInfo", goV: session.BackendInfo{}, dir: out},
+	{name: "WhoAmI", goV: apiv1.WhoAmI{}, dir: out},
+	{name: "BackendList", goV: apiv1.BackendList{}, dir: out},
+	{name: "BackendInfo", goV: apiv1.BackendInfo{}, dir: out},
 
-	{name: "PreviewRequest", goV: session.PreviewRequest{}, dir: in},
-	{name: "Preview", goV: session.Preview{}, dir: out},
+	{name: "PreviewRequest", goV: apiv1.PreviewRequest{}, dir: in},
+	{name: "Preview", goV: apiv1.Preview{}, dir: out},
 	{name: "PreviewList", goV: previewList{}, dir: out},
 
-	{name: "TerminalTicket", goV: session.TerminalTicket{}, dir: out},
-	{name: "TerminalResize", goV: session.TerminalResize{}, dir: in},
-	{name: "TerminalSize", goV: session.TerminalSize{}, dir: in},
+	{name: "TerminalTicket", goV: apiv1.TerminalTicket{}, dir: out},
+	{name: "TerminalResize", goV: apiv1.TerminalResize{}, dir: in},
+	{name: "TerminalSize", goV: apiv1.TerminalSize{}, dir: in},
 
 	{name: "FileInfo", goV: guestapi.FileInfo{}, dir: out},
 	{name: "Listing", goV: guestapi.Listing{}, dir: out},
-	{name: "FileRead", goV: session.FileRead{}, dir: out},
-	{name: "FileWrite", goV: session.FileWrite{}, dir: in},
-	{name: "FileRange", goV: session.FileRange{}, dir: out},
+	{name: "FileRead", goV: apiv1.FileRead{}, dir: out},
+	{name: "FileWrite", goV: apiv1.FileWrite{}, dir: in},
+	{name: "FileRange", goV: apiv1.FileRange{}, dir: out},
 
-	{name: "JobStart", goV: session.JobStart{}, dir: in},
+	{name: "JobStart", goV: apiv1.JobStart{}, dir: in},
 	{name: "ConfineReport", goV: guestapi.ConfineReport{}, dir: out},
-	{name: "Job", goV: session.Job{}, dir: out},
+	{name: "Job", goV: apiv1.Job{}, dir: out},
 	{name: "JobList", goV: jobList{}, dir: out},
-	{name: "JobRead", goV: session.JobRead{}, dir: out},
-	{name: "JobStdin", goV: session.JobStdin{}, dir: in},
+	{name: "JobRead", goV: apiv1.JobRead{}, dir: out},
+	{name: "JobStdin", goV: apiv1.JobStdin{}, dir: in},
 	{name: "JobStartEvent", goV: jobStartEvent{}, dir: out},
 	{name: "JobOutputEvent", goV: jobOutputEvent{}, dir: out},
 	{name: "JobStderrEvent", goV: jobStderrEvent{}, dir: out},
 	{name: "JobExitEvent", goV: jobExitEvent{}, dir: out},
 
-	{name: "SandboxRequest", goV: session.SandboxRequest{}, dir: in},
-	{name: "Sandbox", goV: session.Sandbox{}, dir: out},
+	{name: "SandboxRequest", goV: apiv1.SandboxRequest{}, dir: in},
+	{name: "Sandbox", goV: apiv1.Sandbox{}, dir: out},
 	{name: "SandboxList", goV: sandboxList{}, dir: out},
-	{name: "ProcessRequest", goV: session.ProcessRequest{}, dir: in},
-	{name: "ProcessResult", goV: session.ProcessResult{}, dir: out},
-	{name: "SandboxPath", goV: session.SandboxPath{}, dir: in},
-	{name: "SandboxFile", goV: session.SandboxFile{}, dir: out},
-	{name: "SandboxWrite", goV: session.SandboxWrite{}, dir: in},
-	{name: "SandboxWritten", goV: session.SandboxWritten{}, dir: out},
+	{name: "ProcessRequest", goV: apiv1.ProcessRequest{}, dir: in},
+	{name: "ProcessResult", goV: apiv1.ProcessResult{}, dir: out},
+	{name: "SandboxPath", goV: apiv1.SandboxPath{}, dir: in},
+	{name: "SandboxFile", goV: apiv1.SandboxFile{}, dir: out},
+	{name: "SandboxWrite", goV: apiv1.SandboxWrite{}, dir: in},
+	{name: "SandboxWritten", goV: apiv1.SandboxWritten{}, dir: out},
 }
 
 // openAPILimits ties values in the document (by JSON pointer) to what the
@@ -260,41 +257,41 @@ var openAPILimits = []struct {
 	ptr  string
 	want any
 }{
-	{"components/schemas/CreateRequest/properties/agent/maxLength", session.MaxAgentName},
-	{"components/schemas/CreateRequest/properties/ttl_seconds/maximum", session.MaxTTLSeconds},
-	{"components/schemas/CreateRequest/properties/ttl_seconds/default", session.DefaultTTLSeconds},
-	{"components/schemas/WorkspaceRequest/properties/path/maxLength", session.MaxWorkspacePath},
-	{"components/schemas/WorkspaceRequest/properties/lower/maxLength", session.MaxWorkspacePath},
-	{"components/schemas/WorkspaceRequest/properties/git/maxLength", session.MaxGitURL},
-	{"components/schemas/WorkspaceRequest/properties/mode/enum", []string{"", session.ModeWritable, "clone", session.ModeReadOnly, session.ModeOverlay}},
-	{"components/schemas/Workspace/properties/mode/enum", []string{"", session.ModeWritable, session.ModeReadOnly, session.ModeOverlay}},
-	{"components/schemas/Session/properties/state/enum", []string{session.StateRunning, session.StateExpired, session.StateGone, session.StateLost, session.StateDeleted}},
-	{"components/schemas/Session/properties/kind/enum", []string{session.KindSandbox}},
+	{"components/schemas/CreateRequest/properties/agent/maxLength", apiv1.MaxAgentName},
+	{"components/schemas/CreateRequest/properties/ttl_seconds/maximum", apiv1.MaxTTLSeconds},
+	{"components/schemas/CreateRequest/properties/ttl_seconds/default", apiv1.DefaultTTLSeconds},
+	{"components/schemas/WorkspaceRequest/properties/path/maxLength", apiv1.MaxWorkspacePath},
+	{"components/schemas/WorkspaceRequest/properties/lower/maxLength", apiv1.MaxWorkspacePath},
+	{"components/schemas/WorkspaceRequest/properties/git/maxLength", apiv1.MaxGitURL},
+	{"components/schemas/WorkspaceRequest/properties/mode/enum", []string{"", apiv1.ModeWritable, apiv1.ModeClone, apiv1.ModeReadOnly, apiv1.ModeOverlay}},
+	{"components/schemas/Workspace/properties/mode/enum", []string{"", apiv1.ModeWritable, apiv1.ModeReadOnly, apiv1.ModeOverlay}},
+	{"components/schemas/Session/properties/state/enum", []string{apiv1.StateRunning, apiv1.StateExpired, apiv1.StateGone, apiv1.StateLost, apiv1.StateDeleted}},
+	{"components/schemas/Session/properties/kind/enum", []string{apiv1.KindSandbox}},
 
-	{"components/schemas/ExecRequest/properties/command/maxLength", session.MaxCommandBytes},
-	{"components/schemas/ExecRequest/properties/timeout_seconds/maximum", session.MaxExecTimeout},
-	{"components/schemas/ExecRequest/properties/timeout_seconds/default", session.DefaultExecTimeout},
+	{"components/schemas/ExecRequest/properties/command/maxLength", apiv1.MaxCommandBytes},
+	{"components/schemas/ExecRequest/properties/timeout_seconds/maximum", apiv1.MaxExecTimeout},
+	{"components/schemas/ExecRequest/properties/timeout_seconds/default", apiv1.DefaultExecTimeout},
 
-	{"components/schemas/Budget/properties/max_execs/maximum", session.MaxBudgetExecs},
-	{"components/schemas/Budget/properties/max_exec_seconds/maximum", session.MaxBudgetSeconds},
-	{"components/schemas/Budget/properties/max_compute_seconds/maximum", session.MaxBudgetSeconds},
-	{"components/schemas/Budget/properties/max_jobs/maximum", session.MaxBudgetJobs},
-	{"components/schemas/Budget/properties/max_concurrent_jobs/maximum", session.MaxBudgetConcurrentJobs},
-	{"components/schemas/Budget/properties/max_children/maximum", session.MaxBudgetChildren},
-	{"components/schemas/Budget/properties/max_output_bytes/maximum", session.MaxBudgetOutputBytes},
-	{"components/schemas/Budget/properties/max_workspace_bytes/maximum", session.MaxBudgetWorkspaceBytes},
+	{"components/schemas/Budget/properties/max_execs/maximum", apiv1.MaxBudgetExecs},
+	{"components/schemas/Budget/properties/max_exec_seconds/maximum", apiv1.MaxBudgetSeconds},
+	{"components/schemas/Budget/properties/max_compute_seconds/maximum", apiv1.MaxBudgetSeconds},
+	{"components/schemas/Budget/properties/max_jobs/maximum", apiv1.MaxBudgetJobs},
+	{"components/schemas/Budget/properties/max_concurrent_jobs/maximum", apiv1.MaxBudgetConcurrentJobs},
+	{"components/schemas/Budget/properties/max_children/maximum", apiv1.MaxBudgetChildren},
+	{"components/schemas/Budget/properties/max_output_bytes/maximum", apiv1.MaxBudgetOutputBytes},
+	{"components/schemas/Budget/properties/max_workspace_bytes/maximum", apiv1.MaxBudgetWorkspaceBytes},
 
-	{"components/schemas/CheckpointRequest/properties/tag/maxLength", session.MaxTagLen},
+	{"components/schemas/CheckpointRequest/properties/tag/maxLength", apiv1.MaxTagLen},
 	{"components/schemas/ForkRequest/properties/count/maximum", hypervisor.MaxForkChildren},
 
-	{"components/schemas/GitRequest/properties/message/maxLength", session.MaxCommitMsg},
-	{"components/parameters/GitLogN/schema/maximum", session.MaxGitLog},
+	{"components/schemas/GitRequest/properties/message/maxLength", apiv1.MaxCommitMsg},
+	{"components/parameters/GitLogN/schema/maximum", apiv1.MaxGitLog},
 
-	{"components/schemas/UploadRequest/properties/size/maximum", session.MaxUploadBytes},
-	{"components/parameters/UploadOffset/schema/maximum", session.MaxUploadBytes},
-	{"components/schemas/Upload/properties/state/enum", []string{session.UploadOpen, session.UploadComplete}},
+	{"components/schemas/UploadRequest/properties/size/maximum", apiv1.MaxUploadBytes},
+	{"components/parameters/UploadOffset/schema/maximum", apiv1.MaxUploadBytes},
+	{"components/schemas/Upload/properties/state/enum", []string{apiv1.UploadOpen, apiv1.UploadComplete}},
 
-	{"components/schemas/FileWrite/properties/content_base64/maxLength", base64.StdEncoding.EncodedLen(session.MaxFileWriteBytes)},
+	{"components/schemas/FileWrite/properties/content_base64/maxLength", base64.StdEncoding.EncodedLen(apiv1.MaxFileWriteBytes)},
 	{"components/schemas/FileRead/properties/size/maximum", guestapi.MaxFileReadBytes},
 	{"components/parameters/RangeLength/schema/maximum", guestapi.MaxRangeBytes},
 	{"components/parameters/RangeLength/schema/default", guestapi.MaxRangeBytes},
@@ -303,7 +300,7 @@ var openAPILimits = []struct {
 	{"components/schemas/FileInfo/properties/type/enum", []string{guestapi.TypeFile, guestapi.TypeDir, guestapi.TypeSymlink, guestapi.TypeOther}},
 	{"components/schemas/Listing/properties/entries/maxItems", guestapi.MaxListEntries},
 
-	{"components/schemas/JobStart/properties/command/maxLength", session.MaxCommandBytes},
+	{"components/schemas/JobStart/properties/command/maxLength", apiv1.MaxCommandBytes},
 	{"components/schemas/JobStart/properties/max_output_bytes/maximum", guestapi.MaxMaxOutputBytes},
 	{"components/schemas/JobStart/properties/timeout_seconds/maximum", guestapi.MaxTimeoutSeconds},
 	{"components/schemas/JobStdin/properties/text/maxLength", guestapi.MaxStdinWriteBytes},
@@ -316,48 +313,48 @@ var openAPILimits = []struct {
 	{"components/schemas/StreamLimited/properties/code/enum", []string{api.CodeJobStreamsSession, api.CodeJobStreamsTenant, api.CodeJobStreamsDaemon,
 		api.CodeEventStreamsSession, api.CodeEventStreamsTenant, api.CodeEventStreamsDaemon}},
 
-	{"components/schemas/GrantRequest/properties/value/maxLength", session.MaxGrantValueBytes},
-	{"components/schemas/GrantRequest/properties/hosts/maxItems", session.MaxGrantHosts},
-	{"components/schemas/GrantRequest/properties/ttl_seconds/maximum", session.MaxGrantTTLSeconds},
-	{"components/schemas/GrantRequest/properties/ttl_seconds/default", session.DefaultGrantTTLSeconds},
-	{"components/schemas/GrantRequest/properties/header/default", session.DefaultGrantHeader},
-	{"components/schemas/GrantList/properties/grants/maxItems", session.MaxGrantsPerSession},
+	{"components/schemas/GrantRequest/properties/value/maxLength", apiv1.MaxGrantValueBytes},
+	{"components/schemas/GrantRequest/properties/hosts/maxItems", apiv1.MaxGrantHosts},
+	{"components/schemas/GrantRequest/properties/ttl_seconds/maximum", apiv1.MaxGrantTTLSeconds},
+	{"components/schemas/GrantRequest/properties/ttl_seconds/default", apiv1.DefaultGrantTTLSeconds},
+	{"components/schemas/GrantRequest/properties/header/default", apiv1.DefaultGrantHeader},
+	{"components/schemas/GrantList/properties/grants/maxItems", apiv1.MaxGrantsPerSession},
 
-	{"components/schemas/TokenRequest/properties/ops/items/enum", auth.GrantableOps()},
-	{"components/schemas/TokenRequest/properties/ttl_seconds/maximum", session.MaxTokenTTLSeconds},
-	{"components/schemas/TokenRequest/properties/ttl_seconds/default", session.DefaultTokenTTLSeconds},
-	{"components/schemas/TokenRequest/properties/label/maxLength", session.MaxTokenLabel},
-	{"components/schemas/TokenList/properties/tokens/maxItems", session.MaxTokensPerSession},
-	{"components/schemas/WhoAmI/properties/kind/enum", []string{auth.KindAdmin, auth.KindTenant, auth.KindSession}},
+	{"components/schemas/TokenRequest/properties/ops/items/enum", apiv1.GrantableOps()},
+	{"components/schemas/TokenRequest/properties/ttl_seconds/maximum", apiv1.MaxTokenTTLSeconds},
+	{"components/schemas/TokenRequest/properties/ttl_seconds/default", apiv1.DefaultTokenTTLSeconds},
+	{"components/schemas/TokenRequest/properties/label/maxLength", apiv1.MaxTokenLabel},
+	{"components/schemas/TokenList/properties/tokens/maxItems", apiv1.MaxTokensPerSession},
+	{"components/schemas/WhoAmI/properties/kind/enum", []string{apiv1.KindAdmin, apiv1.KindTenant, apiv1.KindSession}},
 
-	{"components/schemas/SandboxRequest/properties/ttl_seconds/maximum", session.MaxTTLSeconds},
-	{"components/schemas/SandboxRequest/properties/ttl_seconds/default", session.DefaultSandboxTTLSeconds},
-	{"components/schemas/Sandbox/properties/id/pattern", "^" + session.SandboxIDPrefix + "[0-9a-f]{16}$"},
-	{"components/schemas/ProcessRequest/properties/command/maxLength", session.MaxCommandBytes},
-	{"components/schemas/ProcessRequest/properties/timeout_seconds/maximum", session.MaxExecTimeout},
-	{"components/schemas/ProcessRequest/properties/timeout_seconds/default", session.DefaultExecTimeout},
-	{"components/schemas/ProcessRequest/properties/env/maxProperties", session.MaxSandboxEnvVars},
+	{"components/schemas/SandboxRequest/properties/ttl_seconds/maximum", apiv1.MaxTTLSeconds},
+	{"components/schemas/SandboxRequest/properties/ttl_seconds/default", apiv1.DefaultSandboxTTLSeconds},
+	{"components/schemas/Sandbox/properties/id/pattern", "^" + apiv1.SandboxIDPrefix + "[0-9a-f]{16}$"},
+	{"components/schemas/ProcessRequest/properties/command/maxLength", apiv1.MaxCommandBytes},
+	{"components/schemas/ProcessRequest/properties/timeout_seconds/maximum", apiv1.MaxExecTimeout},
+	{"components/schemas/ProcessRequest/properties/timeout_seconds/default", apiv1.DefaultExecTimeout},
+	{"components/schemas/ProcessRequest/properties/env/maxProperties", apiv1.MaxSandboxEnvVars},
 	{"components/schemas/ProcessRequest/properties/cwd/maxLength", 4096},
 	{"components/schemas/SandboxPath/properties/path/maxLength", 4096},
 	{"components/schemas/SandboxWrite/properties/path/maxLength", 4096},
-	{"components/schemas/SandboxWrite/properties/content/maxLength", session.MaxSandboxFileBytes},
-	{"components/schemas/SandboxWrite/properties/content_base64/maxLength", base64.StdEncoding.EncodedLen(session.MaxSandboxFileBytes)},
-	{"components/schemas/SandboxFile/properties/size/maximum", session.MaxSandboxFileBytes},
+	{"components/schemas/SandboxWrite/properties/content/maxLength", apiv1.MaxSandboxFileBytes},
+	{"components/schemas/SandboxWrite/properties/content_base64/maxLength", base64.StdEncoding.EncodedLen(apiv1.MaxSandboxFileBytes)},
+	{"components/schemas/SandboxFile/properties/size/maximum", apiv1.MaxSandboxFileBytes},
 
 	{"components/parameters/IdempotencyKey/schema/maxLength", 255},
 
 	{"components/schemas/PreviewRequest/properties/port/maximum", 65535},
-	{"components/schemas/PreviewRequest/properties/ttl_seconds/maximum", session.MaxPreviewTTLSeconds},
-	{"components/schemas/PreviewRequest/properties/ttl_seconds/default", session.DefaultPreviewTTLSeconds},
-	{"components/schemas/PreviewList/properties/previews/maxItems", session.MaxPreviewsPerSession},
+	{"components/schemas/PreviewRequest/properties/ttl_seconds/maximum", apiv1.MaxPreviewTTLSeconds},
+	{"components/schemas/PreviewRequest/properties/ttl_seconds/default", apiv1.DefaultPreviewTTLSeconds},
+	{"components/schemas/PreviewList/properties/previews/maxItems", apiv1.MaxPreviewsPerSession},
 
-	{"components/parameters/TerminalCols/schema/maximum", session.MaxTerminalDim},
-	{"components/parameters/TerminalCols/schema/default", session.DefaultTerminalCols},
-	{"components/parameters/TerminalRows/schema/maximum", session.MaxTerminalDim},
-	{"components/parameters/TerminalRows/schema/default", session.DefaultTerminalRows},
-	{"components/parameters/TerminalCommand/schema/maxLength", session.MaxTerminalCommandBytes},
-	{"components/schemas/TerminalSize/properties/cols/maximum", session.MaxTerminalDim},
-	{"components/schemas/TerminalSize/properties/rows/maximum", session.MaxTerminalDim},
+	{"components/parameters/TerminalCols/schema/maximum", apiv1.MaxTerminalDim},
+	{"components/parameters/TerminalCols/schema/default", apiv1.DefaultTerminalCols},
+	{"components/parameters/TerminalRows/schema/maximum", apiv1.MaxTerminalDim},
+	{"components/parameters/TerminalRows/schema/default", apiv1.DefaultTerminalRows},
+	{"components/parameters/TerminalCommand/schema/maxLength", apiv1.MaxTerminalCommandBytes},
+	{"components/schemas/TerminalSize/properties/cols/maximum", apiv1.MaxTerminalDim},
+	{"components/schemas/TerminalSize/properties/rows/maximum", apiv1.MaxTerminalDim},
 
 	// The procbox backend's limits, the only backend today.
 	{"components/schemas/Runtime/properties/cpus/maximum", procbox.MaxCPUs},

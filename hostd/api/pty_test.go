@@ -448,7 +448,7 @@ func TestPTYCap(t *testing.T) {
 func TestPTYTicket(t *testing.T) {
 	// The daemon's log, to look for tickets in.
 	var logs syncBuffer
-	d := newTestDaemon(t, daemontest.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	d := fakeDaemon(t, daemontest.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := ptyCtx(t)
 	toks := withTenants(t, d, "acme")
 	hs := struct{ URL string }{d.url}

@@ -2,23 +2,16 @@ package api_test
 
 import (
 	"bytes"
-	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
-	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
 
@@ -29,38 +22,18 @@ const guardModule = `package paddock.ext.guard.process
 deny contains "no rm -rf here" if contains(input.command, "rm -rf")
 `
 
-// guardedDaemon is a daemon on procbox whose policy engine has
-// guardModule, for the sandbox process route's judgement.
+// guardedDaemon is a daemon on the fake backend whose policy engine has
+// guardModule (an operator's module, as --policy-ext gives it), for the
+// sandbox process route's judgement: a policy decision, not a sandbox's
+// walls, so it needs no root.
 func guardedDaemon(t *testing.T) (url string, led *ledger.Ledger) {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	led = ledger.New(st)
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
 	ext := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ext, "guard.rego"), []byte(guardModule), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := policy.New(policy.Options{ExtDir: ext})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName, Policy: eng})
-	t.Cleanup(func() { mgr.Shutdown(context.Background()) })
-	srv := api.New(mgr, sha256.Sum256([]byte(token)), nil)
-	srv.SetPolicy(eng)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	return hs.URL, led
+	d := fakeDaemon(t, daemontest.WithPolicyOptions(policy.Options{ExtDir: ext}))
+	return d.url, d.led
 }
 
 // callBody is a call's status and raw body.
@@ -92,7 +65,7 @@ func TestSandboxProcessJudged(t *testing.T) {
 	if code := call(t, url, "POST", "/v1/sandboxes", session.SandboxRequest{TTLSeconds: 600}, &sb); code != 201 {
 		t.Fatalf("create sandbox: %d", code)
 	}
-	const bad = "touch /tmp/keep && rm -rf /tmp/keep"
+	const bad = "touch keep && rm -rf keep"
 	execCode, execBody := callBody(t, url, "POST", "/v1/agents/sessions/"+s.ID+"/exec", map[string]any{"command": bad})
 	procCode, procBody := callBody(t, url, "POST", "/v1/sandboxes/"+sb.ID+"/process", map[string]any{"command": bad})
 	if execCode != 403 || procCode != 403 {
@@ -109,7 +82,7 @@ func TestSandboxProcessJudged(t *testing.T) {
 		t.Errorf("sandbox ledger: %v, want it to end with exec.refused", k)
 	}
 	var out session.ProcessResult
-	if code := call(t, url, "POST", "/v1/sandboxes/"+sb.ID+"/process", map[string]any{"command": "test -e /tmp/keep; echo $?"}, &out); code != 200 || out.Result != "exec" || out.Stdout != "1\n" {
+	if code := call(t, url, "POST", "/v1/sandboxes/"+sb.ID+"/process", map[string]any{"command": "test -e keep; echo $?"}, &out); code != 200 || out.Result != "exec" || out.Stdout != "1\n" {
 		t.Errorf("after the refusal: %d %+v (the refused command ran?)", code, out)
 	}
 }

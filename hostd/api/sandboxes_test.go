@@ -244,7 +244,8 @@ func TestSandboxCreateRefusals(t *testing.T) {
 // session routes never show one, and the sandbox routes never show (or
 // delete) a session.
 func TestSandboxesAndSessionsApart(t *testing.T) {
-	c, url, _, _ := sandboxDaemon(t)
+	d := fakeDaemon(t)
+	c, url := d.c, d.url
 	ctx := context.Background()
 	first, err := c.CreateSandbox(ctx, session.SandboxRequest{})
 	if err != nil {
@@ -356,7 +357,8 @@ func TestSandboxTTL(t *testing.T) {
 // TestSandboxIdempotency: a retried create or process with the same key
 // runs once.
 func TestSandboxIdempotency(t *testing.T) {
-	c, url, _, _ := sandboxDaemon(t)
+	d := fakeDaemon(t)
+	c, url := d.c, d.url
 	ctx := context.Background()
 	post := func(path, key, body string) (int, string) {
 		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
@@ -384,11 +386,11 @@ func TestSandboxIdempotency(t *testing.T) {
 	json.Unmarshal([]byte(first), &sb)
 	defer c.DeleteSandbox(ctx, sb.ID)
 	for range 2 {
-		if code, body := post("/v1/sandboxes/"+sb.ID+"/process", "p-1", `{"command": "echo x >> /tmp/count"}`); code != 200 {
+		if code, body := post("/v1/sandboxes/"+sb.ID+"/process", "p-1", `{"command": "echo x >> count"}`); code != 200 {
 			t.Fatalf("process: %d %s", code, body)
 		}
 	}
-	if r, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "wc -l < /tmp/count"}); err != nil || strings.TrimSpace(r.Stdout) != "1" {
+	if r, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "wc -l < count"}); err != nil || strings.TrimSpace(r.Stdout) != "1" {
 		t.Errorf("the command ran %q times, want once (%v)", strings.TrimSpace(r.Stdout), err)
 	}
 }

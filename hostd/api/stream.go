@@ -320,7 +320,7 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := req.Check(); err != nil {
+	if err := session.CheckExec(&req); err != nil {
 		return err
 	}
 	id := r.PathValue("id")

@@ -5,6 +5,8 @@ import (
 	"paddock.dev/paddock/errdefs"
 	"slices"
 	"strings"
+
+	apiv1 "paddock.dev/paddock/api"
 )
 
 // Errors, wrapped with %w; of errdefs' kinds, so the API answers 401 and
@@ -20,21 +22,21 @@ var (
 // Operations a session token can be granted. Each route a session token
 // may call needs exactly one (the route table is hostd/api/routes).
 const (
-	OpRead       = "read"        // the session record, ledger, trajectory, artifacts, probe
-	OpExec       = "exec"        // exec and exec/stream
-	OpJobs       = "jobs"        // background jobs: start, list, read, stdin, kill, stream
-	OpFilesRead  = "files.read"  // list, read and ranged read of files
-	OpFilesWrite = "files.write" // write and remove files, resumable uploads
-	OpGit        = "git"         // git status, diff, log, commit, branch
-	OpCheckpoint = "checkpoint"  // take a checkpoint (restoring one is not grantable)
-	OpPreview    = "preview"     // make and delete the session's preview URLs
+	OpRead       = apiv1.OpRead
+	OpExec       = apiv1.OpExec
+	OpJobs       = apiv1.OpJobs
+	OpFilesRead  = apiv1.OpFilesRead
+	OpFilesWrite = apiv1.OpFilesWrite
+	OpGit        = apiv1.OpGit
+	OpCheckpoint = apiv1.OpCheckpoint
+	OpPreview    = apiv1.OpPreview
 )
 
-var grantable = []string{OpRead, OpExec, OpJobs, OpFilesRead, OpFilesWrite, OpGit, OpCheckpoint, OpPreview}
+var grantable = apiv1.GrantableOps()
 
 // GrantableOps lists the ops a session token can carry, in their
-// canonical order.
-func GrantableOps() []string { return slices.Clone(grantable) }
+// canonical order (api.GrantableOps).
+func GrantableOps() []string { return apiv1.GrantableOps() }
 
 // IsOp reports whether op is a grantable op.
 func IsOp(op string) bool { return slices.Contains(grantable, op) }

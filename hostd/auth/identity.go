@@ -17,13 +17,15 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	apiv1 "paddock.dev/paddock/api"
 )
 
 // Kinds of caller.
 const (
-	KindAdmin   = "admin"   // the daemon's admin token: every session, every route
-	KindTenant  = "tenant"  // a tenant token: that tenant's sessions and sandboxes
-	KindSession = "session" // a session token: one session, the ops it was minted with
+	KindAdmin   = apiv1.KindAdmin
+	KindTenant  = apiv1.KindTenant
+	KindSession = apiv1.KindSession
 )
 
 // ActorDaemon is the ledger actor of what the daemon does on its own
@@ -82,15 +84,8 @@ func (id Identity) Has(op string) bool {
 	return false
 }
 
-// WhoAmI is the answer to GET /v1/whoami.
-type WhoAmI struct {
-	Kind      string     `json:"kind"`
-	Tenant    string     `json:"tenant,omitempty"`
-	Session   string     `json:"session,omitempty"`
-	TokenID   string     `json:"token_id,omitempty"`
-	Ops       []string   `json:"ops,omitempty"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-}
+// WhoAmI is the public wire type api.WhoAmI, kept under this name here.
+type WhoAmI = apiv1.WhoAmI
 
 // WhoAmI describes the caller; there is no secret in it.
 func (id Identity) WhoAmI() WhoAmI {

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+
+	apiv1 "paddock.dev/paddock/api"
 )
 
 // Token formats. Every Paddock token starts with "pdk_".
@@ -18,8 +20,8 @@ import (
 // finds the token's record (and how it is listed, revoked and ledgered).
 // The whole token is what is hashed and compared.
 const (
-	TokenPrefix          = "pdk_"
-	SessionTokenIDPrefix = "tok-"
+	TokenPrefix          = apiv1.TokenPrefix
+	SessionTokenIDPrefix = apiv1.SessionTokenIDPrefix
 	tenantTokenPrefix    = TokenPrefix + "tn_"
 	// MaxTokenBytes bounds what is read from an Authorization header.
 	MaxTokenBytes = 512

@@ -49,6 +49,7 @@ import (
 	"strconv"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/hostd/store"
 )
 
@@ -69,17 +70,8 @@ func New(st *store.Store) *Ledger {
 	return &Ledger{st: st, now: time.Now}
 }
 
-// Entry is one ledger entry. Time is UTC.
-type Entry struct {
-	Seq     int64           `json:"seq"`
-	Time    time.Time       `json:"time"`
-	Session string          `json:"session"`
-	Kind    string          `json:"kind"`
-	Actor   string          `json:"actor"`
-	Data    json.RawMessage `json:"data"`
-	Prev    string          `json:"prev"`
-	Hash    string          `json:"hash"`
-}
+// Entry is the public wire type api.LedgerEntry, kept under this name here.
+type Entry = apiv1.LedgerEntry
 
 // hashDomain is the first field of every entry's canonical encoding; a new
 // encoding gets a new domain.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress/rules"
 
 	"paddock.dev/paddock/hypervisor"
@@ -15,7 +16,7 @@ import (
 
 // StateLost is saved for a session whose sandbox did not survive a daemon
 // restart (it died, or the host rebooted); the record and ledger stay.
-const StateLost = "lost"
+const StateLost = apiv1.StateLost
 
 // Reattach takes over the sandboxes of running sessions that an earlier
 // daemon on this state dir left behind, and records the sessions whose

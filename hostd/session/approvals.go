@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/policy"
@@ -19,55 +20,23 @@ import (
 
 // Limits of the approval flow.
 const (
-	MaxApprovalWaitSeconds  = 120  // approval_wait_seconds
+	MaxApprovalWaitSeconds  = apiv1.MaxApprovalWaitSeconds
 	MaxPendingApprovals     = 64   // live pending requests per session
 	MaxApprovalRows         = 1024 // requests kept per session; decided and expired ones older than a day are pruned first
 	MaxApprovalNoteBytes    = 512
 	MaxApprovalCommandBytes = 4096 // of a command, kept in the request and its ledger entries (the digest binds all of it)
 )
 
-// ErrApprovalRequired is wrapped by a Hold: the command waits for an
-// operator's decision (428, errdefs' kind).
+// ErrApprovalRequired is wrapped by a Hold (api.Hold): the command waits
+// for an operator's decision (428).
 var ErrApprovalRequired = errdefs.ErrApprovalRequired
 
-// Hold answers a command that matched an ask rule: it did not run, and
-// ApprovalID names the request an operator decides.
-type Hold struct {
-	ApprovalID string    `json:"approval_id"`
-	Summary    string    `json:"summary"`
-	Matched    string    `json:"matched"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
-
-func (h *Hold) Error() string {
-	return fmt.Sprintf("%s: %s matched %s; an operator must approve request %s (POST .../approvals/%s/approve), then retry with approval_id, before %s",
-		ErrApprovalRequired, h.Summary, h.Matched, h.ApprovalID, h.ApprovalID, h.ExpiresAt.Format(time.RFC3339))
-}
-
-func (h *Hold) Unwrap() error { return ErrApprovalRequired }
-
-// Approval is an approval request as the API shows it.
-type Approval struct {
-	ID         string     `json:"id"`
-	Session    string     `json:"session"`
-	Kind       string     `json:"kind"`
-	Command    string     `json:"command"`
-	Summary    string     `json:"summary"`
-	Matched    string     `json:"matched"`
-	State      string     `json:"state"` // pending, approved, denied, consumed, expired
-	Requester  string     `json:"requester"`
-	Decider    string     `json:"decider,omitempty"`
-	Note       string     `json:"note,omitempty"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	DecidedAt  *time.Time `json:"decided_at,omitempty"`
-	ConsumedAt *time.Time `json:"consumed_at,omitempty"`
-}
-
-// Decision is the body of POST .../approvals/{approval}/approve and /deny.
-type Decision struct {
-	Note string `json:"note,omitempty"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	Hold     = apiv1.Hold
+	Approval = apiv1.Approval
+	Decision = apiv1.Decision
+)
 
 func approvalOut(a store.ApprovalRow, now time.Time) Approval {
 	out := Approval{ID: a.ID, Session: a.SessionID, Kind: a.Kind, Command: a.Command, Summary: a.Summary,
@@ -168,7 +137,7 @@ type verdict struct {
 // digestFor binds a command to s as it is now: its policy and revision.
 func (c commandCheck) digestFor(s *Session) string {
 	return held{Session: s.ID, Kind: c.kind, Command: c.command, Params: c.params, Process: s.Policy.Process,
-		Network: s.Policy.Summary, Revision: s.Revision}.digest()
+		Network: s.Policy.NetworkSummary, Revision: s.Revision}.digest()
 }
 
 // judge asks the process policy about a command before it starts. Allowed:

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/hypervisor"
 )
 
@@ -52,17 +53,11 @@ func (m *Manager) backendOf(name string) hypervisor.Backend {
 	return m.backends[name]
 }
 
-// BackendInfo is one entry of GET /v1/backends.
-type BackendInfo struct {
-	Name         string                  `json:"name"`
-	Default      bool                    `json:"default"`
-	Capabilities hypervisor.Capabilities `json:"capabilities"`
-}
-
-// BackendList is the body of GET /v1/backends.
-type BackendList struct {
-	Backends []BackendInfo `json:"backends"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	BackendInfo = apiv1.BackendInfo
+	BackendList = apiv1.BackendList
+)
 
 // Backends describes the enabled backends, default first, then by name:
 // what a create may put in runtime.backend and what each can do here.

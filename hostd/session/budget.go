@@ -39,29 +39,20 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
 )
 
-// Budget limits what a session may consume. Every field is optional: nil
-// is no limit, and zero allows none of it.
-type Budget struct {
-	MaxExecs          *int64 `json:"max_execs,omitempty"`
-	MaxExecSeconds    *int64 `json:"max_exec_seconds,omitempty"`
-	MaxJobs           *int64 `json:"max_jobs,omitempty"`
-	MaxConcurrentJobs *int64 `json:"max_concurrent_jobs,omitempty"`
-	MaxChildren       *int64 `json:"max_children,omitempty"`
-	MaxComputeSeconds *int64 `json:"max_compute_seconds,omitempty"`
-	MaxOutputBytes    *int64 `json:"max_output_bytes,omitempty"`
-	MaxWorkspaceBytes *int64 `json:"max_workspace_bytes,omitempty"`
-}
+// Budget is the public wire type api.Budget, kept under this name here.
+type Budget = apiv1.Budget
 
-// limitsCommands reports whether b limits what commands may spend (all
+// budgetLimitsCommands reports whether b limits what commands may spend (all
 // but max_children, which bounds forks): a terminal, whose commands the
 // daemon never sees, would walk around it.
-func (b *Budget) limitsCommands() bool {
+func budgetLimitsCommands(b *Budget) bool {
 	return b != nil && (b.MaxExecs != nil || b.MaxExecSeconds != nil || b.MaxJobs != nil || b.MaxConcurrentJobs != nil ||
 		b.MaxComputeSeconds != nil || b.MaxOutputBytes != nil || b.MaxWorkspaceBytes != nil)
 }
@@ -69,13 +60,13 @@ func (b *Budget) limitsCommands() bool {
 // Upper bounds of the budget fields (docs/api/openapi.yaml states them;
 // a test compares).
 const (
-	MaxBudgetExecs          = 1_000_000
-	MaxBudgetSeconds        = 30 * 24 * 3600 // max_exec_seconds, max_compute_seconds
-	MaxBudgetJobs           = 100_000
-	MaxBudgetConcurrentJobs = api.MaxJobs
-	MaxBudgetChildren       = 10_000
-	MaxBudgetOutputBytes    = api.MaxMaxOutputBytes
-	MaxBudgetWorkspaceBytes = 1 << 40
+	MaxBudgetExecs          = apiv1.MaxBudgetExecs
+	MaxBudgetSeconds        = apiv1.MaxBudgetSeconds
+	MaxBudgetJobs           = apiv1.MaxBudgetJobs
+	MaxBudgetConcurrentJobs = apiv1.MaxBudgetConcurrentJobs
+	MaxBudgetChildren       = apiv1.MaxBudgetChildren
+	MaxBudgetOutputBytes    = apiv1.MaxBudgetOutputBytes
+	MaxBudgetWorkspaceBytes = apiv1.MaxBudgetWorkspaceBytes
 )
 
 // budgetField is one field of Budget with its bounds.
@@ -96,9 +87,9 @@ var budgetFields = []budgetField{
 	{"max_workspace_bytes", 1, MaxBudgetWorkspaceBytes, func(b *Budget) **int64 { return &b.MaxWorkspaceBytes }},
 }
 
-// check refuses a field out of its bounds, naming it. A budget with no
+// checkBudget refuses a field out of its bounds, naming it. A budget with no
 // field set is no budget (nil).
-func (b *Budget) check() (*Budget, error) {
+func checkBudget(b *Budget) (*Budget, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -116,10 +107,10 @@ func (b *Budget) check() (*Budget, error) {
 	if !set {
 		return nil, nil
 	}
-	return b.clone(), nil
+	return cloneBudget(b), nil
 }
 
-func (b *Budget) clone() *Budget {
+func cloneBudget(b *Budget) *Budget {
 	if b == nil {
 		return nil
 	}
@@ -140,7 +131,7 @@ func childBudget(b *Budget, u Usage) *Budget {
 	if b == nil {
 		return nil
 	}
-	out := b.clone()
+	out := cloneBudget(b)
 	left := func(p *int64, used int64) {
 		if p != nil {
 			*p = max(0, *p-used)
@@ -198,12 +189,8 @@ func (e *BudgetError) Unwrap() error { return errBudgetExceeded }
 // code.
 var errBudgetExceeded = errdefs.WithCode(errdefs.CodeBudgetExceeded, ErrForbidden)
 
-// InterruptedOp is a lifecycle operation that a daemon started and did
-// not finish (it died mid-way); shown until another one completes.
-type InterruptedOp struct {
-	Op        string    `json:"op"`
-	StartedAt time.Time `json:"started_at"`
-}
+// InterruptedOp is the public wire type api.InterruptedOp, kept under this name here.
+type InterruptedOp = apiv1.InterruptedOp
 
 // jobRow is the host's record of a job it started and has not yet
 // settled into usage.job_ms (the store's jobs table).

@@ -38,7 +38,7 @@ func TestBudgetCheck(t *testing.T) {
 		{"output too many", &Budget{MaxOutputBytes: n(MaxBudgetOutputBytes + 1)}, "budget.max_output_bytes", false},
 		{"workspace zero", &Budget{MaxWorkspaceBytes: n(0)}, "budget.max_workspace_bytes", false},
 	} {
-		got, err := tc.b.check()
+		got, err := checkBudget(tc.b)
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
@@ -27,9 +28,9 @@ import (
 
 // Git limits.
 const (
-	MaxGitDiffBytes = 256 << 10
-	MaxGitLog       = 200
-	MaxCommitMsg    = 16 << 10
+	MaxGitDiffBytes = apiv1.MaxGitDiffBytes
+	MaxGitLog       = apiv1.MaxGitLog
+	MaxCommitMsg    = apiv1.MaxCommitMsg
 	// maxGitConfigList bounds what git config --list may print for one
 	// repository (its config with includes).
 	maxGitConfigList = 1 << 20
@@ -39,33 +40,12 @@ const (
 	gitTimeout = 120
 )
 
-// GitRequest is the body of POST .../git/commit and .../git/branch, and the
-// query of the GET verbs.
-type GitRequest struct {
-	Repo       string `json:"repo,omitempty"`
-	Message    string `json:"message,omitempty"`
-	Name       string `json:"name,omitempty"`
-	StagedOnly bool   `json:"staged_only,omitempty"`
-}
-
-// GitResult answers every git verb.
-type GitResult struct {
-	Repo      string      `json:"repo"`
-	Output    string      `json:"output"`
-	Truncated bool        `json:"truncated,omitempty"`
-	Commit    string      `json:"commit,omitempty"`
-	Branch    string      `json:"branch,omitempty"`
-	Entries   []GitCommit `json:"entries,omitempty"`
-}
-
-// GitCommit is one entry of git log.
-type GitCommit struct {
-	ID      string    `json:"id"`
-	Author  string    `json:"author"`
-	Email   string    `json:"email"`
-	Time    time.Time `json:"time"`
-	Subject string    `json:"subject"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	GitRequest = apiv1.GitRequest
+	GitResult  = apiv1.GitResult
+	GitCommit  = apiv1.GitCommit
+)
 
 var branchRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
 

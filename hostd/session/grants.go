@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/auth"
@@ -22,16 +23,16 @@ import (
 
 // Limits on credential grants.
 const (
-	MaxGrantsPerSession    = 16
-	MaxGrantHosts          = 16
-	MaxGrantValueBytes     = 8 << 10
-	MaxGrantTTLSeconds     = 86400
-	DefaultGrantTTLSeconds = 3600
+	MaxGrantsPerSession    = apiv1.MaxGrantsPerSession
+	MaxGrantHosts          = apiv1.MaxGrantHosts
+	MaxGrantValueBytes     = apiv1.MaxGrantValueBytes
+	MaxGrantTTLSeconds     = apiv1.MaxGrantTTLSeconds
+	DefaultGrantTTLSeconds = apiv1.DefaultGrantTTLSeconds
 	// SecretEnvPrefix names the daemon's environment variables a
 	// secret_ref points at: secret_ref GH_TOKEN is PADDOCK_SECRET_GH_TOKEN.
 	SecretEnvPrefix = "PADDOCK_SECRET_"
 	// DefaultGrantHeader is the header a grant sets when it names none.
-	DefaultGrantHeader = "Authorization"
+	DefaultGrantHeader = apiv1.DefaultGrantHeader
 )
 
 var secretRefRE = regexp.MustCompile(`^[A-Z0-9_]{1,64}$`)
@@ -42,28 +43,11 @@ var secretRefRE = regexp.MustCompile(`^[A-Z0-9_]{1,64}$`)
 var refusedGrantHeaders = []string{"Host", "Cookie", "Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length"}
 
-// GrantRequest is the body of POST .../grants. Exactly one of Value and
-// SecretRef is given.
-type GrantRequest struct {
-	SecretRef  string   `json:"secret_ref,omitempty"`
-	Value      string   `json:"value,omitempty"`
-	Hosts      []string `json:"hosts"`
-	Methods    []string `json:"methods,omitempty"`
-	Paths      []string `json:"paths,omitempty"`
-	Header     string   `json:"header,omitempty"`
-	TTLSeconds int      `json:"ttl_seconds,omitempty"`
-}
-
-// Grant is a credential grant as the API shows it: never its value.
-type Grant struct {
-	ID        string    `json:"id"`
-	SecretRef string    `json:"secret_ref,omitempty"`
-	Hosts     []string  `json:"hosts"`
-	Methods   []string  `json:"methods,omitempty"`
-	Paths     []string  `json:"paths,omitempty"`
-	Header    string    `json:"header"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	GrantRequest = apiv1.GrantRequest
+	Grant        = apiv1.Grant
+)
 
 func grantView(g egress.Grant) Grant {
 	return Grant{ID: g.ID, SecretRef: g.SecretRef, Hosts: slices.Clone(g.Hosts), Methods: slices.Clone(g.Methods),

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
@@ -55,35 +56,15 @@ const (
 	CodeAgentProcess = api.CodeAgentProcess
 )
 
-// FileWrite is the body of PUT .../files/content.
-type FileWrite struct {
-	Path          string `json:"path"`
-	ContentBase64 string `json:"content_base64"`
-	Mode          string `json:"mode,omitempty"`
-	Parents       *bool  `json:"parents,omitempty"`
-}
-
-// FileRead answers GET .../files/content.
-type FileRead struct {
-	Path          string `json:"path"`
-	ContentBase64 string `json:"content_base64"`
-	Mode          string `json:"mode"`
-	Size          int    `json:"size"`
-}
-
-// FileRange answers GET .../files/range.
-type FileRange struct {
-	Path       string `json:"path"`
-	Offset     int64  `json:"offset"`
-	DataBase64 string `json:"data_base64"`
-	Length     int    `json:"length"`
-	Size       int64  `json:"size"`
-	EOF        bool   `json:"eof"`
-	SHA256     string `json:"sha256,omitempty"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	FileWrite = apiv1.FileWrite
+	FileRead  = apiv1.FileRead
+	FileRange = apiv1.FileRange
+)
 
 // MaxFileWriteBytes bounds one PUT of file content (decoded).
-const MaxFileWriteBytes = api.MaxFileWriteBytes
+const MaxFileWriteBytes = apiv1.MaxFileWriteBytes
 
 // machineFor returns a running session's guest client, for reading (a
 // write uses machineForWrite or writeTarget).
@@ -216,43 +197,13 @@ func (m *Manager) ReadRange(ctx context.Context, tenant, id, path string, offset
 	return &FileRange{Path: r.Path, Offset: r.Offset, DataBase64: base64.StdEncoding.EncodeToString(r.Data), Length: len(r.Data), Size: r.Size, EOF: r.EOF, SHA256: r.SHA256}, nil
 }
 
-// JobStart is the body of POST .../jobs.
-type JobStart struct {
-	Command        string `json:"command"`
-	Stdin          bool   `json:"stdin,omitempty"`
-	MaxOutputBytes int64  `json:"max_output_bytes,omitempty"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
-	// ApprovalID and ApprovalWaitSeconds: as on ExecRequest.
-	ApprovalID          string `json:"approval_id,omitempty"`
-	ApprovalWaitSeconds int    `json:"approval_wait_seconds,omitempty"`
-}
-
-// Job is a job as the API shows it.
-type Job struct {
-	api.Job
-	Command string `json:"command"`
-	Engine  string `json:"engine"`
-}
-
-// JobRead answers GET .../jobs/{job}.
-type JobRead struct {
-	Job
-	Output           string `json:"output"`
-	OutputBase64     string `json:"output_base64"`
-	NextOffset       int64  `json:"next_offset"`
-	Stderr           string `json:"stderr"`
-	StderrNextOffset int64  `json:"stderr_next_offset"`
-	More             bool   `json:"more"`
-	EOF              bool   `json:"eof"`
-	Truncated        bool   `json:"truncated"`
-}
-
-// JobStdin is the body of POST .../jobs/{job}/stdin.
-type JobStdin struct {
-	Text       string `json:"text,omitempty"`
-	DataBase64 string `json:"data_base64,omitempty"`
-	Close      bool   `json:"close,omitempty"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	JobStart = apiv1.JobStart
+	Job      = apiv1.Job
+	JobRead  = apiv1.JobRead
+	JobStdin = apiv1.JobStdin
+)
 
 // refusedBeforeStart reports whether a guest error means the command was
 // never started: the agent answered with a refusal (a status), as opposed

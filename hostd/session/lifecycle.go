@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hypervisor"
@@ -14,33 +15,13 @@ import (
 
 var tagRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// CheckpointRequest is the body of POST .../checkpoint.
-type CheckpointRequest struct {
-	Tag    string `json:"tag"`
-	Memory *bool  `json:"memory,omitempty"`
-}
-
-// RestoreRequest is the body of POST .../restore.
-type RestoreRequest struct {
-	Tag string `json:"tag"`
-}
-
-// ForkRequest is the body of POST .../fork.
-type ForkRequest struct {
-	Count int `json:"count"`
-}
-
-// Artifacts answers GET .../artifacts: workspace changes since the
-// baseline.
-type Artifacts struct {
-	Workspace   string       `json:"workspace"`
-	Added       []string     `json:"added"`
-	Modified    []string     `json:"modified"`
-	Deleted     []string     `json:"deleted"`
-	Checkpoints []Checkpoint `json:"checkpoints"`
-	Children    []string     `json:"children"`
-	Usage       Usage        `json:"usage"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	CheckpointRequest = apiv1.CheckpointRequest
+	RestoreRequest    = apiv1.RestoreRequest
+	ForkRequest       = apiv1.ForkRequest
+	Artifacts         = apiv1.Artifacts
+)
 
 func (m *Manager) snapshots(ctx context.Context, id string) (map[string]hypervisor.Snapshot, error) {
 	row, err := m.st.GetSession(ctx, id)
@@ -252,7 +233,7 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 			CreatedAt: now, ExpiresAt: s.ExpiresAt,
 		}
 		child.Policy = s.Policy
-		child.Budget = kidBudget.clone()
+		child.Budget = cloneBudget(kidBudget)
 		res := effective(rt, adm.cap)
 		if err := m.saveHeld(ctx, child, parentNow, polIn, &res); err != nil {
 			k.Stop(context.Background())

@@ -1,80 +1,19 @@
 package session
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"slices"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/policy"
 )
 
-// PolicyRequest is the create body's policy: the network part (preset,
-// network; compiled by egress/rules) and the process part (judged by the
-// Rego process module on every exec and job start).
-type PolicyRequest struct {
-	rules.PolicyInput
-	Process *policy.ProcessRules `json:"process,omitempty"`
-}
+// PolicyRequest is the public wire type api.PolicyRequest, kept under this name here.
+type PolicyRequest = apiv1.PolicyRequest
 
-// UnmarshalJSON decodes strictly: the process section here, the rest by
-// egress/rules (which refuses unknown fields).
-func (p *PolicyRequest) UnmarshalJSON(data []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("policy must be a JSON object: %v", err)
-	}
-	var out PolicyRequest
-	if v, ok := raw["process"]; ok {
-		delete(raw, "process")
-		if !bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			var pr policy.ProcessRules
-			dec := json.NewDecoder(bytes.NewReader(v))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&pr); err != nil {
-				return fmt.Errorf("policy.process: %v (fields: allow, deny, ask, enforce)", err)
-			}
-			out.Process = &pr
-		}
-	}
-	rest, err := json.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	if err := out.PolicyInput.UnmarshalJSON(rest); err != nil {
-		return err
-	}
-	*p = out
-	return nil
-}
-
-// MarshalJSON writes both parts as one object.
-func (p PolicyRequest) MarshalJSON() ([]byte, error) {
-	net, err := json.Marshal(p.PolicyInput)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(net, &m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	if p.Process != nil {
-		b, err := json.Marshal(p.Process)
-		if err != nil {
-			return nil, err
-		}
-		m["process"] = b
-	}
-	return json.Marshal(m)
-}
-
-// network is the network part, nil when there is none (offline: a policy
+// policyNetwork is the network part, nil when there is none (offline: a policy
 // with only a process section opens no network).
-func (p *PolicyRequest) network() *rules.PolicyInput {
+func policyNetwork(p *PolicyRequest) *rules.PolicyInput {
 	if p == nil || p.Preset == "" && p.Network == nil {
 		return nil
 	}
@@ -82,8 +21,8 @@ func (p *PolicyRequest) network() *rules.PolicyInput {
 	return &in
 }
 
-// process is the process part, nil when there is none or it is empty.
-func (p *PolicyRequest) process() *policy.ProcessRules {
+// policyProcess is the process part, nil when there is none or it is empty.
+func policyProcess(p *PolicyRequest) *policy.ProcessRules {
 	if p == nil || p.Process == nil {
 		return nil
 	}
@@ -95,12 +34,5 @@ func (p *PolicyRequest) process() *policy.ProcessRules {
 	return &pr
 }
 
-// Policy is the session record's view of its policy: the compiled network
-// policy and the process rules as accepted.
-type Policy struct {
-	rules.Summary
-	Process *policy.ProcessRules `json:"process,omitempty"`
-	// ExecPrograms are the files an enforced process policy lets start
-	// (process.enforce "exec"), as found in the sandbox at create.
-	ExecPrograms []string `json:"exec_programs,omitempty"`
-}
+// Policy is the public wire type api.Policy, kept under this name here.
+type Policy = apiv1.Policy

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/auth"
@@ -23,16 +24,16 @@ import (
 
 // Limits on preview URLs.
 const (
-	MaxPreviewsPerSession    = 16
-	MaxPreviewTTLSeconds     = 86400
-	DefaultPreviewTTLSeconds = 3600
+	MaxPreviewsPerSession    = apiv1.MaxPreviewsPerSession
+	MaxPreviewTTLSeconds     = apiv1.MaxPreviewTTLSeconds
+	DefaultPreviewTTLSeconds = apiv1.DefaultPreviewTTLSeconds
 )
 
 // PreviewTokenPrefix starts every preview token; PreviewPathPrefix every
 // preview URL's path (PreviewPathPrefix + token + "/").
 const (
-	PreviewTokenPrefix = "pvw-"
-	PreviewPathPrefix  = "/preview/"
+	PreviewTokenPrefix = apiv1.PreviewTokenPrefix
+	PreviewPathPrefix  = apiv1.PreviewPathPrefix
 )
 
 // A preview token is "pvw-" and 52 characters of lower-case base32: 256
@@ -61,22 +62,11 @@ var previewReservedPorts = func() map[int]string {
 	}
 }()
 
-// PreviewRequest is the body of POST .../preview.
-type PreviewRequest struct {
-	Port       int `json:"port"`
-	TTLSeconds int `json:"ttl_seconds,omitempty"`
-}
-
-// Preview is a preview URL as the API shows it. Token and URL, which
-// carries it, are in the answer to the create only; nothing keeps them.
-type Preview struct {
-	ID        string    `json:"id"`
-	Token     string    `json:"token,omitempty"`
-	URL       string    `json:"url,omitempty"`
-	Port      int       `json:"port"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	PreviewRequest = apiv1.PreviewRequest
+	Preview        = apiv1.Preview
+)
 
 func previewView(p store.PreviewRow) Preview {
 	return Preview{ID: p.ID, Port: p.Port, CreatedAt: p.CreatedAt.UTC(), ExpiresAt: p.ExpiresAt.UTC()}

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress/rules"
 	"path"
 	"regexp"
@@ -34,103 +35,34 @@ import (
 )
 
 // KindSandbox marks a session record that is a sandbox.
-const KindSandbox = "sandbox"
+const KindSandbox = apiv1.KindSandbox
 
 // Sandbox limits and defaults.
 const (
 	// SandboxIDPrefix starts every sandbox id and no session id.
-	SandboxIDPrefix          = "sbx-"
-	DefaultSandboxTTLSeconds = 600
+	SandboxIDPrefix          = apiv1.SandboxIDPrefix
+	DefaultSandboxTTLSeconds = apiv1.DefaultSandboxTTLSeconds
 	// MaxSandboxFileBytes bounds one fs/read or fs/write.
-	MaxSandboxFileBytes = 32 << 20
-	MaxSandboxEnvVars   = 128
-	MaxSandboxEnvBytes  = 64 << 10
+	MaxSandboxFileBytes = apiv1.MaxSandboxFileBytes
+	MaxSandboxEnvVars   = apiv1.MaxSandboxEnvVars
+	MaxSandboxEnvBytes  = apiv1.MaxSandboxEnvBytes
 	maxSandboxPath      = 4096
 	// sandboxExpirySlack is how long after its expiry a sandbox's own
 	// timer removes it.
 	sandboxExpirySlack = 250 * time.Millisecond
 )
 
-// SandboxRequest is the body of POST /v1/sandboxes.
-type SandboxRequest struct {
-	TTLSeconds int    `json:"ttl_seconds,omitempty"`
-	Image      string `json:"image,omitempty"`
-	// Backend is the backend to run on ("" is the daemon's default).
-	Backend  string  `json:"backend,omitempty"`
-	Offline  *bool   `json:"offline,omitempty"`
-	CPUs     float64 `json:"cpus,omitempty"`
-	MemoryMB int64   `json:"memory_mb,omitempty"`
-	// AllowHosts and Volumes are accepted by the decoder only so that
-	// asking for them gets a clear refusal instead of "unknown field".
-	AllowHosts []string          `json:"allow_hosts,omitempty"`
-	Volumes    []json.RawMessage `json:"volumes,omitempty"`
-}
-
-// Sandbox is what the sandbox routes answer.
-type Sandbox struct {
-	ID      string `json:"id"`
-	Backend string `json:"backend"`
-	// Status is "running"; "gone" or "lost" when the daemon restarted
-	// without its machine (commands are refused; delete it).
-	Status string `json:"status"`
-	Image  string `json:"image"`
-	// CPUs and MemoryMB are what was asked for; absent means the
-	// backend's default.
-	CPUs     float64 `json:"cpus,omitempty"`
-	MemoryMB int64   `json:"memory_mb,omitempty"`
-	// Offline is always true: the only interface is loopback.
-	Offline bool `json:"offline"`
-	// AllowHosts are the hosts it may reach through the host's egress.
-	AllowHosts []string `json:"allow_hosts,omitempty"`
-	// Workdir is where commands start unless they give cwd.
-	Workdir    string    `json:"workdir"`
-	TTLSeconds int       `json:"ttl_seconds"`
-	CreatedAt  time.Time `json:"created_at"`
-	ExpiresAt  time.Time `json:"expires_at"`
-}
-
-// ProcessRequest is the body of POST /v1/sandboxes/{id}/process.
-type ProcessRequest struct {
-	Command        string            `json:"command"`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
-	Cwd            string            `json:"cwd,omitempty"`
-	Env            map[string]string `json:"env,omitempty"`
-}
-
-// ProcessResult answers POST .../process. Result is always "exec".
-type ProcessResult struct {
-	Result string `json:"result"`
-	ExecResult
-}
-
-// SandboxPath is the body of POST .../fs/read.
-type SandboxPath struct {
-	Path string `json:"path"`
-}
-
-// SandboxFile answers POST .../fs/read.
-type SandboxFile struct {
-	Path          string `json:"path"`
-	ContentBase64 string `json:"content_base64"`
-	Size          int64  `json:"size"`
-	Mode          string `json:"mode"`
-}
-
-// SandboxWrite is the body of POST .../fs/write: content_base64 for bytes,
-// or content for UTF-8 text (not both; neither writes an empty file).
-type SandboxWrite struct {
-	Path          string `json:"path"`
-	ContentBase64 string `json:"content_base64,omitempty"`
-	Content       string `json:"content,omitempty"`
-	Mode          string `json:"mode,omitempty"`
-}
-
-// SandboxWritten answers POST .../fs/write.
-type SandboxWritten struct {
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-	Mode string `json:"mode,omitempty"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	SandboxRequest = apiv1.SandboxRequest
+	Sandbox        = apiv1.Sandbox
+	ProcessRequest = apiv1.ProcessRequest
+	ProcessResult  = apiv1.ProcessResult
+	SandboxPath    = apiv1.SandboxPath
+	SandboxFile    = apiv1.SandboxFile
+	SandboxWrite   = apiv1.SandboxWrite
+	SandboxWritten = apiv1.SandboxWritten
+)
 
 // notKindError is a 404 for an id of the other kind: a session id on a
 // sandbox route, or a sandbox id on a session route.
@@ -167,7 +99,7 @@ func newIDFor(kind string) string {
 }
 
 // MaxSandboxAllowHosts bounds a sandbox's allow_hosts.
-const MaxSandboxAllowHosts = 64
+const MaxSandboxAllowHosts = apiv1.MaxSandboxAllowHosts
 
 func sandboxView(s *Session) *Sandbox {
 	return &Sandbox{ID: s.ID, Backend: s.Backend, Status: s.State, Image: s.Runtime.Image,

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
@@ -47,145 +48,34 @@ var (
 
 // Limits on what callers send.
 const (
-	MaxTTLSeconds      = 7 * 24 * 3600
-	DefaultTTLSeconds  = 3600
-	MaxAgentName       = 64
-	MaxCommandBytes    = 64 << 10
-	MaxExecTimeout     = 3600
-	DefaultExecTimeout = 300
-	MaxTagLen          = 64
+	MaxTTLSeconds      = apiv1.MaxTTLSeconds
+	DefaultTTLSeconds  = apiv1.DefaultTTLSeconds
+	MaxAgentName       = apiv1.MaxAgentName
+	MaxCommandBytes    = apiv1.MaxCommandBytes
+	MaxExecTimeout     = apiv1.MaxExecTimeout
+	DefaultExecTimeout = apiv1.DefaultExecTimeout
+	MaxTagLen          = apiv1.MaxTagLen
 )
 
 // States of a session.
 const (
-	StateRunning = "running"
-	StateExpired = "expired"
-	StateDeleted = "deleted" // the record and ledger kept after DELETE
-	StateGone    = "gone"    // shown, never saved: the daemon has no sandbox for it
+	StateRunning = apiv1.StateRunning
+	StateExpired = apiv1.StateExpired
+	StateDeleted = apiv1.StateDeleted
+	StateGone    = apiv1.StateGone
 )
 
-// Runtime is what the sandbox is made of.
-type Runtime struct {
-	// Backend names the backend the sandbox runs on ("procbox", "qemu");
-	// empty at create means the daemon's default.
-	Backend  string  `json:"backend,omitempty"`
-	Image    string  `json:"image"`
-	CPUs     float64 `json:"cpus,omitempty"`
-	MemoryMB int64   `json:"memory_mb,omitempty"`
-	DiskMB   int64   `json:"disk_mb,omitempty"`
-}
-
-// Workspace is the agent's working directory in the sandbox.
-type Workspace struct {
-	Path string `json:"path"`
-	// Mode is ModeWritable or ModeReadOnly (records from before modes
-	// existed have "", which means writable).
-	Mode string `json:"mode"`
-	// Git is the URL cloned at create, with any credential taken out.
-	Git string `json:"git,omitempty"`
-	// Lower is the image directory an overlay workspace shows.
-	Lower string `json:"lower,omitempty"`
-	Note  string `json:"note,omitempty"`
-	// BaselineFiles counts the files in the baseline artifacts diff against.
-	BaselineFiles int `json:"baseline_files"`
-}
-
-// Checkpoint is one checkpoint the session took.
-type Checkpoint struct {
-	Tag       string    `json:"tag"`
-	Snapshot  string    `json:"snapshot_id"`
-	Memory    bool      `json:"memory"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// Usage counts what the session did; kept beside the record.
-type Usage struct {
-	Execs  int64 `json:"execs"`
-	ExecMS int64 `json:"exec_ms"`
-	Jobs   int64 `json:"jobs"`
-	// JobMS is the wall time of jobs: finished ones by their start and
-	// end, running ones up to now. CPUMS is the CPU time the sandbox
-	// used (on backends that measure it: compute.go). ComputeMS is the
-	// larger of ExecMS plus JobMS and CPUMS.
-	JobMS     int64 `json:"job_ms"`
-	CPUMS     int64 `json:"cpu_ms"`
-	ComputeMS int64 `json:"compute_ms"`
-	Children  int64 `json:"children"`
-	// WorkspaceBytes is the last measure of the workspace (taken only
-	// under budget.max_workspace_bytes).
-	WorkspaceBytes int64 `json:"workspace_bytes"`
-}
-
-// Session is the record GET /v1/agents/sessions/{id} returns.
-type Session struct {
-	ID           string                  `json:"id"`
-	Kind         string                  `json:"kind,omitempty"` // "" for a session, KindSandbox for a sandbox (sandbox.go)
-	Agent        string                  `json:"agent"`
-	Tenant       string                  `json:"tenant,omitempty"`
-	State        string                  `json:"state"`
-	Note         string                  `json:"note,omitempty"` // why the state is what it is (a sandbox lost in a restart)
-	Revision     int64                   `json:"revision"`
-	Backend      string                  `json:"backend"`
-	SandboxID    string                  `json:"sandbox_id"`
-	Capabilities hypervisor.Capabilities `json:"capabilities"`
-	Policy       Policy                  `json:"policy"`
-	Runtime      Runtime                 `json:"runtime"`
-	Workspace    Workspace               `json:"workspace"`
-	Checkpoints  []Checkpoint            `json:"checkpoints"`
-	Children     []string                `json:"children"`
-	Parent       string                  `json:"parent,omitempty"`
-	Usage        Usage                   `json:"usage"`
-	CreatedAt    time.Time               `json:"created_at"`
-	ExpiresAt    time.Time               `json:"expires_at"`
-	DeletedAt    *time.Time              `json:"deleted_at,omitempty"`
-
-	// Budget is what the session may consume (budget.go).
-	Budget *Budget `json:"budget,omitempty"`
-	// InterruptedOp is a lifecycle operation a daemon died in (gate.go).
-	InterruptedOp *InterruptedOp `json:"interrupted_op,omitempty"`
-}
-
-// CreateRequest is the body of POST /v1/agents/sessions.
-type CreateRequest struct {
-	Agent      string           `json:"agent"`
-	Workspace  WorkspaceRequest `json:"workspace"`
-	Runtime    Runtime          `json:"runtime"`
-	TTLSeconds int              `json:"ttl_seconds"`
-	// Policy is the network and process policy; no network policy means
-	// offline.
-	Policy *PolicyRequest `json:"policy,omitempty"`
-	// Budget limits what the session may consume (budget.go).
-	Budget *Budget `json:"budget,omitempty"`
-}
-
-// ExecRequest is the body of POST .../exec.
-type ExecRequest struct {
-	Command        string `json:"command"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty"`
-	// ApprovalID spends an approved request for this exact command;
-	// ApprovalWaitSeconds (≤ 120) holds a command that needs approval
-	// open until an operator decides.
-	ApprovalID          string `json:"approval_id,omitempty"`
-	ApprovalWaitSeconds int    `json:"approval_wait_seconds,omitempty"`
-}
-
-// ExecResult answers POST .../exec.
-type ExecResult struct {
-	ExitCode   int    `json:"exit_code"`
-	Signal     string `json:"signal,omitempty"`
-	TimedOut   bool   `json:"timed_out"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	Truncated  bool   `json:"truncated"`
-	DurationMS int64  `json:"duration_ms"`
-	// What a cap cut off each stream (set when truncated).
-	StdoutDropped int64 `json:"stdout_dropped_bytes,omitempty"`
-	StderrDropped int64 `json:"stderr_dropped_bytes,omitempty"`
-	// OutputTruncated says the cut was the session's
-	// budget.max_output_bytes, which MaxOutputBytes repeats.
-	OutputTruncated bool  `json:"output_truncated,omitempty"`
-	MaxOutputBytes  int64 `json:"max_output_bytes,omitempty"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	Runtime       = apiv1.Runtime
+	Workspace     = apiv1.Workspace
+	Checkpoint    = apiv1.Checkpoint
+	Usage         = apiv1.Usage
+	Session       = apiv1.Session
+	CreateRequest = apiv1.CreateRequest
+	ExecRequest   = apiv1.ExecRequest
+	ExecResult    = apiv1.ExecResult
+)
 
 // Manager runs sessions on the daemon's backends: a default one and any
 // others a create may name in runtime.backend.
@@ -327,7 +217,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if err != nil {
 		return nil, err
 	}
-	budget, err := req.Budget.check()
+	budget, err := checkBudget(req.Budget)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +245,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	if mode == ModeReadOnly && !caps.Confinement {
 		return nil, fmt.Errorf("%w: this backend cannot enforce a read-only workspace (it has no Landlock confinement here); use workspace.mode %q", ErrConflict, ModeWritable)
 	}
-	proc := req.Policy.process()
+	proc := policyProcess(req.Policy)
 	if err := m.checkProcess(proc, caps); err != nil {
 		return nil, err
 	}
@@ -368,7 +258,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, err
 	}
 	id := newIDFor(kind)
-	pol, err := m.compilePolicy(req.Policy.network())
+	pol, err := m.compilePolicy(policyNetwork(req.Policy))
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +296,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	now := m.now().UTC()
 	s := &Session{
 		ID: id, Kind: kind, Agent: req.Agent, Tenant: tenant, State: StateRunning, Backend: backend.Name(),
-		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt, Policy: Policy{Summary: pol.Summary(), Process: req.Policy.process()},
+		SandboxID: mc.ID(), Capabilities: caps, Runtime: rt, Policy: Policy{NetworkSummary: pol.Summary(), Process: policyProcess(req.Policy)},
 		Workspace: Workspace{Path: ws, Mode: mode, Lower: req.Workspace.Lower}, Checkpoints: []Checkpoint{}, Children: []string{},
 		Budget: budget, CreatedAt: now, ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second),
 	}
@@ -475,7 +365,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, fmt.Errorf("workspace baseline: %w", err)
 	}
 	s.Workspace.BaselineFiles = len(base.Entries)
-	if err := m.saveHeld(ctx, s, base, req.Policy.network(), &res); err != nil {
+	if err := m.saveHeld(ctx, s, base, policyNetwork(req.Policy), &res); err != nil {
 		cleanup()
 		return nil, err
 	}
@@ -671,9 +561,9 @@ func (m *Manager) busy(id string) error {
 }
 
 // Exec runs one command through the guest and ledgers it.
-// Check validates an exec body and fills its default timeout (exec and
+// CheckExec validates an exec body and fills its default timeout (exec and
 // exec/stream share it).
-func (req *ExecRequest) Check() error {
+func CheckExec(req *ExecRequest) error {
 	if strings.TrimSpace(req.Command) == "" {
 		return bad("command is empty")
 	}
@@ -716,7 +606,7 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 	err := p.walk(ctx,
 		step(StepValidate, func(context.Context) error {
 			p.cmd.Text = req.Command
-			return req.Check()
+			return CheckExec(&req)
 		}),
 		loadRunning(),
 		judgeCommand(commandCheck{kind: policy.KindExec, command: req.Command,
@@ -1013,20 +903,11 @@ func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int6
 	return m.ledger.List(ctx, id, after, 1000)
 }
 
-// Step is one numbered step of a trajectory.
-type Step struct {
-	Step   int             `json:"step"`
-	Time   time.Time       `json:"time"`
-	Source string          `json:"source"` // "ledger" (VM events join when backends report them)
-	Kind   string          `json:"kind"`
-	Data   json.RawMessage `json:"data"`
-}
-
-// Trajectory is the session's history as one numbered, time-ordered list.
-type Trajectory struct {
-	Session *Session `json:"session"`
-	Steps   []Step   `json:"steps"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	Step       = apiv1.Step
+	Trajectory = apiv1.Trajectory
+)
 
 // Trajectory merges what the session recorded into numbered steps.
 func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajectory, error) {

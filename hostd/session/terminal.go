@@ -42,6 +42,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hypervisor"
@@ -49,12 +50,12 @@ import (
 
 // Limits of terminals.
 const (
-	MaxTerminalDim          = 1000 // cols and rows, at open and on resize
-	DefaultTerminalCols     = 80
-	DefaultTerminalRows     = 24
-	MaxTerminalCommandBytes = 4096 // the command query parameter
-	MaxTerminals            = 16   // open at once on one daemon
-	MaxTerminalsPerTenant   = 8    // of those, open at once by one tenant
+	MaxTerminalDim          = apiv1.MaxTerminalDim
+	DefaultTerminalCols     = apiv1.DefaultTerminalCols
+	DefaultTerminalRows     = apiv1.DefaultTerminalRows
+	MaxTerminalCommandBytes = apiv1.MaxTerminalCommandBytes
+	MaxTerminals            = 16 // open at once on one daemon
+	MaxTerminalsPerTenant   = 8  // of those, open at once by one tenant
 	TerminalMaxAge          = time.Hour
 	TerminalTicketTTL       = 30 * time.Second
 	// maxTerminalTickets bounds the tickets not yet used or expired.
@@ -83,22 +84,12 @@ type TerminalRequest struct {
 	Command string
 }
 
-// TerminalResize is the text frame that resizes an open terminal.
-type TerminalResize struct {
-	Resize TerminalSize `json:"resize"`
-}
-
-// TerminalSize is a terminal's size in character cells.
-type TerminalSize struct {
-	Cols int `json:"cols"`
-	Rows int `json:"rows"`
-}
-
-// TerminalTicket answers POST .../pty-ticket.
-type TerminalTicket struct {
-	Ticket    string    `json:"ticket"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	TerminalResize = apiv1.TerminalResize
+	TerminalSize   = apiv1.TerminalSize
+	TerminalTicket = apiv1.TerminalTicket
+)
 
 func (req *TerminalRequest) check() error {
 	if req.Cols < 1 || req.Cols > MaxTerminalDim || req.Rows < 1 || req.Rows > MaxTerminalDim {
@@ -131,7 +122,7 @@ func terminalRefusal(s *Session) error {
 	switch {
 	case s.Policy.Process != nil || len(s.Policy.ExecPrograms) > 0:
 		return fmt.Errorf("%w: session %s has process rules (policy.process): they judge each exec and job, but the commands typed into a terminal never pass through them, so terminals are refused on this session", ErrForbidden, s.ID)
-	case s.Budget.limitsCommands():
+	case budgetLimitsCommands(s.Budget):
 		return fmt.Errorf("%w: session %s has a budget on its commands (budget.max_execs, max_exec_seconds, max_jobs, max_compute_seconds, max_output_bytes or max_workspace_bytes): the commands typed into a terminal are neither counted nor limited by it, so terminals are refused on this session", ErrForbidden, s.ID)
 	case s.Workspace.Mode == ModeReadOnly:
 		return fmt.Errorf("%w: session %s has a read-only workspace, which Landlock enforces on each command; the sandbox's terminal cannot be started under that confinement, so a shell could write the workspace: terminals are refused on this session", ErrForbidden, s.ID)
@@ -377,7 +368,7 @@ func (t *Terminal) Serve(peer *websocket.Conn) {
 		c, exited := client.ExitCode(e.err)
 		switch {
 		case exited:
-			code, how, reason = &c, "exit", fmt.Sprintf("exit=%d", c)
+			code, how, reason = &c, "exit", fmt.Sprintf("%s%d", apiv1.PTYExitReasonPrefix, c)
 		case e.peerErr:
 			how, peerGone = "client", true
 		default:

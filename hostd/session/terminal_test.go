@@ -31,9 +31,9 @@ func TestParseTerminalResize(t *testing.T) {
 		want TerminalSize
 		ok   bool
 	}{
-		{`{"resize":{"cols":100,"rows":40}}`, TerminalSize{100, 40}, true},
-		{`{"resize":{"cols":1,"rows":1000}}`, TerminalSize{1, 1000}, true},
-		{` {"resize":{"rows":2,"cols":3}} `, TerminalSize{3, 2}, true},
+		{`{"resize":{"cols":100,"rows":40}}`, TerminalSize{Cols: 100, Rows: 40}, true},
+		{`{"resize":{"cols":1,"rows":1000}}`, TerminalSize{Cols: 1, Rows: 1000}, true},
+		{` {"resize":{"rows":2,"cols":3}} `, TerminalSize{Cols: 3, Rows: 2}, true},
 		{`{"resize":{"cols":0,"rows":40}}`, TerminalSize{}, false},
 		{`{"resize":{"cols":1001,"rows":40}}`, TerminalSize{}, false},
 		{`{"resize":{"cols":-1,"rows":40}}`, TerminalSize{}, false},

@@ -9,36 +9,24 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/store"
 )
 
 // Limits on session tokens.
 const (
-	MaxTokensPerSession    = 32
-	MaxTokenTTLSeconds     = 86400
-	DefaultTokenTTLSeconds = 3600
-	MaxTokenLabel          = 64 // characters
+	MaxTokensPerSession    = apiv1.MaxTokensPerSession
+	MaxTokenTTLSeconds     = apiv1.MaxTokenTTLSeconds
+	DefaultTokenTTLSeconds = apiv1.DefaultTokenTTLSeconds
+	MaxTokenLabel          = apiv1.MaxTokenLabel
 )
 
-// TokenRequest is the body of POST .../tokens.
-type TokenRequest struct {
-	Ops        []string `json:"ops"`
-	TTLSeconds int      `json:"ttl_seconds,omitempty"`
-	Label      string   `json:"label,omitempty"`
-}
-
-// SessionToken is a session token as the API shows it. Token, the secret,
-// is in the answer to the mint only; nothing keeps it.
-type SessionToken struct {
-	ID        string    `json:"id"`
-	Token     string    `json:"token,omitempty"`
-	Session   string    `json:"session"`
-	Ops       []string  `json:"ops"`
-	Label     string    `json:"label"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	TokenRequest = apiv1.TokenRequest
+	SessionToken = apiv1.SessionToken
+)
 
 var _ auth.SessionTokens = (*Manager)(nil)
 

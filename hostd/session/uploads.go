@@ -9,45 +9,26 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/store"
 )
 
 // Upload limits.
 const (
-	MaxUploadBytes = api.MaxUploadBytes // 2 GiB
-	MaxUploadChunk = api.MaxPartBytes   // 4 MiB
+	MaxUploadBytes = apiv1.MaxUploadBytes
+	MaxUploadChunk = apiv1.MaxUploadChunk
 	MaxOpenUploads = 8
-	UploadOpen     = "open"
-	UploadComplete = "complete"
+	UploadOpen     = apiv1.UploadOpen
+	UploadComplete = apiv1.UploadComplete
 )
 
-// UploadRequest is the body of POST .../uploads.
-type UploadRequest struct {
-	Path    string `json:"path"`
-	Size    int64  `json:"size"`
-	SHA256  string `json:"sha256,omitempty"`
-	Mode    string `json:"mode,omitempty"`
-	Parents *bool  `json:"parents,omitempty"`
-}
-
-// Upload is an upload's record, kept on the host so it survives a daemon
-// restart; Received is the byte to continue from.
-type Upload struct {
-	ID        string    `json:"id"`
-	Path      string    `json:"path"`
-	Size      int64     `json:"size"`
-	SHA256    string    `json:"sha256,omitempty"`
-	Mode      string    `json:"mode,omitempty"`
-	Parents   *bool     `json:"parents,omitempty"`
-	Received  int64     `json:"received"`
-	Parts     int       `json:"parts"`
-	State     string    `json:"state"`
-	Verified  bool      `json:"verified"`
-	CreatedAt time.Time `json:"created_at"`
-}
+// The public wire types (package api), kept under these names here.
+type (
+	UploadRequest = apiv1.UploadRequest
+	Upload        = apiv1.Upload
+)
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 

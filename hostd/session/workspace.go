@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor/image"
@@ -21,46 +22,31 @@ import (
 const (
 	// ModeWritable is the default: the agent reads and writes the
 	// workspace.
-	ModeWritable = "writable"
+	ModeWritable = apiv1.ModeWritable
 	// ModeReadOnly lets the agent read the workspace and nothing it runs
 	// write to it (Landlock in the guest), and the files routes refuse
 	// writes there.
-	ModeReadOnly = "readonly"
+	ModeReadOnly = apiv1.ModeReadOnly
 	// ModeOverlay shows Lower, a directory of the image, at the
 	// workspace path copy-on-write: the agent writes freely, Lower stays
 	// as it was, and the baseline (taken after the mount) makes
 	// artifacts show only the agent's changes.
-	ModeOverlay = "overlay"
+	ModeOverlay = apiv1.ModeOverlay
 	// modeClone is accepted for writable: a workspace cloned from git.
-	modeClone = "clone"
+	modeClone = apiv1.ModeClone
 )
 
 // Workspace limits.
 const (
-	MaxWorkspacePath    = 256
-	MaxGitURL           = 2048
+	MaxWorkspacePath    = apiv1.MaxWorkspacePath
+	MaxGitURL           = apiv1.MaxGitURL
 	CloneTimeoutSeconds = 300
 	// maxNoteStderr bounds how much of git's stderr a note keeps.
 	maxNoteStderr = 1000
 )
 
-// WorkspaceRequest is the workspace part of CreateRequest.
-type WorkspaceRequest struct {
-	// Path is the workspace directory (default /workspace).
-	Path string `json:"path"`
-	// Git is an https:// URL cloned into the workspace at create. A
-	// user:password in it is used for the clone and never recorded.
-	Git string `json:"git,omitempty"`
-	// Mode is "" or ModeWritable ("clone" is the same), ModeReadOnly or
-	// ModeOverlay.
-	Mode string `json:"mode,omitempty"`
-	// Lower is the image directory an overlay workspace shows.
-	Lower string `json:"lower,omitempty"`
-	// RequireReady turns a workspace that did not initialize (not
-	// created, clone failed) into a failed create (502) that removes the
-	// sandbox, instead of a session with workspace.note set.
-	RequireReady bool `json:"require_ready,omitempty"`
-}
+// WorkspaceRequest is the public wire type api.WorkspaceRequest, kept under this name here.
+type WorkspaceRequest = apiv1.WorkspaceRequest
 
 // checkWorkspace validates the workspace part of a create and returns its
 // path, its mode and the parsed git source (nil when there is none).

@@ -1,5 +1,9 @@
+//go:build linux
+
 // Package all links every backend into the binary: import it for its
-// side effect of registering them.
+// side effect of registering them. The backends are Linux's (namespaces,
+// KVM); elsewhere the package is empty (all_other.go), so a program that
+// imports it still builds and finds no backend in hypervisor.List.
 package all
 
 import (

@@ -7,8 +7,8 @@
 // By default the daemon runs procbox sandboxes of the mini image (root
 // needed: New skips the test otherwise) with the built-in policy, no
 // egress and no tenants, and stops every sandbox when the test ends.
-// Options change each part; WithBackends takes any backend, such as a
-// fake one.
+// Options change each part; WithBackends takes any backend, such as the
+// fake one (hypervisor/fake), which needs no root.
 package daemontest
 
 import (
@@ -30,6 +30,10 @@ import (
 	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
+
+// NoImage is the default image of a daemon given its backends
+// (WithBackends) and no WithImage.
+const NoImage = "none"
 
 // Token is the admin token of a daemon made without WithToken.
 const Token = "pdk_test_token_0123456789"
@@ -89,7 +93,9 @@ func WithBackend(names ...string) Option { return func(o *options) { o.backendNa
 
 // WithBackends opens the daemon's backends, the default first (any
 // hypervisor.Backend: a fake one needs neither root nor images). The
-// daemon closes those that are io.Closer.
+// daemon closes those that are io.Closer. Without WithImage the daemon
+// has no images directory, so it builds no image on first use, and its
+// default image is NoImage, a name only (the fake has no images).
 func WithBackends(open func(stateDir string) ([]hypervisor.Backend, error)) Option {
 	return func(o *options) { o.openBackends = open }
 }
@@ -246,6 +252,9 @@ func (e *unavailableError) Error() string {
 func start(o options) (*Daemon, error) {
 	if o.token == "" {
 		o.token = Token
+	}
+	if o.openBackends != nil && o.image == "" && o.images == "" {
+		o.image = NoImage
 	}
 	names := o.backendNames
 	if len(names) == 0 {

@@ -57,7 +57,7 @@ func main() {
 }
 
 // errUnexpected is returned when a skip is not on the expected list.
-var errUnexpected = errors.New("tests were skipped that this machine kind can run (PADDOCK_REQUIRE_LIVE=1)")
+var errUnexpected = errors.New("tests were skipped that are not on the expected list (-require-live)")
 
 func run(jsonFile, expectedFile string, require bool, out io.Writer) error {
 	f, err := os.Open(jsonFile)
