@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
@@ -57,8 +58,11 @@ func TestReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A grant lives in the daemon's memory only: it does not survive.
+	// (The grants service takes the caller from the context, and refuses
+	// a grant to nobody: the admin makes this one.)
+	admin := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindAdmin})
 	g1 := grants.New(m1)
-	if _, err := g1.Grant(ctx, "", s.ID, grants.GrantRequest{Value: "Bearer s3cret", Hosts: []string{"api.example"}}); err != nil {
+	if _, err := g1.Grant(admin, "", s.ID, grants.GrantRequest{Value: "Bearer s3cret", Hosts: []string{"api.example"}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(g1.GrantsFor(s.ID)) != 1 {
