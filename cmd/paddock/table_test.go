@@ -18,6 +18,7 @@ import (
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/grants"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -100,7 +101,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		grant     grants.Grant
 		tok       session.SessionToken
 		appr      session.Approval
-		prev      session.Preview
+		prev      previews.Preview
 		sbx       session.Sandbox
 		who       auth.WhoAmI
 	)
@@ -119,7 +120,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
 		sp + "/tokens":                 map[string]any{"tokens": []session.SessionToken{tok}},
 		sp + "/approvals":              map[string]any{"approvals": []session.Approval{appr}},
-		sp + "/previews":               map[string]any{"previews": []session.Preview{prev}},
+		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
 		sp + "/approvals/ap-1/approve": &appr,
 		"/v1/sandboxes":                map[string]any{"sandboxes": []*session.Sandbox{&sbx}},
 		"/v1/sandboxes/sbx-1":          &sbx,

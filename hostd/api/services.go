@@ -1,14 +1,25 @@
 package api
 
-import "paddock.dev/paddock/hostd/grants"
+import (
+	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/hostd/grants"
+	"paddock.dev/paddock/hostd/previews"
+)
 
 // Services are the session core's sibling packages whose routes this
 // server serves. hostd/daemon makes them on the same Manager it gives New
 // and hands them over with SetServices before the server serves.
 type Services struct {
-	Grants *grants.Service
+	Grants   *grants.Service
+	Previews *previews.Service
 }
 
-// SetServices gives the server the sibling services. Call it before the
-// server serves.
-func (s *Server) SetServices(svc Services) { s.svc = svc }
+// SetServices gives the server the sibling services, and serves preview
+// URLs' path form (/preview/<token>/...) with the previews service. Call
+// it once, before the server serves.
+func (s *Server) SetServices(svc Services) {
+	s.svc = svc
+	if svc.Previews != nil {
+		s.mux.Handle(apiv1.PreviewPathPrefix, svc.Previews.Handler(""))
+	}
+}

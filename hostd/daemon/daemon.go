@@ -36,6 +36,7 @@ import (
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
@@ -158,6 +159,7 @@ type Daemon struct {
 	backends []hypervisor.Backend
 	mgr      *session.Manager
 	grants   *grants.Service
+	previews *previews.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -283,6 +285,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		Policy: d.eng, EgressLogRetention: cfg.EgressLogRetention})
 	// The core's siblings, on the same manager.
 	d.grants = grants.New(d.mgr)
+	d.previews = previews.New(d.mgr)
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -291,7 +294,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Grants: d.grants})
+	d.api.SetServices(api.Services{Grants: d.grants, Previews: d.previews})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}
@@ -310,7 +313,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		return d, configErr("%w", err)
 	}
 	logCapacity(log, d.backends, cfg.DiskOvercommit)
-	d.handler = d.api.WithPreviews(cfg.PreviewDomain)
+	d.handler = d.previews.Wrap(d.api, cfg.PreviewDomain)
 	// The addresses last: New fails before Run adopts anything.
 	if cfg.Listeners != nil {
 		if d.lns, err = cfg.Listeners(); err != nil {
@@ -359,15 +362,16 @@ func (d *Daemon) newEgress(c EgressConfig) error {
 // names a preview domain).
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-// Manager, Store, Grants, API, Egress and Policy are the daemon's parts, for
+// Manager, Store, Grants, Previews, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
-func (d *Daemon) Manager() *session.Manager { return d.mgr }
-func (d *Daemon) Store() *store.Store       { return d.st }
-func (d *Daemon) Grants() *grants.Service   { return d.grants }
-func (d *Daemon) Ledger() *ledger.Ledger    { return d.led }
-func (d *Daemon) API() *api.Server          { return d.api }
-func (d *Daemon) Egress() *hegress.Host     { return d.eg }
-func (d *Daemon) Policy() *policy.Engine    { return d.eng }
+func (d *Daemon) Manager() *session.Manager   { return d.mgr }
+func (d *Daemon) Store() *store.Store         { return d.st }
+func (d *Daemon) Grants() *grants.Service     { return d.grants }
+func (d *Daemon) Previews() *previews.Service { return d.previews }
+func (d *Daemon) Ledger() *ledger.Ledger      { return d.led }
+func (d *Daemon) API() *api.Server            { return d.api }
+func (d *Daemon) Egress() *hegress.Host       { return d.eg }
+func (d *Daemon) Policy() *policy.Engine      { return d.eng }
 
 // Addrs are the addresses of the listeners Run serves on.
 func (d *Daemon) Addrs() []net.Addr {

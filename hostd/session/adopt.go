@@ -130,7 +130,6 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 		mc.Stop(context.Background()) // what the dead sandbox held
 		m.closeEgress(id)
 		m.runStopHooks(context.Background(), id, StopLost)
-		m.dropPreviews(context.Background(), id, "sandbox lost")
 		const reason = "the sandbox ended on its own (its init exited or was killed)"
 		ctx := context.Background()
 		if _, err := m.update(ctx, id, -1, func(s *Session) error {

@@ -76,6 +76,10 @@ func (m *Manager) Logger() *slog.Logger { return m.log }
 // Policy is the policy engine (nil when the daemon has none).
 func (m *Manager) Policy() Decider { return m.policy }
 
+// ClipText cuts s to at most n bytes (on a rune boundary), marking a cut
+// with "…".
+func ClipText(s string, n int) string { return clipText(s, n) }
+
 // BadRequest is an ErrBadRequest (400) with a message.
 func BadRequest(f string, a ...any) error { return bad(f, a...) }
 

@@ -98,9 +98,6 @@ type Manager struct {
 	// stops are the siblings' hooks for a session that stops running
 	// (core.go).
 	stops stopHooks
-	// previewConns are the connections open through preview URLs
-	// (previews.go).
-	previewConns previewConnTable
 
 	// policy decides commands and approvals (nil: sessions with process
 	// rules are refused); approvals wakes requests waiting for a decision.
@@ -158,6 +155,8 @@ type Config struct {
 	// EgressLogRetention is how long egress log rows are kept (0:
 	// DefaultEgressLogRetention); the sweeper prunes older ones.
 	EgressLogRetention time.Duration
+	// Now is the clock (nil: time.Now); tests move it.
+	Now func() time.Time
 }
 
 // New returns a Manager. It starts nothing.
@@ -174,13 +173,17 @@ func New(c Config) *Manager {
 			}
 		}
 	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
 	retention := c.EgressLogRetention
 	if retention <= 0 {
 		retention = DefaultEgressLogRetention
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage, egressRetention: retention,
 		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy, images: c.ImagesDir,
-		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
+		log: log, now: now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
 
 var agentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -711,7 +714,6 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	m.closeEgress(id)
 	m.runStopHooks(ctx, id, StopDeleted)
 	m.revokeTokens(ctx, id, "session deleted")
-	m.dropPreviews(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -858,7 +860,6 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		m.closeEgress(r.ID)
 		m.runStopHooks(ctx, r.ID, StopExpired)
 		m.revokeTokens(ctx, r.ID, "session expired")
-		m.dropPreviews(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}
