@@ -1,0 +1,50 @@
+package session
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"paddock.dev/paddock/errdefs"
+	"paddock.dev/paddock/guest/client"
+)
+
+// TestAttackGuestErrKinds: the guest agent runs inside the sandbox, so
+// what it answers is the sandbox's word. guestErr must pass on only the
+// kinds an agent answers (400, 403, 404, 409, 413, and the files routes'
+// 403 codes), by the status, never by a code the agent chose: an agent
+// that says "unauthenticated", "approval_required" or "budget_exceeded"
+// must not make the daemon answer 401, 428 or a budget refusal, and an
+// agent's 5xx must stay a server error whatever code it names.
+func TestAttackGuestErrKinds(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		ge         *client.Error
+		wantStatus int
+		wantCode   string
+	}{
+		{"plain 409", &client.Error{Status: 409, Code: "conflict", Message: "conflict: busy"}, 409, errdefs.CodeConflict},
+		{"files code", &client.Error{Status: 403, Code: "system_path", Message: "forbidden: /usr"}, 403, errdefs.CodeSystemPath},
+		{"400 naming unauthenticated", &client.Error{Status: 400, Code: "unauthenticated", Message: "log in again"}, 400, errdefs.CodeInvalidArgument},
+		{"400 naming approval_required", &client.Error{Status: 400, Code: "approval_required", Message: "ask"}, 400, errdefs.CodeInvalidArgument},
+		{"401 from the agent", &client.Error{Status: 401, Code: "unauthenticated", Message: "token"}, 502, errdefs.CodeBadGateway},
+		{"412 from the agent", &client.Error{Status: 412, Code: "revision_mismatch", Message: "rev"}, 502, errdefs.CodeBadGateway},
+		{"403 with a budget code", &client.Error{Status: 403, Code: "budget_exceeded", Message: "budget"}, 403, errdefs.CodeForbidden},
+		{"403 with a secret code", &client.Error{Status: 403, Code: "secret_ref_admin_only", Message: "x"}, 403, errdefs.CodeForbidden},
+		{"500 naming not_found", &client.Error{Status: 500, Code: "not_found", Message: "gone"}, 500, errdefs.CodeInternal},
+		{"502 naming conflict", &client.Error{Status: 502, Code: "conflict", Message: "x"}, 500, errdefs.CodeInternal},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := guestErr(tt.ge)
+			if got := errdefs.HTTPStatus(err); got != tt.wantStatus {
+				t.Errorf("status %d, want %d (err %v)", got, tt.wantStatus, err)
+			}
+			if got := errdefs.Code(err); got != tt.wantCode {
+				t.Errorf("code %q, want %q", got, tt.wantCode)
+			}
+			if tt.wantStatus == http.StatusBadGateway && !errors.Is(err, errdefs.ErrBadGateway) {
+				t.Errorf("not a bad gateway: %v", err)
+			}
+		})
+	}
+}
