@@ -1,12 +1,15 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"testing"
 
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/policy"
 )
 
 // TestAttackGuestErrKinds: the guest agent runs inside the sandbox, so
@@ -46,5 +49,35 @@ func TestAttackGuestErrKinds(t *testing.T) {
 				t.Errorf("not a bad gateway: %v", err)
 			}
 		})
+	}
+}
+
+// TestAttackNoCallerIsNotAdmin: a call that reaches the manager with no
+// caller (the daemon's own work, or a route that lost its identity) must
+// not be taken for the admin by the policy: callerOf is what the approval
+// module's "only an admin may decide" and the command hooks see. An
+// identity of no known kind is no admin either.
+func TestAttackNoCallerIsNotAdmin(t *testing.T) {
+	for name, ctx := range map[string]context.Context{
+		"no identity":      context.Background(),
+		"without identity": auth.WithoutIdentity(auth.WithIdentity(context.Background(), auth.Admin())),
+		"zero identity":    auth.WithIdentity(context.Background(), auth.Identity{}),
+		"unknown kind":     auth.WithIdentity(context.Background(), auth.Identity{Kind: "root"}),
+	} {
+		if a := callerOf(ctx); a.Kind == "admin" || actorString(a) == "admin" {
+			t.Errorf("%s: callerOf = %+v, the admin", name, a)
+		}
+	}
+	if a := callerOf(auth.WithIdentity(context.Background(), auth.Admin())); a.Kind != "admin" {
+		t.Errorf("the admin's identity: callerOf = %+v", a)
+	}
+	// The approval module itself refuses a decision by such a caller.
+	eng, err := policy.New(policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err2 := eng.Approval(context.Background(), policy.ApprovalInput{Action: "decide", Actor: callerOf(context.Background()), SessionTenant: "acme"})
+	if err2 != nil || d.Allow {
+		t.Errorf("a decision with no caller: %+v, %v; want refused", d, err2)
 	}
 }

@@ -17,20 +17,25 @@ type Decider interface {
 }
 
 // callerOf is who made the call, for policy decisions: the identity the
-// API authenticated; a call with none (the daemon itself, tests of the
-// manager) is the admin's.
+// API authenticated. A call with none is the daemon's own work (an expiry,
+// a sweep) and is the daemon, never the admin: the approval module lets
+// only an admin decide, so a call that lost its caller on the way decides
+// nothing. An identity of a kind this code does not know is nobody (kind
+// "", which no policy rule allows).
 func callerOf(ctx context.Context) policy.Actor {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
-		return policy.Actor{Kind: "admin", Name: "admin"}
+		return policy.Actor{Kind: auth.ActorDaemon, Name: auth.ActorDaemon}
 	}
 	switch id.Kind {
+	case auth.KindAdmin:
+		return policy.Actor{Kind: "admin", Name: "admin"}
 	case auth.KindTenant:
 		return policy.Actor{Kind: "tenant", Name: id.Tenant, Tenant: id.Tenant}
 	case auth.KindSession:
 		return policy.Actor{Kind: "session", Name: id.TokenID, Tenant: id.Tenant, Session: id.Session}
 	}
-	return policy.Actor{Kind: "admin", Name: "admin"}
+	return policy.Actor{}
 }
 
 // actorString is an actor as the ledger and approval records name it:
