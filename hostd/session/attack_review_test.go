@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/client"
@@ -79,5 +82,57 @@ func TestAttackNoCallerIsNotAdmin(t *testing.T) {
 	d, err2 := eng.Approval(context.Background(), policy.ApprovalInput{Action: "decide", Actor: callerOf(context.Background()), SessionTenant: "acme"})
 	if err2 != nil || d.Allow {
 		t.Errorf("a decision with no caller: %+v, %v; want refused", d, err2)
+	}
+}
+
+// TestAttackRecordAfterDisconnect: a command that reached the guest is
+// ledgered even when its caller goes away between the guest's answer and
+// the record step (a client that hangs up as the command ends must not
+// leave a command that ran without its ledger entry). The caller's
+// context is cancelled as the record step starts, for an exec, a job and
+// a file write on the fake backend.
+func TestAttackRecordAfterDisconnect(t *testing.T) {
+	m := fakeManager(t)
+	base, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stop()
+	s, err := m.Create(base, "", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cancelMu sync.Mutex
+	var cancel context.CancelFunc
+	m.cmds.mu.Lock()
+	m.cmds.trace = func(_ CommandKind, step string) {
+		if step == StepRecord {
+			cancelMu.Lock()
+			cancel()
+			cancelMu.Unlock()
+		}
+	}
+	m.cmds.mu.Unlock()
+	callerCtx := func() context.Context {
+		cancelMu.Lock()
+		defer cancelMu.Unlock()
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(base)
+		return ctx
+	}
+	if _, err := m.Exec(callerCtx(), "", s.ID, ExecRequest{Command: "echo gone-exec"}); err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if d := lastEntry(t, m, s.ID, "exec"); d["command"] != "echo gone-exec" {
+		t.Errorf("the exec that ran is not ledgered: last exec entry %v", d)
+	}
+	if _, err := m.StartJob(callerCtx(), "", s.ID, JobStart{Command: "echo gone-job"}); err != nil {
+		t.Fatalf("job: %v", err)
+	}
+	if kinds := pipeKinds(t, m, s.ID); !slices.Contains(kinds, "job.start") {
+		t.Errorf("the job that started is not ledgered: %v", kinds)
+	}
+	if _, err := m.WriteFile(callerCtx(), "", s.ID, FileWrite{Path: s.Workspace.Path + "/gone.txt", ContentBase64: "aGk="}); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if kinds := pipeKinds(t, m, s.ID); !slices.Contains(kinds, "file.write") {
+		t.Errorf("the file write that happened is not ledgered: %v", kinds)
 	}
 }
