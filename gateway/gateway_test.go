@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"paddock.dev/paddock/caddyfile"
 	"paddock.dev/paddock/gateway"
+	"paddock.dev/paddock/gateway/caddyfile"
 	hauth "paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/policy"

@@ -18,8 +18,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"paddock.dev/paddock/caddyfile"
 	"paddock.dev/paddock/gateway"
+	"paddock.dev/paddock/gateway/caddyfile"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"paddock.dev/paddock/caddyfile"
 	"paddock.dev/paddock/gateway"
+	"paddock.dev/paddock/gateway/caddyfile"
 )
 
 // gatewayFlags are the gateway's settings, shared by `paddock serve` and

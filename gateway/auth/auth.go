@@ -15,9 +15,10 @@
 //
 // Terminal WebSockets opened by browsers carry a single-use ticket
 // (?ticket=) instead of a bearer token, since a browser cannot set
-// Authorization on a WebSocket: such a request (GET on a session's /pty
-// route with a ticket and no Authorization) goes through to hostd without
-// an identity, and hostd checks the ticket.
+// Authorization on a WebSocket: such a request (a route whose row in
+// hostd's route table, hostd/api/routes, takes a ticket, given a ticket
+// and no Authorization) goes through to hostd without an identity, and
+// hostd checks the ticket.
 package auth
 
 import (
@@ -29,7 +30,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +39,7 @@ import (
 	"go.uber.org/zap"
 
 	"paddock.dev/paddock/errdefs"
+	"paddock.dev/paddock/hostd/api/routes"
 	hauth "paddock.dev/paddock/hostd/auth"
 )
 
@@ -228,16 +229,19 @@ func StripIdentity(h http.Header) {
 	}
 }
 
-// ptyRoute is a session's terminal WebSocket.
-var ptyRoute = regexp.MustCompile(`^/v1/agents/sessions/[^/]+/pty$`)
-
-// IsTicketRequest reports whether r is a terminal WebSocket that
-// authenticates with a ticket rather than a bearer token: GET on a
-// session's /pty route, a ticket= parameter, no Authorization header.
-// hostd checks the ticket.
+// IsTicketRequest reports whether r authenticates with a terminal ticket
+// rather than a bearer token: a request for a route whose row in hostd's
+// route table takes a ticket (routes.Route.Ticket: a session's terminal
+// WebSocket), with a ticket= parameter and no Authorization header. hostd
+// checks the ticket.
 func IsTicketRequest(r *http.Request) bool {
-	return r.Method == http.MethodGet && ptyRoute.MatchString(r.URL.Path) &&
-		r.URL.Query().Get("ticket") != "" && r.Header.Get("Authorization") == ""
+	if r.URL.Query().Get("ticket") == "" || r.Header.Get("Authorization") != "" {
+		return false
+	}
+	// The method too: the router matches HEAD to a GET pattern, and only
+	// the row's own method takes a ticket at the edge.
+	rt, ok := routes.Match(r)
+	return ok && rt.Ticket && r.Method == rt.Method()
 }
 
 // writeError answers in hostd's error shape, {"error": "...", "code":

@@ -16,6 +16,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/go-cmp/cmp"
+
+	"paddock.dev/paddock/hostd/api/routes"
 )
 
 func TestUnmarshalCaddyfile(t *testing.T) {
@@ -91,6 +93,10 @@ func TestIsTicketRequest(t *testing.T) {
 		{"GET", "/v1/agents/sessions/ses-1/exec?ticket=abc", "", false},
 		{"GET", "/v1/agents/sessions/ses-1/pty/x?ticket=abc", "", false},
 		{"GET", "/v1/agents/sessions/a/b/pty?ticket=abc", "", false},
+		{"GET", "/v1/agents/sessions//pty?ticket=abc", "", false},
+		{"HEAD", "/v1/agents/sessions/ses-1/pty?ticket=abc", "", false},
+		{"POST", "/v1/agents/sessions/ses-1/pty-ticket?ticket=abc", "", false},
+		{"GET", "/v1/agents/sessions/ses-1/events?ticket=abc", "", false},
 	} {
 		r := httptest.NewRequest(c.method, c.target, nil)
 		if c.authz != "" {
@@ -99,6 +105,23 @@ func TestIsTicketRequest(t *testing.T) {
 		if got := IsTicketRequest(r); got != c.want {
 			t.Errorf("%s %s (Authorization %q): %v, want %v", c.method, c.target, c.authz, got, c.want)
 		}
+	}
+	// Every route hostd's table marks as taking a ticket does at the edge,
+	// and no other: the gateway has no list of its own.
+	tickets := 0
+	for _, rt := range routes.All() {
+		path := strings.NewReplacer("{id}", "ses-1", "{job}", "job-1", "{upload}", "upl-1", "{approval}", "apr-1",
+			"{token}", "tok-1", "{grant}", "gr-1", "{preview}", "prv-1").Replace(rt.Path())
+		r := httptest.NewRequest(rt.Method(), path+"?ticket=abc", nil)
+		if got := IsTicketRequest(r); got != rt.Ticket {
+			t.Errorf("%s with a ticket: ticket request %v, the table says %v", rt.Pattern, got, rt.Ticket)
+		}
+		if rt.Ticket {
+			tickets++
+		}
+	}
+	if tickets == 0 {
+		t.Error("no route of the table takes a ticket: the terminal's has lost its mark")
 	}
 }
 

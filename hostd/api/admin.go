@@ -10,9 +10,9 @@ import (
 
 // adminRoutes registers the daemon's own routes (the policy's state for
 // the admin; the backends for any tenant).
-func (s *Server) adminRoutes(auth func(string, handler)) {
-	auth("GET /v1/admin/policy", s.policyStatus)
-	auth("GET /v1/backends", s.backends)
+func (s *Server) adminRoutes(bind func(string, handler)) {
+	bind("GET /v1/admin/policy", s.policyStatus)
+	bind("GET /v1/backends", s.backends)
 }
 
 // backends lists the backends a create may name in runtime.backend, with

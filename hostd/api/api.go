@@ -6,10 +6,12 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,15 +19,14 @@ import (
 	"time"
 
 	"paddock.dev/paddock/errdefs"
+	"paddock.dev/paddock/hostd/api/routes"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
 )
 
-// MaxBodyBytes bounds every JSON request body but file writes.
-const MaxBodyBytes = 1 << 20
-
-// maxFileBody bounds PUT .../files/content: the largest file as base64.
-const maxFileBody = (session.MaxFileWriteBytes/3+1)*4 + 4096
+// MaxBodyBytes bounds every JSON request body but file writes (each
+// route's own limit is its row's BodyLimit in hostd/api/routes).
+const MaxBodyBytes = routes.JSONBody
 
 // Server serves the API.
 type Server struct {
@@ -69,85 +70,168 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 
 type handler func(w http.ResponseWriter, r *http.Request) error
 
+// routes registers every row of the route table (hostd/api/routes) on the
+// mux with its handler. A row without a handler, or a handler without a
+// row, is a programming error that New panics on, as http.ServeMux does
+// on a pattern registered twice (TestRouteTableBound).
 func (s *Server) routes() {
-	open := func(pattern string, h handler) {
-		if pattern != "/" {
-			s.routeList = append(s.routeList, pattern)
-		}
-		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := h(w, r); err != nil {
-				s.writeError(w, r, err)
-			}
-		})
+	bound, err := bindRoutes(routes.All(), s.handlers())
+	if err != nil {
+		panic(err)
 	}
-	auth := func(pattern string, h handler) {
-		if strings.Contains(pattern, " /v1/agents/sessions/{id}") {
-			h = sessionsOnly(h)
-		}
-		open(pattern, func(w http.ResponseWriter, r *http.Request) error {
-			// The caller is verified and checked against the route's
-			// access (access.go) before the handler runs.
-			r, done, err := s.authorize(pattern, r)
-			defer done()
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			err = revokedDuring(r, h(w, r))
-			s.log.Info("request", append(gatewayIdentity(s.log, r), "method", r.Method, "path", logPath(r), "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))...)
-			return err
-		})
+	for _, rt := range routes.All() {
+		s.routeList = append(s.routeList, rt.Pattern)
+		s.serve(rt.Pattern, s.routeHandler(rt, bound[rt.Pattern]))
 	}
-	open("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
+	// Preview URLs: the token in the path is the credential
+	// (preview_proxy.go), so /preview/ is no row of the table.
+	s.mux.Handle(session.PreviewPathPrefix, s.PreviewHandler(""))
+	s.serve("/", func(w http.ResponseWriter, r *http.Request) error {
+		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
+	})
+}
+
+// serve puts h on the mux at pattern, turning what it returns into the
+// error answer.
+func (s *Server) serve(pattern string, h handler) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// handlers are the handlers of the route table's rows, by pattern. Each
+// file of this package adds its own.
+func (s *Server) handlers() map[string]handler {
+	hs := map[string]handler{}
+	bind := func(pattern string, h handler) {
+		if _, dup := hs[pattern]; dup {
+			panic("api: two handlers for " + pattern)
+		}
+		hs[pattern] = h
+	}
+	bind("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 		return nil
 	})
-	auth("POST /v1/agents/sessions", s.idempotent(s.create))
-	auth("GET /v1/agents/sessions", s.list)
-	auth("GET /v1/agents/sessions/{id}", s.get)
-	auth("DELETE /v1/agents/sessions/{id}", s.delete)
-	auth("POST /v1/agents/sessions/{id}/exec", s.idempotent(s.exec))
-	auth("POST /v1/agents/sessions/{id}/exec/stream", s.execStream)
-	auth("GET /v1/agents/sessions/{id}/jobs/{job}/stream", s.jobStream)
-	auth("POST /v1/agents/sessions/{id}/checkpoint", s.idempotent(s.checkpoint))
-	auth("POST /v1/agents/sessions/{id}/restore", s.idempotent(s.restore))
-	auth("POST /v1/agents/sessions/{id}/fork", s.idempotent(s.fork))
-	auth("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
-	auth("GET /v1/agents/sessions/{id}/events", s.events)
-	auth("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
-	auth("GET /v1/agents/sessions/{id}/trajectory", s.trajectory)
-	auth("GET /v1/agents/sessions/{id}/git/status", s.gitStatus)
-	auth("GET /v1/agents/sessions/{id}/git/diff", s.gitDiff)
-	auth("GET /v1/agents/sessions/{id}/git/log", s.gitLog)
-	auth("POST /v1/agents/sessions/{id}/git/commit", s.gitCommit)
-	auth("POST /v1/agents/sessions/{id}/git/branch", s.gitBranch)
-	auth("GET /v1/agents/sessions/{id}/probe", s.probe)
-	auth("POST /v1/agents/sessions/{id}/uploads", s.openUpload)
-	auth("GET /v1/agents/sessions/{id}/uploads", s.listUploads)
-	auth("GET /v1/agents/sessions/{id}/uploads/{upload}", s.getUpload)
-	auth("PUT /v1/agents/sessions/{id}/uploads/{upload}", s.uploadChunk)
-	auth("POST /v1/agents/sessions/{id}/uploads/{upload}/complete", s.completeUpload)
-	auth("DELETE /v1/agents/sessions/{id}/uploads/{upload}", s.abortUpload)
-	auth("GET /v1/agents/sessions/{id}/files", s.listFiles)
-	auth("DELETE /v1/agents/sessions/{id}/files", s.deleteFile)
-	auth("GET /v1/agents/sessions/{id}/files/content", s.readFile)
-	auth("PUT /v1/agents/sessions/{id}/files/content", s.writeFile)
-	auth("GET /v1/agents/sessions/{id}/files/range", s.readRange)
-	auth("POST /v1/agents/sessions/{id}/jobs", s.idempotent(s.startJob))
-	auth("GET /v1/agents/sessions/{id}/jobs", s.listJobs)
-	auth("GET /v1/agents/sessions/{id}/jobs/{job}", s.readJob)
-	auth("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
-	auth("DELETE /v1/agents/sessions/{id}/jobs/{job}", s.killJob)
-	s.grantRoutes(auth)
-	s.tokenRoutes(auth)
-	s.approvalRoutes(auth)
-	s.adminRoutes(auth)
-	s.sandboxRoutes(auth)
-	s.previewRoutes(auth)
-	s.ptyRoutes(auth)
-	open("/", func(w http.ResponseWriter, r *http.Request) error {
-		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
-	})
+	bind("POST /v1/agents/sessions", s.create)
+	bind("GET /v1/agents/sessions", s.list)
+	bind("GET /v1/agents/sessions/{id}", s.get)
+	bind("DELETE /v1/agents/sessions/{id}", s.delete)
+	bind("POST /v1/agents/sessions/{id}/exec", s.exec)
+	bind("POST /v1/agents/sessions/{id}/exec/stream", s.execStream)
+	bind("GET /v1/agents/sessions/{id}/jobs/{job}/stream", s.jobStream)
+	bind("POST /v1/agents/sessions/{id}/checkpoint", s.checkpoint)
+	bind("POST /v1/agents/sessions/{id}/restore", s.restore)
+	bind("POST /v1/agents/sessions/{id}/fork", s.fork)
+	bind("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
+	bind("GET /v1/agents/sessions/{id}/events", s.events)
+	bind("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
+	bind("GET /v1/agents/sessions/{id}/trajectory", s.trajectory)
+	bind("GET /v1/agents/sessions/{id}/git/status", s.gitStatus)
+	bind("GET /v1/agents/sessions/{id}/git/diff", s.gitDiff)
+	bind("GET /v1/agents/sessions/{id}/git/log", s.gitLog)
+	bind("POST /v1/agents/sessions/{id}/git/commit", s.gitCommit)
+	bind("POST /v1/agents/sessions/{id}/git/branch", s.gitBranch)
+	bind("GET /v1/agents/sessions/{id}/probe", s.probe)
+	bind("POST /v1/agents/sessions/{id}/uploads", s.openUpload)
+	bind("GET /v1/agents/sessions/{id}/uploads", s.listUploads)
+	bind("GET /v1/agents/sessions/{id}/uploads/{upload}", s.getUpload)
+	bind("PUT /v1/agents/sessions/{id}/uploads/{upload}", s.uploadChunk)
+	bind("POST /v1/agents/sessions/{id}/uploads/{upload}/complete", s.completeUpload)
+	bind("DELETE /v1/agents/sessions/{id}/uploads/{upload}", s.abortUpload)
+	bind("GET /v1/agents/sessions/{id}/files", s.listFiles)
+	bind("DELETE /v1/agents/sessions/{id}/files", s.deleteFile)
+	bind("GET /v1/agents/sessions/{id}/files/content", s.readFile)
+	bind("PUT /v1/agents/sessions/{id}/files/content", s.writeFile)
+	bind("GET /v1/agents/sessions/{id}/files/range", s.readRange)
+	bind("POST /v1/agents/sessions/{id}/jobs", s.startJob)
+	bind("GET /v1/agents/sessions/{id}/jobs", s.listJobs)
+	bind("GET /v1/agents/sessions/{id}/jobs/{job}", s.readJob)
+	bind("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
+	bind("DELETE /v1/agents/sessions/{id}/jobs/{job}", s.killJob)
+	s.grantRoutes(bind)
+	s.tokenRoutes(bind)
+	s.approvalRoutes(bind)
+	s.adminRoutes(bind)
+	s.sandboxRoutes(bind)
+	s.previewRoutes(bind)
+	s.ptyRoutes(bind)
+	return hs
+}
+
+// bindRoutes pairs every row with its handler, and fails on a row without
+// one or a handler without a row.
+func bindRoutes(rows []routes.Route, hs map[string]handler) (map[string]handler, error) {
+	out := make(map[string]handler, len(rows))
+	var errs []error
+	for _, rt := range rows {
+		h, ok := hs[rt.Pattern]
+		if !ok || h == nil {
+			errs = append(errs, fmt.Errorf("api: route %s (hostd/api/routes) has no handler", rt.Pattern))
+			continue
+		}
+		out[rt.Pattern] = h
+	}
+	for p := range hs {
+		if !slices.ContainsFunc(rows, func(rt routes.Route) bool { return rt.Pattern == p }) {
+			errs = append(errs, fmt.Errorf("api: handler for %s has no row in the route table (hostd/api/routes)", p))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// routeHandler is what serves a row: for a public route its handler as
+// it is; for every other, the caller check of the row's access
+// (authorized) in front of the wrapped handler (guarded).
+func (s *Server) routeHandler(rt routes.Route, h handler) handler {
+	if rt.Access == auth.AccessPublic {
+		return h
+	}
+	return s.authorized(rt.Pattern, s.guarded(rt, h))
+}
+
+// guarded wraps a row's handler as the row says: Idempotency-Key replay
+// for an idempotent row, sandboxes kept out of the session routes, and a
+// call without a caller refused.
+func (s *Server) guarded(rt routes.Route, h handler) handler {
+	if rt.Idempotent {
+		h = s.idempotent(h)
+	}
+	if strings.HasPrefix(rt.Path(), "/v1/agents/sessions/{id}") {
+		h = sessionsOnly(h)
+	}
+	return requireCaller(h)
+}
+
+// authorized verifies the caller and checks it against the route's
+// access before h runs, and logs the call.
+func (s *Server) authorized(pattern string, h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		r, done, err := s.authorize(pattern, r)
+		defer done()
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		err = revokedDuring(r, h(w, r))
+		s.log.Info("request", append(gatewayIdentity(s.log, r), "method", r.Method, "path", logPath(r), "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))...)
+		return err
+	}
+}
+
+// requireCaller refuses, with 401, a call whose context carries no
+// caller. authorize always puts one there; this holds even if a handler
+// is reached some other way, so no handler ever acts for nobody (or, as
+// the manager's policy checks once did, for the admin).
+func requireCaller(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, ok := auth.FromContext(r.Context()); !ok {
+			return fmt.Errorf("%w: this call carries no verified caller", errUnauthorized)
+		}
+		return h(w, r)
+	}
 }
 
 var (
@@ -202,9 +286,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decode reads a JSON body (empty means {}), refusing unknown fields and
-// bodies over MaxBodyBytes.
+// bodies over the route's limit (bodyLimit).
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	return decodeLimit(r, v, MaxBodyBytes)
+	return decodeLimit(r, v, bodyLimit(r))
+}
+
+// bodyLimit is the largest body the route r came in on takes: its row's
+// BodyLimit, or MaxBodyBytes for a request that matched no row.
+func bodyLimit(r *http.Request) int64 {
+	if rt, ok := routes.Lookup(r.Pattern); ok {
+		return rt.BodyLimit
+	}
+	return MaxBodyBytes
 }
 
 func decodeLimit(r *http.Request, v any, limit int64) error {
@@ -426,7 +519,7 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 	var req session.FileWrite
-	if err := decodeLimit(r, &req, maxFileBody); err != nil {
+	if err := decode(w, r, &req); err != nil {
 		return err
 	}
 	out, err := s.sessions.WriteFile(r.Context(), tenant(r), r.PathValue("id"), req)
@@ -587,12 +680,13 @@ func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, session.MaxUploadChunk+1))
+	limit := bodyLimit(r)
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("%w: reading the chunk: %v", session.ErrBadRequest, err)
 	}
-	if len(data) > session.MaxUploadChunk {
-		return fmt.Errorf("%w: a chunk is at most %d bytes", errTooLarge, session.MaxUploadChunk)
+	if int64(len(data)) > limit {
+		return fmt.Errorf("%w: a chunk is at most %d bytes", errTooLarge, limit)
 	}
 	out, err := s.sessions.UploadChunk(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload"), off, data)
 	if err != nil {

@@ -11,10 +11,10 @@ import (
 // approvalRoutes registers a session's approval requests
 // (hostd/session/approvals.go): commands held by an ask rule until an
 // operator decides.
-func (s *Server) approvalRoutes(auth func(string, handler)) {
-	auth("GET /v1/agents/sessions/{id}/approvals", s.listApprovals)
-	auth("POST /v1/agents/sessions/{id}/approvals/{approval}/approve", s.decideApproval(true))
-	auth("POST /v1/agents/sessions/{id}/approvals/{approval}/deny", s.decideApproval(false))
+func (s *Server) approvalRoutes(bind func(string, handler)) {
+	bind("GET /v1/agents/sessions/{id}/approvals", s.listApprovals)
+	bind("POST /v1/agents/sessions/{id}/approvals/{approval}/approve", s.decideApproval(true))
+	bind("POST /v1/agents/sessions/{id}/approvals/{approval}/deny", s.decideApproval(false))
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {

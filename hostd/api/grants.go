@@ -12,11 +12,11 @@ const maxGrantBody = 6*session.MaxGrantValueBytes + 64<<10
 
 // grantRoutes registers the credential grants of a session
 // (hostd/session/grants.go).
-func (s *Server) grantRoutes(auth func(string, handler)) {
-	auth("POST /v1/agents/sessions/{id}/grants", s.createGrant)
-	auth("GET /v1/agents/sessions/{id}/grants", s.listGrants)
-	auth("DELETE /v1/agents/sessions/{id}/grants", s.revokeGrants)
-	auth("DELETE /v1/agents/sessions/{id}/grants/{grant}", s.revokeGrant)
+func (s *Server) grantRoutes(bind func(string, handler)) {
+	bind("POST /v1/agents/sessions/{id}/grants", s.createGrant)
+	bind("GET /v1/agents/sessions/{id}/grants", s.listGrants)
+	bind("DELETE /v1/agents/sessions/{id}/grants", s.revokeGrants)
+	bind("DELETE /v1/agents/sessions/{id}/grants/{grant}", s.revokeGrant)
 }
 
 func (s *Server) createGrant(w http.ResponseWriter, r *http.Request) error {

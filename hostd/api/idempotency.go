@@ -55,7 +55,7 @@ func (s *Server) idempotent(h handler) handler {
 		if len(key) > maxIdemKey {
 			return fmt.Errorf("%w: Idempotency-Key is longer than %d characters", session.ErrBadRequest, maxIdemKey)
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, bodyLimit(r)+1))
 		if err != nil {
 			return fmt.Errorf("%w: reading the body: %v", session.ErrBadRequest, err)
 		}

@@ -97,7 +97,7 @@ func TestRouteAccess(t *testing.T) {
 	for _, r := range served {
 		a, ok := table[r]
 		if !ok {
-			t.Errorf("route %s has no entry in routeAccess (hostd/api/access.go): give it an op or AccessTenant", r)
+			t.Errorf("route %s has no row in the route table (hostd/api/routes): give it an op or AccessTenant", r)
 			continue
 		}
 		if !a.Valid() {
@@ -106,7 +106,7 @@ func TestRouteAccess(t *testing.T) {
 	}
 	for r := range table {
 		if !slices.Contains(served, r) && r != "GET /healthz" {
-			t.Errorf("routeAccess has %s, which the router does not serve", r)
+			t.Errorf("the route table has %s, which the router does not serve", r)
 		}
 	}
 	for _, tc := range []struct {

@@ -6,15 +6,14 @@ import (
 	"paddock.dev/paddock/hostd/session"
 )
 
-// previewRoutes registers a session's preview URLs
-// (hostd/session/previews.go) and serves the URLs themselves under
-// /preview/ (preview_proxy.go): that path is the token's to authorize, so
-// it is not one of the bearer-token routes Routes lists.
-func (s *Server) previewRoutes(auth func(string, handler)) {
-	auth("POST /v1/agents/sessions/{id}/preview", s.createPreview)
-	auth("GET /v1/agents/sessions/{id}/previews", s.listPreviews)
-	auth("DELETE /v1/agents/sessions/{id}/preview/{preview}", s.deletePreview)
-	s.mux.Handle(session.PreviewPathPrefix, s.PreviewHandler(""))
+// previewRoutes binds the routes of a session's preview URLs
+// (hostd/session/previews.go). The URLs themselves are served under
+// /preview/ (preview_proxy.go, registered by routes): that path is the
+// token's to authorize, so it is not a row of the route table.
+func (s *Server) previewRoutes(bind func(string, handler)) {
+	bind("POST /v1/agents/sessions/{id}/preview", s.createPreview)
+	bind("GET /v1/agents/sessions/{id}/previews", s.listPreviews)
+	bind("DELETE /v1/agents/sessions/{id}/preview/{preview}", s.deletePreview)
 }
 
 func (s *Server) createPreview(w http.ResponseWriter, r *http.Request) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"paddock.dev/paddock/hostd/api/routes"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
 )
@@ -18,16 +19,17 @@ const (
 	ptyTicketRoute = "POST /v1/agents/sessions/{id}/pty-ticket"
 )
 
-func (s *Server) ptyRoutes(auth func(string, handler)) {
-	auth(ptyRoute, s.openPTY)
-	auth(ptyTicketRoute, s.ptyTicket)
+func (s *Server) ptyRoutes(bind func(string, handler)) {
+	bind(ptyRoute, s.openPTY)
+	bind(ptyTicketRoute, s.ptyTicket)
 }
 
 // verifyCaller is who calls: the caller a terminal ticket was made for,
-// on a route of ticketRoutes that was given ?ticket=, else the bearer
-// token's. A ticket is spent by this first look, whatever follows.
+// on a route whose row takes a ticket (routes.Route.Ticket) and that was
+// given ?ticket=, else the bearer token's. A ticket is spent by this
+// first look, whatever follows.
 func (s *Server) verifyCaller(pattern string, r *http.Request) (auth.Identity, error) {
-	if !ticketRoutes[pattern] || !r.URL.Query().Has("ticket") {
+	if rt, _ := routes.Lookup(pattern); !rt.Ticket || !r.URL.Query().Has("ticket") {
 		return s.verifier.VerifyRequest(r)
 	}
 	if s.sessions == nil {

@@ -6,19 +6,15 @@ import (
 	"paddock.dev/paddock/hostd/session"
 )
 
-// maxSandboxWriteBody bounds POST /v1/sandboxes/{id}/fs/write: the largest
-// file as base64, plus room for the path and mode.
-const maxSandboxWriteBody = (session.MaxSandboxFileBytes/3+1)*4 + 64<<10
-
 // sandboxRoutes registers the lower sandbox API (hostd/session/sandbox.go).
-func (s *Server) sandboxRoutes(auth func(string, handler)) {
-	auth("POST /v1/sandboxes", s.idempotent(s.createSandbox))
-	auth("GET /v1/sandboxes", s.listSandboxes)
-	auth("GET /v1/sandboxes/{id}", s.getSandbox)
-	auth("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
-	auth("POST /v1/sandboxes/{id}/process", s.idempotent(s.sandboxProcess))
-	auth("POST /v1/sandboxes/{id}/fs/read", s.sandboxRead)
-	auth("POST /v1/sandboxes/{id}/fs/write", s.sandboxWrite)
+func (s *Server) sandboxRoutes(bind func(string, handler)) {
+	bind("POST /v1/sandboxes", s.createSandbox)
+	bind("GET /v1/sandboxes", s.listSandboxes)
+	bind("GET /v1/sandboxes/{id}", s.getSandbox)
+	bind("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
+	bind("POST /v1/sandboxes/{id}/process", s.sandboxProcess)
+	bind("POST /v1/sandboxes/{id}/fs/read", s.sandboxRead)
+	bind("POST /v1/sandboxes/{id}/fs/write", s.sandboxWrite)
 }
 
 // sessionsOnly keeps sandboxes out of the session routes: a sandbox's id
@@ -99,7 +95,7 @@ func (s *Server) sandboxRead(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) sandboxWrite(w http.ResponseWriter, r *http.Request) error {
 	var req session.SandboxWrite
-	if err := decodeLimit(r, &req, maxSandboxWriteBody); err != nil {
+	if err := decode(w, r, &req); err != nil {
 		return err
 	}
 	out, err := s.sessions.SandboxWriteFile(r.Context(), tenant(r), r.PathValue("id"), req)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
 	"paddock.dev/paddock/hostd/auth"
@@ -9,12 +10,12 @@ import (
 
 // tokenRoutes registers session tokens (hostd/session/tokens.go) and
 // whoami. Minting, listing and revoking need the admin token or the
-// session's tenant's (access.go); a session token cannot mint another.
-func (s *Server) tokenRoutes(auth func(string, handler)) {
-	auth("POST /v1/agents/sessions/{id}/tokens", s.mintToken)
-	auth("GET /v1/agents/sessions/{id}/tokens", s.listTokens)
-	auth("DELETE /v1/agents/sessions/{id}/tokens/{token}", s.revokeToken)
-	auth("GET /v1/whoami", s.whoami)
+// session's tenant's (the route table, hostd/api/routes); a session token cannot mint another.
+func (s *Server) tokenRoutes(bind func(string, handler)) {
+	bind("POST /v1/agents/sessions/{id}/tokens", s.mintToken)
+	bind("GET /v1/agents/sessions/{id}/tokens", s.listTokens)
+	bind("DELETE /v1/agents/sessions/{id}/tokens/{token}", s.revokeToken)
+	bind("GET /v1/whoami", s.whoami)
 }
 
 func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) error {
@@ -54,7 +55,10 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
-	id, _ := auth.FromContext(r.Context())
+	id, ok := auth.FromContext(r.Context())
+	if !ok {
+		return fmt.Errorf("%w: this call carries no verified caller", errUnauthorized)
+	}
 	writeJSON(w, http.StatusOK, id.WhoAmI())
 	return nil
 }

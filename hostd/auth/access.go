@@ -20,7 +20,7 @@ var (
 )
 
 // Operations a session token can be granted. Each route a session token
-// may call needs exactly one (the route table is hostd/api/access.go).
+// may call needs exactly one (the route table is hostd/api/routes).
 const (
 	OpRead       = apiv1.OpRead
 	OpExec       = apiv1.OpExec

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
@@ -56,7 +57,10 @@ func TestReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A grant lives in the daemon's memory only: it does not survive.
-	if _, err := m1.Grant(ctx, "", s.ID, session.GrantRequest{Value: "Bearer s3cret", Hosts: []string{"api.example"}}); err != nil {
+	// (The manager takes the caller from the context, and refuses a
+	// grant to nobody: the admin makes this one.)
+	admin := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindAdmin})
+	if _, err := m1.Grant(admin, "", s.ID, session.GrantRequest{Value: "Bearer s3cret", Hosts: []string{"api.example"}}); err != nil {
 		t.Fatal(err)
 	}
 	if len(m1.GrantsFor(s.ID)) != 1 {

@@ -174,7 +174,11 @@ func (m *Manager) judge(ctx context.Context, s *Session, c commandCheck) (*verdi
 	}
 	digest := c.digestFor(s)
 	now := m.now().UTC()
-	req, err := m.policy.Approval(ctx, policy.ApprovalInput{Action: "request", Actor: callerOf(ctx), SessionTenant: s.Tenant, Requester: callerOf(ctx)})
+	caller, err := callerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req, err := m.policy.Approval(ctx, policy.ApprovalInput{Action: "request", Actor: caller, SessionTenant: s.Tenant, Requester: caller})
 	if err != nil {
 		return nil, fmt.Errorf("approval policy: %w", err)
 	}
@@ -184,7 +188,7 @@ func (m *Manager) judge(ctx context.Context, s *Session, c commandCheck) (*verdi
 	}
 	row, created, err := m.st.PutApproval(ctx, store.ApprovalRow{
 		ID: newApprovalID(), SessionID: s.ID, Kind: c.kind, Digest: digest, Command: clipText(c.command, MaxApprovalCommandBytes),
-		Summary: clipText(c.kind+": "+c.command, 200), Matched: matched, Requester: actorString(callerOf(ctx)),
+		Summary: clipText(c.kind+": "+c.command, 200), Matched: matched, Requester: actorString(caller),
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}, now, MaxPendingApprovals, MaxApprovalRows)
 	switch {
@@ -359,6 +363,11 @@ func (m *Manager) Approvals(ctx context.Context, tenant, id string) ([]Approval,
 // Decide approves or denies a pending request, if the approval policy lets
 // the caller decide.
 func (m *Manager) Decide(ctx context.Context, tenant, id, approval string, approve bool, req Decision) (*Approval, error) {
+	// Who decides is known before anything is looked at.
+	who, err := callerOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if len(req.Note) > MaxApprovalNoteBytes || strings.ContainsFunc(req.Note, func(r rune) bool { return r < 0x20 && r != '\t' }) {
 		return nil, bad("note must be at most %d bytes, without control characters", MaxApprovalNoteBytes)
 	}
@@ -376,7 +385,6 @@ func (m *Manager) Decide(ctx context.Context, tenant, id, approval string, appro
 	if m.policy == nil {
 		return nil, fmt.Errorf("%w: this daemon has no policy engine", ErrConflict)
 	}
-	who := callerOf(ctx)
 	pd, err := m.policy.Approval(ctx, policy.ApprovalInput{Action: "decide", Actor: who, SessionTenant: s.Tenant, Requester: parseActor(row.Requester)})
 	if err != nil {
 		return nil, fmt.Errorf("approval policy: %w", err)

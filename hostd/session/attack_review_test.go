@@ -56,10 +56,10 @@ func TestAttackGuestErrKinds(t *testing.T) {
 }
 
 // TestAttackNoCallerIsNotAdmin: a call that reaches the manager with no
-// caller (the daemon's own work, or a route that lost its identity) must
-// not be taken for the admin by the policy: callerOf is what the approval
-// module's "only an admin may decide" and the command hooks see. An
-// identity of no known kind is no admin either.
+// caller (a route that lost its identity on the way, the daemon's own
+// work), or with an identity of no known kind, must not be taken for the
+// admin by the policy: callerOf is what the approval module's "only an
+// admin may decide" sees. It refuses such a call (403) instead.
 func TestAttackNoCallerIsNotAdmin(t *testing.T) {
 	for name, ctx := range map[string]context.Context{
 		"no identity":      context.Background(),
@@ -67,21 +67,38 @@ func TestAttackNoCallerIsNotAdmin(t *testing.T) {
 		"zero identity":    auth.WithIdentity(context.Background(), auth.Identity{}),
 		"unknown kind":     auth.WithIdentity(context.Background(), auth.Identity{Kind: "root"}),
 	} {
-		if a := callerOf(ctx); a.Kind == "admin" || actorString(a) == "admin" {
-			t.Errorf("%s: callerOf = %+v, the admin", name, a)
+		a, err := callerOf(ctx)
+		if a.Kind == "admin" || actorString(a) == "admin" || !errors.Is(err, ErrForbidden) {
+			t.Errorf("%s: callerOf = %+v, %v; want a 403 refusal and never the admin", name, a, err)
 		}
 	}
-	if a := callerOf(auth.WithIdentity(context.Background(), auth.Admin())); a.Kind != "admin" {
-		t.Errorf("the admin's identity: callerOf = %+v", a)
+	if a, err := callerOf(auth.WithIdentity(context.Background(), auth.Admin())); a.Kind != "admin" || err != nil {
+		t.Errorf("the admin's identity: callerOf = %+v, %v", a, err)
 	}
-	// The approval module itself refuses a decision by such a caller.
-	eng, err := policy.New(policy.Options{})
+	// Through the manager: a real pending approval, which the admin could
+	// approve, is not decided by a call with no caller, and stays pending.
+	m := fakeManager(t)
+	ctx := context.Background()
+	acme := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
+	s, err := m.Create(acme, "acme", CreateRequest{TTLSeconds: 600, Policy: &PolicyRequest{Process: &policy.ProcessRules{Ask: []string{"deploy*"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err2 := eng.Approval(context.Background(), policy.ApprovalInput{Action: "decide", Actor: callerOf(context.Background()), SessionTenant: "acme"})
-	if err2 != nil || d.Allow {
-		t.Errorf("a decision with no caller: %+v, %v; want refused", d, err2)
+	_, err = m.Exec(acme, "acme", s.ID, ExecRequest{Command: "deploy now"})
+	var h *Hold
+	if !errors.As(err, &h) {
+		t.Fatalf("exec of an ask command: %v, want a hold", err)
+	}
+	if _, err := m.Decide(ctx, "", s.ID, h.ApprovalID, true, Decision{}); !errors.Is(err, ErrForbidden) {
+		t.Errorf("a decision with no caller: %v, want 403", err)
+	}
+	as, err := m.Approvals(acme, "acme", s.ID)
+	if err != nil || len(as) != 1 || as[0].State != "pending" {
+		t.Errorf("the approval after a decision with no caller: %+v %v, want it pending", as, err)
+	}
+	// The admin can decide it: the refusal above was for the caller.
+	if _, err := m.Decide(auth.WithIdentity(ctx, auth.Admin()), "", s.ID, h.ApprovalID, true, Decision{}); err != nil {
+		t.Errorf("the admin's decision: %v", err)
 	}
 }
 

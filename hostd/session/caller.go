@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"paddock.dev/paddock/hostd/auth"
@@ -17,26 +18,28 @@ type Decider interface {
 }
 
 // callerOf is who made the call, for policy decisions: the identity the
-// API authenticated. A call with none is the daemon's own work (an expiry,
-// a sweep) and is the daemon, never the admin: the approval module lets
-// only an admin decide, so a call that lost its caller on the way decides
-// nothing. An identity of a kind this code does not know is nobody (kind
-// "", which no policy rule allows).
-func callerOf(ctx context.Context) policy.Actor {
+// API authenticated. A call that carries none is refused (403), never
+// taken for the admin's: every route puts its verified caller in the
+// context, so a missing one means a path that skipped the check, and that
+// path must not decide approvals as the operator.
+func callerOf(ctx context.Context) (policy.Actor, error) {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
-		return policy.Actor{Kind: auth.ActorDaemon, Name: auth.ActorDaemon}
+		return policy.Actor{}, errNoCaller
 	}
 	switch id.Kind {
 	case auth.KindAdmin:
-		return policy.Actor{Kind: "admin", Name: "admin"}
+		return policy.Actor{Kind: "admin", Name: "admin"}, nil
 	case auth.KindTenant:
-		return policy.Actor{Kind: "tenant", Name: id.Tenant, Tenant: id.Tenant}
+		return policy.Actor{Kind: "tenant", Name: id.Tenant, Tenant: id.Tenant}, nil
 	case auth.KindSession:
-		return policy.Actor{Kind: "session", Name: id.TokenID, Tenant: id.Tenant, Session: id.Session}
+		return policy.Actor{Kind: "session", Name: id.TokenID, Tenant: id.Tenant, Session: id.Session}, nil
 	}
-	return policy.Actor{}
+	return policy.Actor{}, fmt.Errorf("%w: the caller is of no known kind (%q)", ErrForbidden, id.Kind)
 }
+
+// errNoCaller refuses a call whose context carries no verified caller.
+var errNoCaller = fmt.Errorf("%w: this call carries no verified caller", ErrForbidden)
 
 // actorString is an actor as the ledger and approval records name it:
 // "admin", "tenant:<name>" or "session-token:<id>".

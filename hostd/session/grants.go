@@ -308,14 +308,15 @@ func (m *Manager) Ungrant(ctx context.Context, tenant, id, grant string) error {
 // a tenant could send the operator's credential to a host it controls.
 // A tenant grants values it supplies itself, on its own sessions (load
 // scopes those). A session token never reaches a grant: the route table
-// keeps it out, and this holds even if that table changes.
+// keeps it out, and this holds even if that table changes. A call with no
+// caller at all is refused like a session token's.
 func grantCaller(ctx context.Context, secretRef bool) error {
 	id, ok := auth.FromContext(ctx)
-	if ok && id.Kind != auth.KindAdmin && id.Kind != auth.KindTenant {
+	if !ok || (id.Kind != auth.KindAdmin && id.Kind != auth.KindTenant) {
 		return &CodedError{Code: CodeGrantNeedsAdminOrTenant, Err: fmt.Errorf(
 			"%w: credential grants need the admin token or the session's tenant's token; a session token cannot make, list or revoke them", ErrForbidden)}
 	}
-	if secretRef && (!ok || id.Kind != auth.KindAdmin) {
+	if secretRef && id.Kind != auth.KindAdmin {
 		return &CodedError{Code: CodeSecretRefAdminOnly, Err: fmt.Errorf(
 			"%w: secret_ref names one of the daemon's own secrets (PADDOCK_SECRET_<REF>), which only the admin token may grant; "+
 				"send the credential itself as value instead (it is used for this session's requests only), or ask the operator to grant the secret", ErrForbidden)}

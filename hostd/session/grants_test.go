@@ -12,8 +12,9 @@ import (
 // which stands even if the API's route table let a caller through: a
 // session token gets nothing from Grant, Grants or Ungrant (code
 // grant_needs_admin_or_tenant), a tenant's secret_ref is refused (code
-// secret_ref_admin_only), and both are refused before the manager looks
-// at anything (a zero Manager answers them).
+// secret_ref_admin_only), a call with no caller at all gets nothing
+// either (it is not taken for the admin's), and all are refused before the
+// manager looks at anything (a zero Manager answers them).
 func TestGrantCaller(t *testing.T) {
 	var m Manager
 	tok := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindSession, Session: "ses-0123456789abcdef",
@@ -39,7 +40,10 @@ func TestGrantCaller(t *testing.T) {
 		{"session token: revoke all", m.Ungrant(tok, "", "ses-0123456789abcdef", ""), CodeGrantNeedsAdminOrTenant},
 		{"session token: revoke one", m.Ungrant(tok, "", "ses-0123456789abcdef", "gr-1"), CodeGrantNeedsAdminOrTenant},
 		{"tenant: secret_ref", func() error { _, err := m.Grant(tenant, "acme", "ses-0123456789abcdef", ref); return err }(), CodeSecretRefAdminOnly},
-		{"no caller: secret_ref", func() error { _, err := m.Grant(context.Background(), "", "ses-0123456789abcdef", ref); return err }(), CodeSecretRefAdminOnly},
+		{"no caller: secret_ref", func() error { _, err := m.Grant(context.Background(), "", "ses-0123456789abcdef", ref); return err }(), CodeGrantNeedsAdminOrTenant},
+		{"no caller: grant a value", func() error { _, err := m.Grant(context.Background(), "", "ses-0123456789abcdef", value); return err }(), CodeGrantNeedsAdminOrTenant},
+		{"no caller: list", func() error { _, err := m.Grants(context.Background(), "", "ses-0123456789abcdef"); return err }(), CodeGrantNeedsAdminOrTenant},
+		{"no caller: revoke all", m.Ungrant(context.Background(), "", "ses-0123456789abcdef", ""), CodeGrantNeedsAdminOrTenant},
 	} {
 		if got := code(tc.err); got != tc.want {
 			t.Errorf("%s: %v (code %q), want 403 with code %q", tc.name, tc.err, got, tc.want)

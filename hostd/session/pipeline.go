@@ -84,7 +84,11 @@ const (
 // with Annotate.
 type Command struct {
 	// Session is the session's (or sandbox's) id, Tenant its tenant as
-	// the caller named it ("" is the admin's view), Caller who asked.
+	// the caller named it ("" is the admin's view), Caller who asked: the
+	// zero Actor for a call that carries no caller (the API always gives
+	// one; the manager's own tests may not), never the admin by default.
+	// Whatever decides on the caller (approvals, grants) refuses such a
+	// call itself (callerOf).
 	Session string
 	Tenant  string
 	Caller  policy.Actor
@@ -230,7 +234,8 @@ type pipeStep struct {
 
 // newPipe starts a command of kind on session id.
 func (m *Manager) newPipe(ctx context.Context, kind CommandKind, tenant, id string) *pipe {
-	return &pipe{m: m, cmd: &Command{Session: id, Tenant: tenant, Caller: callerOf(ctx), Kind: kind}}
+	caller, _ := callerOf(ctx) // zero when the call carries none
+	return &pipe{m: m, cmd: &Command{Session: id, Tenant: tenant, Caller: caller, Kind: kind}}
 }
 
 // walk runs steps in order (see the file's comment).

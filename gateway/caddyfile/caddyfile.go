@@ -30,6 +30,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	_ "paddock.dev/paddock/gateway/all" // the modules and directives the files use
+	"paddock.dev/paddock/hostd/api/routes"
 )
 
 //go:embed common.caddyfile local.caddyfile domain.caddyfile
@@ -49,16 +50,9 @@ func Variants() []Variant { return []Variant{Local, Domain} }
 
 // Limits and timeouts of the shipped files (docs/gateway.md lists them).
 const (
-	// APIBody bounds a request body on the API, but for the routes
-	// below: hostd takes JSON bodies of at most 1 MiB.
-	APIBody = "2MiB"
-	// UploadBody bounds one resumable-upload chunk (hostd: 4 MiB).
-	UploadBody = "5MiB"
-	// FileBody bounds PUT .../files/content (hostd: 8 MiB as base64).
-	FileBody = "12MiB"
-	// SandboxFileBody bounds POST /v1/sandboxes/{id}/fs/write (hostd:
-	// 32 MiB as base64).
-	SandboxFileBody = "44MiB"
+	// The API's body limits are not here: paddock_limits (gateway/limits)
+	// takes each route's from hostd's route table.
+
 	// PreviewBody bounds a request body sent to a preview (hostd: 64 MiB).
 	PreviewBody = "64MiB"
 	// MaxHeaderSize bounds a request's headers.
@@ -127,7 +121,12 @@ type data struct {
 	AccessLog          string
 	Log                string
 
-	APIBody, UploadBody, FileBody, SandboxFileBody, PreviewBody, MaxHeaderSize string
+	PreviewBody, MaxHeaderSize string
+	// The API's edge body limits, worked out from hostd's route table.
+	// The shipped files no longer use them (paddock_limits does the
+	// same per route); an operator's own file written against the old
+	// shipped one may.
+	APIBody, UploadBody, FileBody, SandboxFileBody string
 
 	ReadHeader, ReadBody, ReadBodyIdle, Idle, AuthCacheTTL string
 	ReadMinRate                                            int
@@ -224,15 +223,18 @@ func logOutput(what, where string) (string, error) {
 
 func (o Options) data(v Variant) (data, error) {
 	d := data{
-		APIBody: APIBody, UploadBody: UploadBody, FileBody: FileBody, SandboxFileBody: SandboxFileBody,
 		PreviewBody: PreviewBody, MaxHeaderSize: MaxHeaderSize,
-		ReadHeader:   orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout).String(),
-		ReadBody:     orDefault(o.ReadBodyTimeout, DefaultReadBodyTimeout).String(),
-		ReadBodyIdle: orDefault(o.ReadBodyIdleTimeout, DefaultReadBodyIdleTimeout).String(),
-		Idle:         orDefault(o.IdleTimeout, DefaultIdleTimeout).String(),
-		AuthCacheTTL: orDefault(o.AuthCacheTTL, DefaultAuthCacheTTL).String(),
-		ReadMinRate:  o.ReadMinRate,
-		Email:        o.Email,
+		APIBody:         edgeSize("POST /v1/agents/sessions"),
+		UploadBody:      edgeSize("PUT /v1/agents/sessions/{id}/uploads/{upload}"),
+		FileBody:        edgeSize("PUT /v1/agents/sessions/{id}/files/content"),
+		SandboxFileBody: edgeSize("POST /v1/sandboxes/{id}/fs/write"),
+		ReadHeader:      orDefault(o.ReadHeaderTimeout, DefaultReadHeaderTimeout).String(),
+		ReadBody:        orDefault(o.ReadBodyTimeout, DefaultReadBodyTimeout).String(),
+		ReadBodyIdle:    orDefault(o.ReadBodyIdleTimeout, DefaultReadBodyIdleTimeout).String(),
+		Idle:            orDefault(o.IdleTimeout, DefaultIdleTimeout).String(),
+		AuthCacheTTL:    orDefault(o.AuthCacheTTL, DefaultAuthCacheTTL).String(),
+		ReadMinRate:     o.ReadMinRate,
+		Email:           o.Email,
 	}
 	if o.AuthCacheTTL < 0 {
 		d.AuthCacheTTL = "0s"
@@ -315,6 +317,16 @@ func (o Options) data(v Variant) (data, error) {
 	d.SiteAddresses = strings.Join(addrs, ", ")
 	d.PreviewSiteAddress = siteAddress(v, "*.preview."+d.Domain, port)
 	return d, nil
+}
+
+// edgeSize is the gateway's body limit for a route of hostd's table, as a
+// Caddyfile size.
+func edgeSize(pattern string) string {
+	rt, ok := routes.Lookup(pattern)
+	if !ok {
+		panic("caddyfile: no route " + pattern)
+	}
+	return strconv.FormatInt(routes.EdgeLimit(rt.BodyLimit), 10)
 }
 
 func siteAddress(v Variant, name string, port int) string {

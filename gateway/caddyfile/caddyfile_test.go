@@ -30,7 +30,7 @@ var goldenCases = []struct {
 // TestAdaptGolden adapts every shipped Caddyfile to Caddy's JSON and
 // compares both the rendered file and the JSON with testdata/NAME.caddyfiletest
 // (the rendered Caddyfile, a line of dashes, the JSON), as Caddy's own
-// caddyfile_adapt tests do. go test ./caddyfile -update rewrites them.
+// caddyfile_adapt tests do. go test ./gateway/caddyfile -update rewrites them.
 func TestAdaptGolden(t *testing.T) {
 	seen := map[Variant]bool{}
 	for _, c := range goldenCases {
@@ -61,10 +61,10 @@ func TestAdaptGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test ./caddyfile -update to make it)", err)
+				t.Fatalf("%v (run go test ./gateway/caddyfile -update to make it)", err)
 			}
 			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s differs from what the Caddyfile adapts to now (-want +got; go test ./caddyfile -update if meant):\n%s", path, diff)
+				t.Errorf("%s differs from what the Caddyfile adapts to now (-want +got; go test ./gateway/caddyfile -update if meant):\n%s", path, diff)
 			}
 		})
 	}
@@ -92,7 +92,7 @@ func TestShippedSettings(t *testing.T) {
 		`"storage":{"module":"file_system","root":"/s/gateway"}`,
 		`"read_header_timeout":10000000000`, `"read_timeout":300000000000`, `"read_idle_timeout":30000000000`, `"idle_timeout":120000000000`,
 		`"max_header_bytes":65536`, `"handler":"paddock_auth"`, `"handler":"paddock_preview"`,
-		`"max_size":2097152`, `"max_size":5242880`, `"dial":"unix//s/hostd.sock"`,
+		`"handler":"paddock_limits"`, `"max_size":67108864`, `"dial":"unix//s/hostd.sock"`,
 		`"listen":["127.0.0.1:7788"]`, `"disable_redirects":true`,
 	} {
 		if !strings.Contains(js, want) {
@@ -101,6 +101,15 @@ func TestShippedSettings(t *testing.T) {
 	}
 	if strings.Contains(js, "log_credentials") {
 		t.Error("the local Caddyfile logs credentials")
+	}
+	// The API's body limits are the route table's (paddock_limits), taken
+	// before the token check; the only size written in the file is the
+	// previews' (hostd's preview limit, not an API route).
+	if l, a := strings.Index(js, `"handler":"paddock_limits"`), strings.Index(js, `"handler":"paddock_auth"`); l < 0 || a < 0 || l > a {
+		t.Errorf("paddock_limits (at %d) does not run before paddock_auth (at %d)", l, a)
+	}
+	if n, p := strings.Count(js, `"handler":"request_body"`), strings.Count(js, `"max_size":67108864`); n != p {
+		t.Errorf("%d request_body handlers, %d of them the previews': the API's limits must come from the route table", n, p)
 	}
 }
 
@@ -172,6 +181,15 @@ func TestRenderText(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "hostd_socket /run/paddock/hostd.sock") || !strings.Contains(string(out), "cache_ttl 3s") {
 		t.Errorf("the shipped snippets were not rendered:\n%s", out)
+	}
+	if _, err := Adapt(out); err != nil {
+		t.Error(err)
+	}
+	// A file written against the old shipped one, with the body sizes as
+	// values, still renders (with the table's sizes) and adapts.
+	out, err = RenderText("mine", "localhost:8080 {\n\trequest_body {\n\t\tmax_size {{.UploadBody}}\n\t}\n\trespond ok\n}\n", o)
+	if err != nil || !strings.Contains(string(out), "max_size 5242880") {
+		t.Errorf("a file with {{.UploadBody}}: %v\n%s", err, out)
 	}
 	if _, err := Adapt(out); err != nil {
 		t.Error(err)
