@@ -21,26 +21,48 @@ var (
 	ErrTooLarge  = errdefs.ErrTooLarge  // 413
 )
 
-// guestErr passes a guest agent's refusal on with its kind (the agent
-// speaks errdefs too) and its message, which says what to fix, without
-// the "guest agent: 403 forbidden:" of client.Error's text. The message
-// starts with the kind's word ("forbidden: ..."), said once. A finer code
-// (system_path and the like) goes on with it. An agent's own failure
-// (5xx) stays as it is: a 500 that names the agent.
+// guestErr passes a guest agent's refusal on with its kind and its
+// message, which says what to fix, without the "guest agent: 403
+// forbidden:" of client.Error's text. The message starts with the kind's
+// word ("forbidden: ..."), said once.
+//
+// The agent runs inside the sandbox, so its answer is the sandbox's word:
+// the kind comes from the status, and only the statuses an agent answers
+// (400, 403, 404, 409, 413) pass on; the code the agent names never picks
+// the kind (an agent's "unauthenticated" or "approval_required" would
+// have the daemon answer 401 or 428 for it). Only the files routes'
+// finer codes (system_path and the like) go on, on a 403. Any other 4xx
+// is the agent misbehaving (502), and an agent's own failure (5xx) is a
+// 500 that names the agent, whatever code it sent.
 func guestErr(err error) error {
 	var ge *client.Error
 	if !errors.As(err, &ge) {
 		return fmt.Errorf("%w: the sandbox's agent did not answer: %v", ErrBadGateway, err)
 	}
 	if ge.Status >= 500 {
-		return err
+		return fmt.Errorf("%w: %v", errdefs.ErrInternal, err)
 	}
-	kind := ge.Unwrap()
+	kind, ok := guestKinds[ge.Status]
+	if !ok {
+		return fmt.Errorf("%w: the sandbox's agent answered %d, which it never should: %s", ErrBadGateway, ge.Status, clipText(ge.Message, 300))
+	}
 	out := fmt.Errorf("%w: %s", kind, strings.TrimPrefix(ge.Message, kind.Error()+": "))
-	if _, finer := errdefs.FinerCodes()[ge.Code]; finer {
-		return errdefs.WithCode(ge.Code, out)
+	if ge.Status == 403 {
+		switch ge.Code {
+		case CodeSystemPath, CodeExecProgram, CodePermissionDenied, CodeAgentProcess:
+			return errdefs.WithCode(ge.Code, out)
+		}
 	}
 	return out
+}
+
+// guestKinds are the statuses a guest agent refuses with, and their kinds.
+var guestKinds = map[int]error{
+	400: errdefs.ErrInvalidArgument,
+	403: errdefs.ErrForbidden,
+	404: errdefs.ErrNotFound,
+	409: errdefs.ErrConflict,
+	413: errdefs.ErrTooLarge,
 }
 
 // Codes of the files routes' refusals (403), passed on from the agent

@@ -23,7 +23,8 @@ package session
 // earlier steps took is given back (a budget unit, the work slot), except
 // that once run has started the command in the guest, record and usage
 // still follow: a command that may have run is always ledgered and
-// counted.
+// counted, even when its caller has gone away (record and usage get a
+// context the caller's leaving does not cancel).
 //
 // To add a step: write it as a pipeStep (a name and a function of the
 // *pipe), and put it in the lists of the entries it applies to, at its
@@ -259,7 +260,14 @@ func (p *pipe) walk(ctx context.Context, steps ...pipeStep) (err error) {
 		if trace != nil {
 			trace(p.cmd.Kind, st.name)
 		}
-		if e := st.fn(ctx, p); e != nil && err == nil {
+		sctx := ctx
+		if st.name == StepRecord || st.name == StepUsage {
+			// What reached the guest is ledgered and counted even when
+			// the caller has gone away meanwhile (a client that hangs up
+			// as its command ends).
+			sctx = context.WithoutCancel(ctx)
+		}
+		if e := st.fn(sctx, p); e != nil && err == nil {
 			err, p.err = e, e
 			p.m.log.Debug("command stopped", "session", p.cmd.Session, "kind", p.cmd.Kind, "step", st.name, "err", RedactSecrets(e.Error()))
 		}
