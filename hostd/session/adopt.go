@@ -152,7 +152,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 // session id.
 func (m *Manager) Detach(ctx context.Context) []LeftRunning {
 	defer m.flushEgressLog()
-	m.closeTerminals(reasonShutdown)
+	m.runShutdownHooks()
 	adopters := 0
 	for _, b := range m.backends {
 		if _, ok := b.(hypervisor.Adopter); ok {

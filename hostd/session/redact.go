@@ -28,4 +28,3 @@ func RedactSecrets(s string) string {
 		return "pdk_[redacted]"
 	})
 }
-

@@ -98,6 +98,8 @@ type Manager struct {
 	// stops are the siblings' hooks for a session that stops running
 	// (core.go).
 	stops stopHooks
+	// sib are the siblings' busy checks and shutdown hooks (walk.go).
+	sib siblingHooks
 
 	// policy decides commands and approvals (nil: sessions with process
 	// rules are refused); approvals wakes requests waiting for a decision.
@@ -118,9 +120,6 @@ type Manager struct {
 	egressRetention time.Duration
 	// compute is the sessions whose CPU time is watched (compute.go).
 	compute computeWatch
-
-	// terms are the open terminals and their tickets (terminal.go).
-	terms terminals
 
 	// admission settings, and what live machines and checkpoints hold
 	// (admission.go); under mu.
@@ -764,7 +763,7 @@ func (m *Manager) Events(ctx context.Context, tenant, id string) ([]ledger.Entry
 // daemon.
 func (m *Manager) Shutdown(ctx context.Context) {
 	defer m.flushEgressLog()
-	m.closeTerminals(reasonShutdown)
+	m.runShutdownHooks()
 	m.mu.Lock()
 	m.done = true
 	machines := m.machines
