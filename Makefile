@@ -57,10 +57,11 @@ NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolatio
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
 	./errdefs ./client ./cmd/paddock:TestExitCode \
 	'./internal/testutil:^TestRequiresRootInTheNonrootRun$$' \
-	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineWalk)$$' \
+	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineWalk)$$' ./hostd/grants \
+	'./hostd/previews:^(TestPreviewConnTable|TestRewriteDevTools|TestPreviewLocation|TestPreviewHostToken|FuzzRewriteDevTools)$$' \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'
 # The route table, its binding, the handlers' fail-closed identity and the gateway's use of the table.
-NONROOT_PKGS += './hostd/api/routes:TestTable|TestMatch|TestEdgeLimit' './hostd/api:^(TestRouteTableBound|TestRouteBodyLimits|TestHandlersNeedCaller|TestWhoamiNeedsCaller)$$' './hostd/session:^(TestCallerFailsClosed|TestGrantCaller)$$' ./gateway/limits './gateway/auth:TestIsTicketRequest'
+NONROOT_PKGS += './hostd/api/routes:TestTable|TestMatch|TestEdgeLimit' './hostd/api:^(TestRouteTableBound|TestRouteBodyLimits|TestHandlersNeedCaller|TestWhoamiNeedsCaller)$$' './hostd/session:^TestCallerFailsClosed$$' ./gateway/limits './gateway/auth:TestIsTicketRequest'
 
 test-nonroot: ## run the tests that need no root as uid 65534 (setpriv when run by root)
 	GO=$(GO) ./scripts/test-nonroot.sh $(NONROOT_PKGS)

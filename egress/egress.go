@@ -82,7 +82,7 @@ type Resolver interface {
 // GrantSource is where the proxy finds a sandbox's live credential
 // grants (GrantsFor, called on every intercepted request, so it must be
 // cheap and safe for concurrent use) and asks whether one covers a
-// request inside intercepted TLS (GrantApplies). hostd/session's Manager
+// request inside intercepted TLS (GrantApplies). hostd/grants' Service
 // is the daemon's.
 type GrantSource interface {
 	GrantsFor(sandbox string) []Grant

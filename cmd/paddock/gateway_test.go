@@ -25,8 +25,8 @@ import (
 	"github.com/coder/websocket"
 
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -269,12 +269,12 @@ func TestCLIGateway(t *testing.T) {
 		}
 
 		// Made-up, expired and revoked tokens: the same 404.
-		var short session.Preview
-		if err := sdk.Call(ctx, "POST", s.ID, "/preview", nil, session.PreviewRequest{Port: 8000, TTLSeconds: 1}, &short); err != nil {
+		var short previews.Preview
+		if err := sdk.Call(ctx, "POST", s.ID, "/preview", nil, previews.PreviewRequest{Port: 8000, TTLSeconds: 1}, &short); err != nil {
 			t.Fatal(err)
 		}
-		var revoked session.Preview
-		if err := sdk.Call(ctx, "POST", s.ID, "/preview", nil, session.PreviewRequest{Port: 8000, TTLSeconds: 600}, &revoked); err != nil {
+		var revoked previews.Preview
+		if err := sdk.Call(ctx, "POST", s.ID, "/preview", nil, previews.PreviewRequest{Port: 8000, TTLSeconds: 600}, &revoked); err != nil {
 			t.Fatal(err)
 		}
 		if err := sdk.Call(ctx, "DELETE", s.ID, "/preview/"+revoked.ID, nil, nil, nil); err != nil {
@@ -381,7 +381,7 @@ func TestCLIGateway(t *testing.T) {
 
 func checkGatewayPreviewHeaders(t *testing.T, what string, h http.Header) {
 	t.Helper()
-	if !strings.Contains(strings.Join(h.Values("Content-Security-Policy"), ","), api.PreviewCSP) || h.Get("Referrer-Policy") != "no-referrer" ||
+	if !strings.Contains(strings.Join(h.Values("Content-Security-Policy"), ","), previews.PreviewCSP) || h.Get("Referrer-Policy") != "no-referrer" ||
 		h.Get("Cache-Control") != "no-store" || h.Get("Set-Cookie") != "" {
 		t.Errorf("%s: preview headers %v", what, h)
 	}

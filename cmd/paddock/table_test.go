@@ -17,6 +17,8 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/grants"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -96,10 +98,10 @@ func TestEveryTableEscapes(t *testing.T) {
 		entry     ledger.Entry
 		listing   api.Listing
 		job       session.Job
-		grant     session.Grant
+		grant     grants.Grant
 		tok       session.SessionToken
 		appr      session.Approval
-		prev      session.Preview
+		prev      previews.Preview
 		sbx       session.Sandbox
 		who       auth.WhoAmI
 	)
@@ -115,10 +117,10 @@ func TestEveryTableEscapes(t *testing.T) {
 		sp + "/events":                 map[string]any{"ledger": []ledger.Entry{entry}},
 		sp + "/files":                  &listing,
 		sp + "/jobs":                   map[string]any{"jobs": []session.Job{job}},
-		sp + "/grants":                 map[string]any{"grants": []session.Grant{grant}},
+		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
 		sp + "/tokens":                 map[string]any{"tokens": []session.SessionToken{tok}},
 		sp + "/approvals":              map[string]any{"approvals": []session.Approval{appr}},
-		sp + "/previews":               map[string]any{"previews": []session.Preview{prev}},
+		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
 		sp + "/approvals/ap-1/approve": &appr,
 		"/v1/sandboxes":                map[string]any{"sandboxes": []*session.Sandbox{&sbx}},
 		"/v1/sandboxes/sbx-1":          &sbx,

@@ -38,6 +38,7 @@ type Server struct {
 	eventStreams streamCount
 
 	sessions *session.Manager
+	svc      Services // the core's siblings (services.go)
 	policy   atomic.Pointer[policyStatuser]
 	verifier *auth.Verifier
 	log      *slog.Logger
@@ -83,9 +84,9 @@ func (s *Server) routes() {
 		s.routeList = append(s.routeList, rt.Pattern)
 		s.serve(rt.Pattern, s.routeHandler(rt, bound[rt.Pattern]))
 	}
-	// Preview URLs: the token in the path is the credential
-	// (preview_proxy.go), so /preview/ is no row of the table.
-	s.mux.Handle(session.PreviewPathPrefix, s.PreviewHandler(""))
+	// Preview URLs (/preview/) are served by the previews service, put
+	// on the mux by SetServices: the token in the path is the credential
+	// (hostd/previews/proxy.go), so /preview/ is no row of the table.
 	s.serve("/", func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: no route %s %s", errNoRoute, r.Method, r.URL.Path)
 	})

@@ -23,7 +23,9 @@ import (
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
@@ -53,6 +55,8 @@ type testDaemon struct {
 	c     *client.Client
 	url   string
 	mgr   *session.Manager
+	gr    *grants.Service   // the credential grants (hostd/grants)
+	pv    *previews.Service // the preview URLs (hostd/previews)
 	st    *store.Store
 	led   *ledger.Ledger
 	state string
@@ -66,7 +70,7 @@ type testDaemon struct {
 func newTestDaemon(t *testing.T, opts ...daemontest.Option) *testDaemon {
 	t.Helper()
 	dd := daemontest.New(t, append([]daemontest.Option{daemontest.WithToken(token)}, opts...)...)
-	return &testDaemon{c: dd.Client, url: dd.URL, mgr: dd.Manager(), st: dd.Store(), led: dd.Ledger(), state: dd.StateDir, api: dd.API(), close: dd.Close}
+	return &testDaemon{c: dd.Client, url: dd.URL, mgr: dd.Manager(), gr: dd.Grants(), pv: dd.Previews(), st: dd.Store(), led: dd.Ledger(), state: dd.StateDir, api: dd.API(), close: dd.Close}
 }
 
 // fakeDaemon is newTestDaemon on the fake backend (hypervisor/fake):

@@ -3,15 +3,15 @@ package api
 import (
 	"net/http"
 
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/grants"
 )
 
 // maxGrantBody bounds POST .../grants: a value of at most 8 KiB (JSON
 // escaping can grow it sixfold) and the hosts, methods and paths.
-const maxGrantBody = 6*session.MaxGrantValueBytes + 64<<10
+const maxGrantBody = 6*grants.MaxGrantValueBytes + 64<<10
 
 // grantRoutes registers the credential grants of a session
-// (hostd/session/grants.go).
+// (hostd/grants).
 func (s *Server) grantRoutes(bind func(string, handler)) {
 	bind("POST /v1/agents/sessions/{id}/grants", s.createGrant)
 	bind("GET /v1/agents/sessions/{id}/grants", s.listGrants)
@@ -20,11 +20,11 @@ func (s *Server) grantRoutes(bind func(string, handler)) {
 }
 
 func (s *Server) createGrant(w http.ResponseWriter, r *http.Request) error {
-	var req session.GrantRequest
+	var req grants.GrantRequest
 	if err := decodeLimit(r, &req, maxGrantBody); err != nil {
 		return err
 	}
-	out, err := s.sessions.Grant(r.Context(), tenant(r), r.PathValue("id"), req)
+	out, err := s.svc.Grants.Grant(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (s *Server) createGrant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.Grants(r.Context(), tenant(r), r.PathValue("id"))
+	out, err := s.svc.Grants.Grants(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) listGrants(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) revokeGrants(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sessions.Ungrant(r.Context(), tenant(r), r.PathValue("id"), ""); err != nil {
+	if err := s.svc.Grants.Ungrant(r.Context(), tenant(r), r.PathValue("id"), ""); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -50,7 +50,7 @@ func (s *Server) revokeGrants(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sessions.Ungrant(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("grant")); err != nil {
+	if err := s.svc.Grants.Ungrant(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("grant")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

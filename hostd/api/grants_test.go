@@ -15,15 +15,16 @@ import (
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/session"
 )
 
-// grantDaemon is daemon with the manager (whose GrantsFor the proxy
-// calls) and the state directory (whose database file the test reads).
-func grantDaemon(t *testing.T) (*client.Client, string, *session.Manager, *ledger.Ledger, string) {
+// grantDaemon is daemon with the grants service (whose GrantsFor the
+// proxy calls) and the state directory (whose database file the test reads).
+func grantDaemon(t *testing.T) (*client.Client, string, *grants.Service, *ledger.Ledger, string) {
 	t.Helper()
 	d := newTestDaemon(t)
-	return d.c, d.url, d.mgr, d.led, d.state
+	return d.c, d.url, d.gr, d.led, d.state
 }
 
 // TestGrants drives credential grants through the API: what is refused,
@@ -81,7 +82,7 @@ func TestGrants(t *testing.T) {
 	}
 
 	// A value, and a secret_ref read from the daemon's environment.
-	g1, err := c.Grant(ctx, s.ID, session.GrantRequest{Value: value, Hosts: []string{"API.test."}, Paths: []string{"/x*"}, Methods: []string{"get"}})
+	g1, err := c.Grant(ctx, s.ID, grants.GrantRequest{Value: value, Hosts: []string{"API.test."}, Paths: []string{"/x*"}, Methods: []string{"get"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +112,12 @@ func TestGrants(t *testing.T) {
 	}
 
 	// At most 16 live grants.
-	for i := 2; i < session.MaxGrantsPerSession; i++ {
-		if _, err := c.Grant(ctx, s.ID, session.GrantRequest{Value: "v", Hosts: []string{"more.test"}}); err != nil {
+	for i := 2; i < grants.MaxGrantsPerSession; i++ {
+		if _, err := c.Grant(ctx, s.ID, grants.GrantRequest{Value: "v", Hosts: []string{"more.test"}}); err != nil {
 			t.Fatalf("grant %d: %v", i+1, err)
 		}
 	}
-	if _, err := c.Grant(ctx, s.ID, session.GrantRequest{Value: "v", Hosts: []string{"more.test"}}); status(err) != 409 {
+	if _, err := c.Grant(ctx, s.ID, grants.GrantRequest{Value: "v", Hosts: []string{"more.test"}}); status(err) != 409 {
 		t.Errorf("grant 17: %v, want 409", err)
 	}
 
@@ -130,7 +131,7 @@ func TestGrants(t *testing.T) {
 	if err := c.Ungrant(ctx, s.ID, "gr-unknown"); status(err) != 404 {
 		t.Errorf("revoke an unknown grant: %v, want 404", err)
 	}
-	if gs, _ := c.Grants(ctx, s.ID); len(gs) != session.MaxGrantsPerSession-1 {
+	if gs, _ := c.Grants(ctx, s.ID); len(gs) != grants.MaxGrantsPerSession-1 {
 		t.Errorf("after revoking one: %d grants", len(gs))
 	}
 	if err := c.Ungrant(ctx, s.ID, ""); err != nil {
@@ -144,7 +145,7 @@ func TestGrants(t *testing.T) {
 	}
 
 	// Restore keeps them; fork children start with none.
-	g2, err := c.Grant(ctx, s.ID, session.GrantRequest{Value: value, Hosts: []string{"api.test"}})
+	g2, err := c.Grant(ctx, s.ID, grants.GrantRequest{Value: value, Hosts: []string{"api.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestGrants(t *testing.T) {
 	if gs := mgr.GrantsFor(s.ID); len(gs) != 0 {
 		t.Errorf("after delete: %+v", gs)
 	}
-	if _, err := c.Grant(ctx, s.ID, session.GrantRequest{Value: "v", Hosts: []string{"api.test"}}); status(err) != 409 {
+	if _, err := c.Grant(ctx, s.ID, grants.GrantRequest{Value: "v", Hosts: []string{"api.test"}}); status(err) != 409 {
 		t.Errorf("grant on a deleted session: %v, want 409", err)
 	}
 
@@ -184,14 +185,14 @@ func TestGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Grant(ctx, short.ID, session.GrantRequest{Value: value, Hosts: []string{"api.test"}}); err != nil {
+	if _, err := c.Grant(ctx, short.ID, grants.GrantRequest{Value: value, Hosts: []string{"api.test"}}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2100 * time.Millisecond)
 	if gs := mgr.GrantsFor(short.ID); len(gs) != 0 {
 		t.Errorf("after the session expired: %+v", gs)
 	}
-	if _, err := c.Grant(ctx, short.ID, session.GrantRequest{Value: "v", Hosts: []string{"api.test"}}); status(err) != 409 {
+	if _, err := c.Grant(ctx, short.ID, grants.GrantRequest{Value: "v", Hosts: []string{"api.test"}}); status(err) != 409 {
 		t.Errorf("grant on an expired session: %v, want 409", err)
 	}
 
@@ -278,17 +279,17 @@ func TestGrantAccess(t *testing.T) {
 		t.Fatalf("mint a token with every op: %d %s", mintAns.status, mintAns.body)
 	}
 	// Grants already there, which refused callers try to list and revoke.
-	ga, err := d.c.Grant(ctx, sa.ID, session.GrantRequest{SecretRef: "GRANT_ACCESS", Hosts: []string{"api.test"}})
+	ga, err := d.c.Grant(ctx, sa.ID, grants.GrantRequest{SecretRef: "GRANT_ACCESS", Hosts: []string{"api.test"}})
 	if err != nil {
 		t.Fatalf("the admin grants a secret_ref: %v", err)
 	}
-	gb, err := d.c.Grant(ctx, sb.ID, session.GrantRequest{Value: "Bearer beta-own", Hosts: []string{"api.test"}})
+	gb, err := d.c.Grant(ctx, sb.ID, grants.GrantRequest{Value: "Bearer beta-own", Hosts: []string{"api.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	grantIDs := func(id string) string {
 		var ids []string
-		for _, g := range d.mgr.GrantsFor(id) {
+		for _, g := range d.gr.GrantsFor(id) {
 			ids = append(ids, g.ID)
 		}
 		return strings.Join(ids, ",")
@@ -323,7 +324,7 @@ func TestGrantAccess(t *testing.T) {
 	for _, id := range []string{sa.ID, sb.ID, madeUp} {
 		for _, b := range []map[string]any{ref, unsetRef} {
 			refusals = append(refusals, refusal{"acme secret_ref " + b["secret_ref"].(string), toks["acme"], "POST", gp(id), b, 403,
-				session.CodeSecretRefAdminOnly, "only the admin token may grant"})
+				grants.CodeSecretRefAdminOnly, "only the admin token may grant"})
 		}
 	}
 	// A tenant on another tenant's session: 404 on every route.
@@ -357,7 +358,7 @@ func TestGrantAccess(t *testing.T) {
 		if bytes.Contains(a.body, []byte(secret)) || bytes.Contains(a.body, []byte("operator-only")) {
 			t.Errorf("%s: %s %s: the answer holds the secret: %s", tc.who, tc.method, tc.path, a.body)
 		}
-		if tc.code == session.CodeSecretRefAdminOnly {
+		if tc.code == grants.CodeSecretRefAdminOnly {
 			// One answer whatever the session and the variable: a tenant
 			// learns neither which sessions exist nor which secrets.
 			if secretRefAnswer == nil {
@@ -384,11 +385,11 @@ func TestGrantAccess(t *testing.T) {
 
 	// What a tenant may do on its own session: grant a value it supplies,
 	// list, revoke one, revoke all.
-	own, err := acme.Grant(ctx, sa.ID, session.GrantRequest{Value: "Bearer tenant-own-91c3", Hosts: []string{"api.test"}})
+	own, err := acme.Grant(ctx, sa.ID, grants.GrantRequest{Value: "Bearer tenant-own-91c3", Hosts: []string{"api.test"}})
 	if err != nil {
 		t.Fatalf("a tenant grants its own value on its own session: %v", err)
 	}
-	if gs := d.mgr.GrantsFor(sa.ID); len(gs) != 2 || gs[1].Value != "Bearer tenant-own-91c3" || gs[1].SecretRef != "" {
+	if gs := d.gr.GrantsFor(sa.ID); len(gs) != 2 || gs[1].Value != "Bearer tenant-own-91c3" || gs[1].SecretRef != "" {
 		t.Errorf("after the tenant's grant: %+v", gs)
 	}
 	if gs, err := acme.Grants(ctx, sa.ID); err != nil || len(gs) != 2 || gs[0].SecretRef != "GRANT_ACCESS" {
@@ -401,7 +402,7 @@ func TestGrantAccess(t *testing.T) {
 		t.Errorf("the tenant revokes all its session's grants: %v, left %q", err, grantIDs(sa.ID))
 	}
 	// The admin, on a tenant's session: every route.
-	if _, err := d.c.Grant(ctx, sb.ID, session.GrantRequest{SecretRef: "GRANT_ACCESS", Hosts: []string{"api.test"}}); err != nil {
+	if _, err := d.c.Grant(ctx, sb.ID, grants.GrantRequest{SecretRef: "GRANT_ACCESS", Hosts: []string{"api.test"}}); err != nil {
 		t.Errorf("the admin grants a secret_ref on beta's session: %v", err)
 	}
 	if gs, err := d.c.Grants(ctx, sb.ID); err != nil || len(gs) != 2 {

@@ -3,12 +3,12 @@ package api
 import (
 	"net/http"
 
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/previews"
 )
 
 // previewRoutes binds the routes of a session's preview URLs
-// (hostd/session/previews.go). The URLs themselves are served under
-// /preview/ (preview_proxy.go, registered by routes): that path is the
+// (hostd/previews). The URLs themselves are served under /preview/
+// (hostd/previews/proxy.go, put on the mux by SetServices): that path is the
 // token's to authorize, so it is not a row of the route table.
 func (s *Server) previewRoutes(bind func(string, handler)) {
 	bind("POST /v1/agents/sessions/{id}/preview", s.createPreview)
@@ -17,11 +17,11 @@ func (s *Server) previewRoutes(bind func(string, handler)) {
 }
 
 func (s *Server) createPreview(w http.ResponseWriter, r *http.Request) error {
-	var req session.PreviewRequest
+	var req previews.PreviewRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	out, err := s.sessions.CreatePreview(r.Context(), tenant(r), r.PathValue("id"), req)
+	out, err := s.svc.Previews.CreatePreview(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}
@@ -32,11 +32,11 @@ func (s *Server) createPreview(w http.ResponseWriter, r *http.Request) error {
 
 // previewList is the answer of GET .../previews.
 type previewList struct {
-	Previews []session.Preview `json:"previews"`
+	Previews []previews.Preview `json:"previews"`
 }
 
 func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.Previews(r.Context(), tenant(r), r.PathValue("id"))
+	out, err := s.svc.Previews.Previews(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deletePreview(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sessions.DeletePreview(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("preview")); err != nil {
+	if err := s.svc.Previews.DeletePreview(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("preview")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 )
 
@@ -101,7 +102,7 @@ func TestReviewPreview(t *testing.T) {
 	if err := d.c.Call(ctx, "POST", s.ID, "/jobs", nil, session.JobStart{Command: "/tmp/early 127.0.0.1:8000"}, &job); err != nil {
 		t.Fatal(err)
 	}
-	p, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 8000})
+	p, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 8000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestReviewPreview(t *testing.T) {
 		if resp, body := get(t, "GET", base+"early", nil, nil); resp.StatusCode != 404 {
 			t.Errorf("after DELETE .../preview/<token> the preview answered %d %q, want 404", resp.StatusCode, body)
 		}
-		if ps, err := c.Previews(ctx, s.ID); err != nil || slices.ContainsFunc(ps, func(q session.Preview) bool { return q.ID == p.ID }) {
+		if ps, err := c.Previews(ctx, s.ID); err != nil || slices.ContainsFunc(ps, func(q previews.Preview) bool { return q.ID == p.ID }) {
 			t.Errorf("previews after the delete: %+v %v, want %s gone", ps, err, p.ID)
 		}
 		if err := c.DeletePreview(ctx, s.ID, p.Token); status(err) != 404 {
@@ -179,10 +180,10 @@ func TestReviewPreview(t *testing.T) {
 		}
 		// The log has the deletes, with the token redacted.
 		log := logs.String()
-		if strings.Contains(log, p.Token) || strings.Contains(log, strings.TrimPrefix(p.Token, session.PreviewTokenPrefix)) {
+		if strings.Contains(log, p.Token) || strings.Contains(log, strings.TrimPrefix(p.Token, previews.PreviewTokenPrefix)) {
 			t.Errorf("DELETE .../preview/<token> wrote the live token into hostd's log:\n%s", log)
 		}
-		if n := strings.Count(log, "DELETE"); n != 2 || strings.Count(log, session.PreviewTokenPrefix+"[redacted]") != 2 {
+		if n := strings.Count(log, "DELETE"); n != 2 || strings.Count(log, previews.PreviewTokenPrefix+"[redacted]") != 2 {
 			t.Errorf("hostd's log should have both deletes with the token redacted (%d DELETE lines):\n%s", n, log)
 		}
 	})

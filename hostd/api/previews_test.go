@@ -23,7 +23,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -33,12 +33,12 @@ import (
 const previewDomain = "paddock.test"
 
 // previewDaemon is a test daemon with a second server in front of it that
-// also serves the host form (WithPreviews). The daemon's own server
+// also serves the host form (previews.Service.Wrap). The daemon's own server
 // serves the path form.
 func previewDaemon(t *testing.T) (*testDaemon, *httptest.Server) {
 	t.Helper()
 	d := newTestDaemon(t)
-	pv := httptest.NewServer(d.api.WithPreviews(previewDomain))
+	pv := httptest.NewServer(d.pv.Wrap(d.api, previewDomain))
 	t.Cleanup(pv.Close)
 	return d, pv
 }
@@ -111,8 +111,8 @@ func waitServing(t *testing.T, url string) {
 
 func checkPreviewHeaders(t *testing.T, what string, h http.Header) {
 	t.Helper()
-	if !slices.Contains(h.Values("Content-Security-Policy"), api.PreviewCSP) {
-		t.Errorf("%s: Content-Security-Policy %q, want %q among them", what, h.Values("Content-Security-Policy"), api.PreviewCSP)
+	if !slices.Contains(h.Values("Content-Security-Policy"), previews.PreviewCSP) {
+		t.Errorf("%s: Content-Security-Policy %q, want %q among them", what, h.Values("Content-Security-Policy"), previews.PreviewCSP)
 	}
 	if strings.Contains(strings.Join(h.Values("Content-Security-Policy"), ","), "allow-same-origin") {
 		t.Errorf("%s: the sandbox allows the same origin", what)
@@ -146,7 +146,7 @@ func TestPreviewThroughSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	startEcho(t, d, s.ID, 8000)
-	p, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 8000})
+	p, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 8000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,11 +384,11 @@ func TestPreviewThroughSandbox(t *testing.T) {
 		}
 		// The API is still served on other hosts of the same server.
 		if resp, _ := get(t, "GET", pv.URL+"/healthz", nil, nil); resp.StatusCode != 200 {
-			t.Errorf("healthz through WithPreviews: %d", resp.StatusCode)
+			t.Errorf("healthz through Wrap: %d", resp.StatusCode)
 		}
 	})
 	t.Run("limits", func(t *testing.T) {
-		resp, body := get(t, "GET", base+"echo", http.Header{"X-Big": {strings.Repeat("h", api.MaxPreviewHeaderBytes)}}, nil)
+		resp, body := get(t, "GET", base+"echo", http.Header{"X-Big": {strings.Repeat("h", previews.MaxPreviewHeaderBytes)}}, nil)
 		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("headers over the limit: %d %q", resp.StatusCode, body)
 		}
@@ -403,7 +403,7 @@ func TestPreviewThroughSandbox(t *testing.T) {
 			line, _ := bufio.NewReader(conn).ReadString('\n')
 			return line
 		}
-		if got := raw(fmt.Sprintf("POST /preview/%s/echo HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", p.Token, host, api.MaxPreviewBodyBytes+1)); !strings.HasPrefix(got, "HTTP/1.1 413") {
+		if got := raw(fmt.Sprintf("POST /preview/%s/echo HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", p.Token, host, previews.MaxPreviewBodyBytes+1)); !strings.HasPrefix(got, "HTTP/1.1 413") {
 			t.Errorf("a body over the limit: %q", got)
 		}
 		if got := raw(fmt.Sprintf("CONNECT /preview/%s/ HTTP/1.1\r\nHost: %s\r\n\r\n", p.Token, host)); !strings.HasPrefix(got, "HTTP/1.1 405") {
@@ -446,7 +446,7 @@ func TestPreviewThroughSandbox(t *testing.T) {
 		}
 	})
 	t.Run("nothing listening", func(t *testing.T) {
-		p2, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 8001})
+		p2, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 8001})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,9 +496,9 @@ func TestPreviewRefusalsLookAlike(t *testing.T) {
 		t.Fatal(err)
 	}
 	startEcho(t, d, doomed.ID, 8000)
-	mk := func(sid string, ttl int) *session.Preview {
+	mk := func(sid string, ttl int) *previews.Preview {
 		t.Helper()
-		p, err := d.c.CreatePreview(ctx, sid, session.PreviewRequest{Port: 8000, TTLSeconds: ttl})
+		p, err := d.c.CreatePreview(ctx, sid, previews.PreviewRequest{Port: 8000, TTLSeconds: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -527,7 +527,7 @@ func TestPreviewRefusalsLookAlike(t *testing.T) {
 		last = expired.ExpiresAt
 	}
 	time.Sleep(time.Until(last.Add(200 * time.Millisecond)))
-	madeUp := session.PreviewTokenPrefix + strings.Repeat("a", 52)
+	madeUp := previews.PreviewTokenPrefix + strings.Repeat("a", 52)
 	cases := map[string]string{
 		"made up":         madeUp,
 		"revoked":         revoked.Token,
@@ -585,17 +585,17 @@ func TestPreviewLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		req  session.PreviewRequest
+		req  previews.PreviewRequest
 		want int
 	}{
-		{session.PreviewRequest{Port: 0}, 400},
-		{session.PreviewRequest{Port: 65536}, 400},
-		{session.PreviewRequest{Port: -1}, 400},
-		{session.PreviewRequest{Port: 3128}, 400},
-		{session.PreviewRequest{Port: 53}, 400},
-		{session.PreviewRequest{Port: 3129}, 400},
-		{session.PreviewRequest{Port: 8000, TTLSeconds: -1}, 400},
-		{session.PreviewRequest{Port: 8000, TTLSeconds: session.MaxPreviewTTLSeconds + 1}, 400},
+		{previews.PreviewRequest{Port: 0}, 400},
+		{previews.PreviewRequest{Port: 65536}, 400},
+		{previews.PreviewRequest{Port: -1}, 400},
+		{previews.PreviewRequest{Port: 3128}, 400},
+		{previews.PreviewRequest{Port: 53}, 400},
+		{previews.PreviewRequest{Port: 3129}, 400},
+		{previews.PreviewRequest{Port: 8000, TTLSeconds: -1}, 400},
+		{previews.PreviewRequest{Port: 8000, TTLSeconds: previews.MaxPreviewTTLSeconds + 1}, 400},
 	} {
 		if _, err := d.c.CreatePreview(ctx, s.ID, tc.req); status(err) != tc.want {
 			t.Errorf("%+v: %v, want %d", tc.req, err, tc.want)
@@ -605,8 +605,8 @@ func TestPreviewLimits(t *testing.T) {
 		t.Errorf("unknown field: %d", code)
 	}
 	var ids []string
-	for i := range session.MaxPreviewsPerSession {
-		p, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 8000 + i, TTLSeconds: session.MaxPreviewTTLSeconds})
+	for i := range previews.MaxPreviewsPerSession {
+		p, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 8000 + i, TTLSeconds: previews.MaxPreviewTTLSeconds})
 		if err != nil {
 			t.Fatalf("preview %d: %v", i+1, err)
 		}
@@ -615,10 +615,10 @@ func TestPreviewLimits(t *testing.T) {
 		}
 		ids = append(ids, p.ID)
 	}
-	if _, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 9000}); status(err) != 409 || !strings.Contains(err.Error(), "16 live previews") {
+	if _, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 9000}); status(err) != 409 || !strings.Contains(err.Error(), "16 live previews") {
 		t.Errorf("preview 17: %v, want 409", err)
 	}
-	if ps, err := d.c.Previews(ctx, s.ID); err != nil || len(ps) != session.MaxPreviewsPerSession {
+	if ps, err := d.c.Previews(ctx, s.ID); err != nil || len(ps) != previews.MaxPreviewsPerSession {
 		t.Errorf("list: %d %v", len(ps), err)
 	}
 	if err := d.c.DeletePreview(ctx, s.ID, ids[0]); err != nil {
@@ -629,7 +629,7 @@ func TestPreviewLimits(t *testing.T) {
 			t.Errorf("delete %s: %v, want 404", bad, err)
 		}
 	}
-	if _, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 9000}); err != nil {
+	if _, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 9000}); err != nil {
 		t.Errorf("after a delete: %v", err)
 	}
 
@@ -684,13 +684,13 @@ func TestPreviewLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.c.CreatePreview(ctx, sb.ID, session.PreviewRequest{Port: 8000}); status(err) != 404 {
+	if _, err := d.c.CreatePreview(ctx, sb.ID, previews.PreviewRequest{Port: 8000}); status(err) != 404 {
 		t.Errorf("a sandbox: %v, want 404", err)
 	}
 	if err := d.c.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 8000}); status(err) != 409 {
+	if _, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 8000}); status(err) != 409 {
 		t.Errorf("a deleted session: %v, want 409", err)
 	}
 	if ps, err := d.c.Previews(ctx, s.ID); err != nil || len(ps) != 0 {
@@ -703,8 +703,8 @@ func TestPreviewLimits(t *testing.T) {
 			deletes++
 		}
 	}
-	if deletes != session.MaxPreviewsPerSession {
-		t.Errorf("%d preview.delete entries for the session's delete, want %d", deletes, session.MaxPreviewsPerSession)
+	if deletes != previews.MaxPreviewsPerSession {
+		t.Errorf("%d preview.delete entries for the session's delete, want %d", deletes, previews.MaxPreviewsPerSession)
 	}
 }
 
@@ -719,9 +719,9 @@ func TestPreviewEndsConnections(t *testing.T) {
 	}
 	startEcho(t, d, s.ID, 8000)
 	host := strings.TrimPrefix(d.url, "http://")
-	open := func(ttl int) (*session.Preview, *websocket.Conn) {
+	open := func(ttl int) (*previews.Preview, *websocket.Conn) {
 		t.Helper()
-		p, err := d.c.CreatePreview(ctx, s.ID, session.PreviewRequest{Port: 8000, TTLSeconds: ttl})
+		p, err := d.c.CreatePreview(ctx, s.ID, previews.PreviewRequest{Port: 8000, TTLSeconds: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"paddock.dev/paddock/hostd/api/routes"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/terminals"
 )
 
 // The terminal routes (hostd/session/terminal.go has the rules).
@@ -32,12 +33,12 @@ func (s *Server) verifyCaller(pattern string, r *http.Request) (auth.Identity, e
 	if rt, _ := routes.Lookup(pattern); !rt.Ticket || !r.URL.Query().Has("ticket") {
 		return s.verifier.VerifyRequest(r)
 	}
-	if s.sessions == nil {
-		return auth.Identity{}, &authError{errUnauthorized, session.ErrTicket}
+	if s.svc.Terminals == nil {
+		return auth.Identity{}, &authError{errUnauthorized, terminals.ErrTicket}
 	}
-	id, err := s.sessions.RedeemTerminalTicket(r.URL.Query().Get("ticket"), r.PathValue("id"))
+	id, err := s.svc.Terminals.RedeemTerminalTicket(r.URL.Query().Get("ticket"), r.PathValue("id"))
 	if err == nil && id.Kind == auth.KindTenant && !slices.Contains(s.verifier.Tenants().Names(), id.Tenant) {
-		err = session.ErrTicket // the tenant was removed since (SIGHUP)
+		err = terminals.ErrTicket // the tenant was removed since (SIGHUP)
 	}
 	if err != nil {
 		s.log.Info("terminal ticket refused", "path", logPath(r))
@@ -52,16 +53,16 @@ func (s *Server) openPTY(w http.ResponseWriter, r *http.Request) error {
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		return fmt.Errorf("%w: %s is a WebSocket: send Connection: Upgrade and Upgrade: websocket", session.ErrBadRequest, r.URL.Path)
 	}
-	cols, err := queryInt(r, "cols", session.DefaultTerminalCols, 1, session.MaxTerminalDim)
+	cols, err := queryInt(r, "cols", terminals.DefaultTerminalCols, 1, terminals.MaxTerminalDim)
 	if err != nil {
 		return err
 	}
-	rows, err := queryInt(r, "rows", session.DefaultTerminalRows, 1, session.MaxTerminalDim)
+	rows, err := queryInt(r, "rows", terminals.DefaultTerminalRows, 1, terminals.MaxTerminalDim)
 	if err != nil {
 		return err
 	}
-	req := session.TerminalRequest{Cols: int(cols), Rows: int(rows), Command: r.URL.Query().Get("command")}
-	t, err := s.sessions.OpenTerminal(r.Context(), tenant(r), r.PathValue("id"), req)
+	req := terminals.TerminalRequest{Cols: int(cols), Rows: int(rows), Command: r.URL.Query().Get("command")}
+	t, err := s.svc.Terminals.OpenTerminal(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (s *Server) openPTY(w http.ResponseWriter, r *http.Request) error {
 
 // ptyTicket answers POST .../pty-ticket. The body, if any, is ignored.
 func (s *Server) ptyTicket(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.TerminalTicket(r.Context(), tenant(r), r.PathValue("id"))
+	out, err := s.svc.Terminals.TerminalTicket(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/policy"
 )
 
@@ -286,7 +287,7 @@ func TestPTYRefusals(t *testing.T) {
 		{"session token with every op", withToken, plain.ID, client.PTYOptions{}, 403, "session token"},
 		{"no token", client.New(d.url, ""), plain.ID, client.PTYOptions{}, 401, ""},
 		{"cols too wide", d.c, plain.ID, client.PTYOptions{Cols: 1001}, 400, "cols"},
-		{"command too long", d.c, plain.ID, client.PTYOptions{Command: strings.Repeat("x", session.MaxTerminalCommandBytes+1)}, 400, "command"},
+		{"command too long", d.c, plain.ID, client.PTYOptions{Command: strings.Repeat("x", terminals.MaxTerminalCommandBytes+1)}, 400, "command"},
 		{"unknown session", d.c, "ses-0000000000000000", client.PTYOptions{}, 404, ""},
 		{"a sandbox's id", d.c, "sbx-0000000000000000", client.PTYOptions{}, 404, ""},
 	} {
@@ -415,7 +416,7 @@ func TestPTYCap(t *testing.T) {
 		ids = append(ids, s.ID)
 	}
 	var terms []*term
-	for i := range session.MaxTerminals {
+	for i := range terminals.MaxTerminals {
 		tm := openTerm(t, ctx, d.c, ids[i%2], client.PTYOptions{Command: "echo up; exec sleep 600"})
 		tm.until("up")
 		terms = append(terms, tm)
@@ -444,7 +445,7 @@ func TestPTYCap(t *testing.T) {
 // without a bearer token, as that tenant; used again, or shown on another
 // session (which spends it), it is 401; a session token cannot get one.
 // No ticket reaches the ledger or the daemon's log. (Expiry, with a moved
-// clock, is TestTerminalTickets in hostd/session.)
+// clock, is TestTerminalTickets in hostd/terminals.)
 func TestPTYTicket(t *testing.T) {
 	// The daemon's log, to look for tickets in.
 	var logs syncBuffer
@@ -478,7 +479,7 @@ func TestPTYTicket(t *testing.T) {
 	if ans := as(t, hs.URL, toks["acme"], "POST", sp(a.ID)+"/pty-ticket", nil); ans.status != 201 || ans.header.Get("Cache-Control") != "no-store" {
 		t.Errorf("ticket answer: %d, Cache-Control %q", ans.status, ans.header.Get("Cache-Control"))
 	} else {
-		var tk session.TerminalTicket
+		var tk terminals.TerminalTicket
 		json.Unmarshal(ans.body, &tk)
 		tickets = append(tickets, tk.Ticket)
 	}

@@ -34,9 +34,12 @@ import (
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/auth"
 	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
@@ -156,6 +159,9 @@ type Daemon struct {
 	eg       *hegress.Host
 	backends []hypervisor.Backend
 	mgr      *session.Manager
+	grants   *grants.Service
+	previews *previews.Service
+	terms    *terminals.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -279,14 +285,19 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: def, Backends: others, DefaultImage: cfg.DefaultImage,
 		ImagesDir: cfg.ImagesDir, Logger: log, Egress: eg, EgressRoot: filepath.Join(cfg.StateDir, "egress"), TrustPEM: trust,
 		Policy: d.eng, EgressLogRetention: cfg.EgressLogRetention})
+	// The core's siblings, on the same manager.
+	d.grants = grants.New(d.mgr)
+	d.previews = previews.New(d.mgr)
+	d.terms = terminals.New(d.mgr)
 	if d.eg != nil {
-		d.eg.SetGrants(d.mgr) // the proxy's credential grants are the manager's
+		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
 	if cfg.TestHooks != nil {
 		d.mgr.SetTestHooks(*cfg.TestHooks)
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
+	d.api.SetServices(api.Services{Grants: d.grants, Previews: d.previews, Terminals: d.terms})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}
@@ -305,7 +316,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		return d, configErr("%w", err)
 	}
 	logCapacity(log, d.backends, cfg.DiskOvercommit)
-	d.handler = d.api.WithPreviews(cfg.PreviewDomain)
+	d.handler = d.previews.Wrap(d.api, cfg.PreviewDomain)
 	// The addresses last: New fails before Run adopts anything.
 	if cfg.Listeners != nil {
 		if d.lns, err = cfg.Listeners(); err != nil {
@@ -354,14 +365,17 @@ func (d *Daemon) newEgress(c EgressConfig) error {
 // names a preview domain).
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-// Manager, Store, API, Egress and Policy are the daemon's parts, for
+// Manager, Store, Grants, Previews, Terminals, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
-func (d *Daemon) Manager() *session.Manager { return d.mgr }
-func (d *Daemon) Store() *store.Store       { return d.st }
-func (d *Daemon) Ledger() *ledger.Ledger    { return d.led }
-func (d *Daemon) API() *api.Server          { return d.api }
-func (d *Daemon) Egress() *hegress.Host     { return d.eg }
-func (d *Daemon) Policy() *policy.Engine    { return d.eng }
+func (d *Daemon) Manager() *session.Manager     { return d.mgr }
+func (d *Daemon) Store() *store.Store           { return d.st }
+func (d *Daemon) Grants() *grants.Service       { return d.grants }
+func (d *Daemon) Previews() *previews.Service   { return d.previews }
+func (d *Daemon) Terminals() *terminals.Service { return d.terms }
+func (d *Daemon) Ledger() *ledger.Ledger        { return d.led }
+func (d *Daemon) API() *api.Server              { return d.api }
+func (d *Daemon) Egress() *hegress.Host         { return d.eg }
+func (d *Daemon) Policy() *policy.Engine        { return d.eng }
 
 // Addrs are the addresses of the listeners Run serves on.
 func (d *Daemon) Addrs() []net.Addr {
@@ -443,7 +457,7 @@ func (d *Daemon) Reload() error {
 	}
 	d.log.Info("tenants file read again", "path", d.cfg.TenantsFile, "tenants", t.Len())
 	names := t.Names()
-	if n := d.mgr.CloseTerminalsOfTenants(func(tenant string) bool { return slices.Contains(names, tenant) }); n > 0 {
+	if n := d.terms.CloseTerminalsOfTenants(func(tenant string) bool { return slices.Contains(names, tenant) }); n > 0 {
 		d.log.Info("closed the terminals of tenants no longer in the tenants file", "terminals", n)
 	}
 	return nil

@@ -112,9 +112,9 @@ func New(cfg Config) *Host {
 type grantSource struct{ egress.GrantSource }
 
 // SetGrants gives the proxy its source of credential grants. The host is
-// made before the session manager that holds the grants (the manager
-// needs the host), so the source is set afterwards; until then no
-// sandbox has grants.
+// made before the session manager and the grants service that holds the
+// grants (the manager needs the host), so the source is set afterwards;
+// until then no sandbox has grants.
 func (h *Host) SetGrants(src egress.GrantSource) {
 	if src == nil {
 		h.grants.Store(nil)

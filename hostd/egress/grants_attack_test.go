@@ -20,6 +20,7 @@ import (
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -68,7 +69,7 @@ func tenantCannotAimDaemonSecret(t *testing.T, backend string) {
 	// The sandbox trusts the daemon's CA (the daemon adds it) and the
 	// upstream's.
 	d := egressDaemon(t, backend, cfg, upCA, engine(t), daemontest.WithToken(adminToken))
-	mgr, a := d.Manager(), d.API()
+	gr, a := d.Grants(), d.API()
 	tenantTok, sum := auth.NewTenantToken()
 	ts, err := auth.TenantsFile{Tenants: []auth.TenantEntry{{Name: "mallory", TokenSHA256: sum}}}.Check()
 	if err != nil {
@@ -97,13 +98,13 @@ func tenantCannotAimDaemonSecret(t *testing.T, backend string) {
 	resp.Body.Close()
 	var e struct{ Error, Code string }
 	json.Unmarshal(answer, &e)
-	if resp.StatusCode != http.StatusForbidden || e.Code != session.CodeSecretRefAdminOnly {
-		t.Errorf("a tenant's secret_ref grant: %d %s, want 403 with code %s", resp.StatusCode, answer, session.CodeSecretRefAdminOnly)
+	if resp.StatusCode != http.StatusForbidden || e.Code != grants.CodeSecretRefAdminOnly {
+		t.Errorf("a tenant's secret_ref grant: %d %s, want 403 with code %s", resp.StatusCode, answer, grants.CodeSecretRefAdminOnly)
 	}
 	if bytes.Contains(answer, []byte("ghp_operator")) {
 		t.Errorf("the refusal holds the secret: %s", answer)
 	}
-	if gs := mgr.GrantsFor(s.ID); len(gs) != 0 {
+	if gs := gr.GrantsFor(s.ID); len(gs) != 0 {
 		t.Errorf("the refused grant is live: %+v", gs)
 	}
 
@@ -125,7 +126,7 @@ func tenantCannotAimDaemonSecret(t *testing.T, backend string) {
 		t.Errorf("evil.test received Authorization %q after a refused grant", got)
 	}
 	// The same pipe with a value of the tenant's own does carry it.
-	if _, err := mallory.Grant(ctx, s.ID, session.GrantRequest{Value: "Bearer mallory-own", Hosts: []string{"evil.test"}}); err != nil {
+	if _, err := mallory.Grant(ctx, s.ID, grants.GrantRequest{Value: "Bearer mallory-own", Hosts: []string{"evil.test"}}); err != nil {
 		t.Fatalf("a tenant's own value: %v", err)
 	}
 	if got := curl(); got != "Bearer mallory-own" {

@@ -17,6 +17,7 @@ import (
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -114,7 +115,7 @@ func grantFromASandbox(t *testing.T, backend string) {
 	}
 
 	curl("https://api.test/x", "https /x ")
-	g, err := c.Grant(ctx, s.ID, session.GrantRequest{Value: secret, Hosts: []string{"api.test"}, Paths: []string{"/x*"}})
+	g, err := c.Grant(ctx, s.ID, grants.GrantRequest{Value: secret, Hosts: []string{"api.test"}, Paths: []string{"/x*"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,8 +129,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 		}
 		mc.Stop(context.Background()) // what the dead sandbox held
 		m.closeEgress(id)
-		m.dropGrants(id, "sandbox lost")
-		m.dropPreviews(context.Background(), id, "sandbox lost")
+		m.runStopHooks(context.Background(), id, StopLost)
 		const reason = "the sandbox ended on its own (its init exited or was killed)"
 		ctx := context.Background()
 		if _, err := m.update(ctx, id, -1, func(s *Session) error {
@@ -153,7 +152,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 // session id.
 func (m *Manager) Detach(ctx context.Context) []LeftRunning {
 	defer m.flushEgressLog()
-	m.closeTerminals(reasonShutdown)
+	m.runShutdownHooks()
 	adopters := 0
 	for _, b := range m.backends {
 		if _, ok := b.(hypervisor.Adopter); ok {

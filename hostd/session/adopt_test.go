@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
@@ -57,13 +58,14 @@ func TestReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A grant lives in the daemon's memory only: it does not survive.
-	// (The manager takes the caller from the context, and refuses a
-	// grant to nobody: the admin makes this one.)
+	// (The grants service takes the caller from the context, and refuses
+	// a grant to nobody: the admin makes this one.)
 	admin := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindAdmin})
-	if _, err := m1.Grant(admin, "", s.ID, session.GrantRequest{Value: "Bearer s3cret", Hosts: []string{"api.example"}}); err != nil {
+	g1 := grants.New(m1)
+	if _, err := g1.Grant(admin, "", s.ID, grants.GrantRequest{Value: "Bearer s3cret", Hosts: []string{"api.example"}}); err != nil {
 		t.Fatal(err)
 	}
-	if len(m1.GrantsFor(s.ID)) != 1 {
+	if len(g1.GrantsFor(s.ID)) != 1 {
 		t.Fatal("the grant is not live")
 	}
 	// A sandbox (kind sandbox) with a short TTL: the next daemon arms its
@@ -78,6 +80,7 @@ func TestReattach(t *testing.T) {
 	m2, close2 := open(true)
 	defer close2()
 	defer m2.Shutdown(ctx) // nothing outlives a failed test
+	g2 := grants.New(m2)
 	if adopted, lost := m2.Reattach(ctx); adopted != 2 || lost != 0 {
 		t.Fatalf("reattach: adopted %d lost %d", adopted, lost)
 	}
@@ -85,7 +88,7 @@ func TestReattach(t *testing.T) {
 	if err != nil || res.Stdout != "kept\n" {
 		t.Fatalf("exec after reattach: %+v %v", res, err)
 	}
-	if g := m2.GrantsFor(s.ID); len(g) != 0 {
+	if g := g2.GrantsFor(s.ID); len(g) != 0 {
 		t.Errorf("a grant survived the restart: %+v", g)
 	}
 	if evs, _ := m2.Events(ctx, "", s.ID); !strings.Contains(fmt.Sprint(lastKind(evs, "sandbox.adopt")), `"grants":0`) {

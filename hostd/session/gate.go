@@ -152,7 +152,7 @@ func (m *Manager) beginOp(ctx context.Context, id, op string, rev int64, mc hype
 // refuseWhileCommands is the 409 of a restore or fork while an exec is
 // in flight, a job runs or a terminal is open on the session.
 func (m *Manager) refuseWhileCommands(ctx context.Context, id, op string, mc hypervisor.Machine) error {
-	if err := m.terminalsOpen(id, op); err != nil {
+	if err := m.busyBySibling(id, op); err != nil {
 		return err
 	}
 	m.mu.Lock()

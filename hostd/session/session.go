@@ -95,12 +95,11 @@ type Manager struct {
 	egressRoot string
 	trustPEM   []byte
 
-	// grants are the sessions' credential grants, in memory only
-	// (grants.go).
-	grants grantTable
-	// previewConns are the connections open through preview URLs
-	// (previews.go).
-	previewConns previewConnTable
+	// stops are the siblings' hooks for a session that stops running
+	// (core.go).
+	stops stopHooks
+	// sib are the siblings' busy checks and shutdown hooks (walk.go).
+	sib siblingHooks
 
 	// policy decides commands and approvals (nil: sessions with process
 	// rules are refused); approvals wakes requests waiting for a decision.
@@ -121,9 +120,6 @@ type Manager struct {
 	egressRetention time.Duration
 	// compute is the sessions whose CPU time is watched (compute.go).
 	compute computeWatch
-
-	// terms are the open terminals and their tickets (terminal.go).
-	terms terminals
 
 	// admission settings, and what live machines and checkpoints hold
 	// (admission.go); under mu.
@@ -158,6 +154,8 @@ type Config struct {
 	// EgressLogRetention is how long egress log rows are kept (0:
 	// DefaultEgressLogRetention); the sweeper prunes older ones.
 	EgressLogRetention time.Duration
+	// Now is the clock (nil: time.Now); tests move it.
+	Now func() time.Time
 }
 
 // New returns a Manager. It starts nothing.
@@ -174,13 +172,17 @@ func New(c Config) *Manager {
 			}
 		}
 	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
 	retention := c.EgressLogRetention
 	if retention <= 0 {
 		retention = DefaultEgressLogRetention
 	}
 	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage, egressRetention: retention,
 		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy, images: c.ImagesDir,
-		log: log, now: time.Now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
+		log: log, now: now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
 
 var agentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -709,9 +711,8 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 		}
 	}
 	m.closeEgress(id)
-	m.dropGrants(id, "session deleted")
+	m.runStopHooks(ctx, id, StopDeleted)
 	m.revokeTokens(ctx, id, "session deleted")
-	m.dropPreviews(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -762,7 +763,7 @@ func (m *Manager) Events(ctx context.Context, tenant, id string) ([]ledger.Entry
 // daemon.
 func (m *Manager) Shutdown(ctx context.Context) {
 	defer m.flushEgressLog()
-	m.closeTerminals(reasonShutdown)
+	m.runShutdownHooks()
 	m.mu.Lock()
 	m.done = true
 	machines := m.machines
@@ -791,7 +792,7 @@ func (m *Manager) stopMachine(ctx context.Context, id string, mc hypervisor.Mach
 		m.log.Warn("stop sandbox at shutdown", "session", id, "err", err)
 	}
 	m.closeEgress(id)
-	m.grants.take(id, "")
+	m.runStopHooks(ctx, id, StopShutdown)
 }
 
 // Probe reports which tools the sandbox has and what that makes ready.
@@ -856,9 +857,8 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 			}
 		}
 		m.closeEgress(r.ID)
-		m.dropGrants(r.ID, "session expired")
+		m.runStopHooks(ctx, r.ID, StopExpired)
 		m.revokeTokens(ctx, r.ID, "session expired")
-		m.dropPreviews(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}

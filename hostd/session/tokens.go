@@ -104,7 +104,7 @@ func (m *Manager) MintToken(ctx context.Context, tenant, id string, req TokenReq
 
 // Tokens lists a session's live tokens: never a token or its hash.
 func (m *Manager) Tokens(ctx context.Context, tenant, id string) ([]SessionToken, error) {
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+	if _, err := m.LoadSession(ctx, tenant, id); err != nil {
 		return nil, err
 	}
 	rows, err := m.st.ListTokens(ctx, id, m.now())
@@ -122,7 +122,7 @@ func (m *Manager) Tokens(ctx context.Context, tenant, id string) ([]SessionToken
 // token that is already revoked or expired succeeds and changes nothing;
 // an id the session never had is ErrNotFound.
 func (m *Manager) RevokeToken(ctx context.Context, tenant, id, token string) error {
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+	if _, err := m.LoadSession(ctx, tenant, id); err != nil {
 		return err
 	}
 	if !auth.IsTokenID(token) {

@@ -1,4 +1,9 @@
-package session
+// Package previews is the sessions' preview URLs: an expiring URL that
+// reaches a port on a running session's sandbox loopback, and the proxy
+// that serves them (proxy.go). It is a sibling of the session core
+// (hostd/session): it works through the core's surface and drops a
+// session's previews when the core says the session stopped.
+package previews
 
 import (
 	"context"
@@ -8,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"strconv"
@@ -19,6 +25,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 )
 
@@ -72,30 +79,34 @@ func previewView(p store.PreviewRow) Preview {
 	return Preview{ID: p.ID, Port: p.Port, CreatedAt: p.CreatedAt.UTC(), ExpiresAt: p.ExpiresAt.UTC()}
 }
 
+// Service is the previews of a Manager's sessions: the rows are in the
+// store (a token's SHA-256, never the token), the connections open
+// through each preview in memory.
+type Service struct {
+	m     *session.Manager
+	st    *store.Store
+	log   *slog.Logger
+	now   func() time.Time
+	conns previewConnTable
+}
+
+// New returns the previews of m's sessions, and has m tell it when a
+// session stops running (its previews are then deleted).
+func New(m *session.Manager) *Service {
+	p := &Service{m: m, st: m.Store(), log: m.Logger(), now: m.Now}
+	m.OnStop(p.stopped)
+	return p
+}
+
+var (
+	bad           = session.BadRequest
+	ErrNotFound   = session.ErrNotFound
+	ErrConflict   = session.ErrConflict
+	ErrBadGateway = session.ErrBadGateway
+)
+
 // IsPreviewToken reports whether s has the shape of a preview token.
 func IsPreviewToken(s string) bool { return previewTokenRE.MatchString(s) }
-
-// secretsRE matches what must never reach a log: a preview token ("pvw-"
-// and its characters, whole or cut short, in any case), a terminal ticket
-// ("pdk_pty_" and its hex digits), and any other Paddock token ("pdk_":
-// session and tenant tokens, a generated admin token), whole or cut
-// short, also percent-encoded ("pdk%5F").
-var secretsRE = regexp.MustCompile(`(?i)pvw-[a-z0-9]+|pdk_pty_[0-9a-f]+|pdk(?:_|%5f)[0-9a-z_.~%-]+`)
-
-// RedactSecrets replaces every preview token, terminal ticket and
-// Paddock token in s (a path, a query, an error's text) with its prefix
-// and "[redacted]".
-func RedactSecrets(s string) string {
-	return secretsRE.ReplaceAllStringFunc(s, func(m string) string {
-		switch {
-		case len(m) >= len(PreviewTokenPrefix) && strings.EqualFold(m[:len(PreviewTokenPrefix)], PreviewTokenPrefix):
-			return PreviewTokenPrefix + "[redacted]"
-		case len(m) >= len("pdk_pty_") && strings.EqualFold(m[:len("pdk_pty_")], "pdk_pty_"):
-			return "pdk_pty_[redacted]"
-		}
-		return "pdk_[redacted]"
-	})
-}
 
 // newPreviewToken returns a new token and its SHA-256.
 func newPreviewToken() (string, [32]byte) {
@@ -115,7 +126,7 @@ func newPreviewID() string {
 // session's sandbox loopback. The answer carries the token once; the
 // store keeps its SHA-256, and the ledger the preview's id, port and
 // expiry.
-func (m *Manager) CreatePreview(ctx context.Context, tenant, id string, req PreviewRequest) (*Preview, error) {
+func (m *Service) CreatePreview(ctx context.Context, tenant, id string, req PreviewRequest) (*Preview, error) {
 	if req.Port < 1 || req.Port > 65535 {
 		return nil, bad("port %d must be from 1 to 65535", req.Port)
 	}
@@ -128,12 +139,12 @@ func (m *Manager) CreatePreview(ctx context.Context, tenant, id string, req Prev
 	if req.TTLSeconds < 1 || req.TTLSeconds > MaxPreviewTTLSeconds {
 		return nil, bad("ttl_seconds %d must be from 1 to %d", req.TTLSeconds, MaxPreviewTTLSeconds)
 	}
-	s, _, _, err := m.running(ctx, tenant, id)
+	s, _, err := m.m.Running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	if s.Kind == KindSandbox {
-		return nil, notSessionErr(id)
+	if s.Kind == session.KindSandbox {
+		return nil, session.NotSession(id)
 	}
 	now := m.now().UTC()
 	expires := now.Add(time.Duration(req.TTLSeconds) * time.Second)
@@ -155,15 +166,15 @@ func (m *Manager) CreatePreview(ctx context.Context, tenant, id string, req Prev
 	case err != nil:
 		return nil, err
 	}
-	m.ledgerAppend(ctx, id, "preview.create", previewLedger(row))
+	m.m.LedgerAppend(ctx, id, "preview.create", previewLedger(row))
 	out := previewView(row)
 	out.Token, out.URL = tok, PreviewPathPrefix+tok+"/"
 	return &out, nil
 }
 
 // Previews lists a session's live previews: never a token or its URL.
-func (m *Manager) Previews(ctx context.Context, tenant, id string) ([]Preview, error) {
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+func (m *Service) Previews(ctx context.Context, tenant, id string) ([]Preview, error) {
+	if _, err := m.m.LoadSession(ctx, tenant, id); err != nil {
 		return nil, err
 	}
 	rows, err := m.st.ListPreviews(ctx, id, m.now())
@@ -183,8 +194,8 @@ func (m *Manager) Previews(ctx context.Context, tenant, id string) ([]Preview, e
 // looked up by its SHA-256 among the session's previews and is never
 // repeated in an error. An id or token the session does not have (or no
 // longer has) is ErrNotFound.
-func (m *Manager) DeletePreview(ctx context.Context, tenant, id, preview string) error {
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+func (m *Service) DeletePreview(ctx context.Context, tenant, id, preview string) error {
+	if _, err := m.m.LoadSession(ctx, tenant, id); err != nil {
 		return err
 	}
 	name := preview // what an error may show
@@ -202,7 +213,7 @@ func (m *Manager) DeletePreview(ctx context.Context, tenant, id, preview string)
 	case strings.HasPrefix(preview, PreviewTokenPrefix):
 		return fmt.Errorf("%w: session %s has no preview with that token", ErrNotFound, id)
 	case !previewIDRE.MatchString(preview):
-		return fmt.Errorf("%w: session %s has no preview %q", ErrNotFound, id, clipText(preview, 40))
+		return fmt.Errorf("%w: session %s has no preview %q", ErrNotFound, id, session.ClipText(preview, 40))
 	}
 	p, err := m.st.DeletePreview(ctx, id, preview)
 	if errors.Is(err, store.ErrNotFound) {
@@ -211,19 +222,23 @@ func (m *Manager) DeletePreview(ctx context.Context, tenant, id, preview string)
 	if err != nil {
 		return err
 	}
-	m.previewConns.closeAll(p.ID)
+	m.conns.closeAll(p.ID)
 	if p.Live(m.now()) {
 		data := previewLedger(p)
 		data["reason"] = "revoked"
-		m.ledgerAppend(ctx, id, "preview.delete", data)
+		m.m.LedgerAppend(ctx, id, "preview.delete", data)
 	}
 	return nil
 }
 
-// dropPreviews removes a session's previews when it stops running
-// (deleted, expired, lost), closes what is open through them, and
-// ledgers each live one as deleted with why.
-func (m *Manager) dropPreviews(ctx context.Context, id, why string) {
+// stopped removes a session's previews when it stops running (deleted,
+// expired, lost), closes what is open through them, and ledgers each live
+// one as deleted with why. At the daemon's shutdown they stay: the
+// session stays running for the next start to adopt.
+func (m *Service) stopped(ctx context.Context, id string, why session.StopReason) {
+	if why == session.StopShutdown {
+		return
+	}
 	gone, err := m.st.DeleteSessionPreviews(ctx, id)
 	if err != nil {
 		m.log.Error("drop session previews", "session", id, "err", err)
@@ -231,13 +246,13 @@ func (m *Manager) dropPreviews(ctx context.Context, id, why string) {
 	}
 	now := m.now()
 	for _, p := range gone {
-		m.previewConns.closeAll(p.ID)
+		m.conns.closeAll(p.ID)
 		if !p.Live(now) {
 			continue // expired on its own: nothing was revoked
 		}
 		data := previewLedger(p)
-		data["reason"] = why
-		m.ledgerAppend(ctx, id, "preview.delete", data)
+		data["reason"] = why.String()
+		m.m.LedgerAppend(ctx, id, "preview.delete", data)
 	}
 }
 
@@ -259,7 +274,7 @@ type PreviewTarget struct {
 	Port      int
 	ExpiresAt time.Time
 
-	m  *Manager
+	m  *Service
 	cl *client.Client
 }
 
@@ -267,7 +282,7 @@ type PreviewTarget struct {
 // session is running on this daemon; otherwise ErrPreviewNotFound. It
 // looks the token up by its SHA-256, so how long it takes does not depend
 // on how much of a guess matches a real token. Nothing is ledgered.
-func (m *Manager) ResolvePreview(ctx context.Context, token string) (*PreviewTarget, error) {
+func (m *Service) ResolvePreview(ctx context.Context, token string) (*PreviewTarget, error) {
 	if !IsPreviewToken(token) {
 		return nil, ErrPreviewNotFound
 	}
@@ -279,16 +294,14 @@ func (m *Manager) ResolvePreview(ctx context.Context, token string) (*PreviewTar
 		return nil, err
 	}
 	now := m.now()
-	if !p.Live(now) || p.SessionState != StateRunning || !now.Before(p.SessionEnds) {
+	if !p.Live(now) || p.SessionState != session.StateRunning || !now.Before(p.SessionEnds) {
 		return nil, ErrPreviewNotFound
 	}
-	m.mu.Lock()
-	mc := m.machines[p.SessionID]
-	m.mu.Unlock()
+	mc := m.m.Machine(p.SessionID)
 	if mc == nil {
 		return nil, ErrPreviewNotFound
 	}
-	return &PreviewTarget{ID: p.ID, Session: p.SessionID, Port: p.Port, ExpiresAt: p.ExpiresAt, m: m, cl: clientFor(mc)}, nil
+	return &PreviewTarget{ID: p.ID, Session: p.SessionID, Port: p.Port, ExpiresAt: p.ExpiresAt, m: m, cl: session.Guest(mc)}, nil
 }
 
 // Dial opens a connection to the preview's port in its sandbox. The
@@ -304,7 +317,7 @@ func (t *PreviewTarget) Dial(ctx context.Context) (net.Conn, error) {
 		}
 		return nil, fmt.Errorf("%w: the sandbox's agent did not answer: %v", ErrBadGateway, err)
 	}
-	return t.m.previewConns.track(t.ID, c, time.Until(t.ExpiresAt)), nil
+	return t.m.conns.track(t.ID, c, time.Until(t.ExpiresAt)), nil
 }
 
 // previewConnTable holds the connections open through each preview, so

@@ -1,4 +1,4 @@
-package session
+package grants
 
 import (
 	"log/slog"
@@ -8,7 +8,7 @@ import (
 	"paddock.dev/paddock/policy"
 )
 
-// TestGrantSource: the Manager is the proxy's grant source. With the
+// TestGrantSource: the grants Service is the proxy's grant source. With the
 // policy engine it asks the http Rego module; without one it holds a
 // grant to its own methods and paths, as the proxy alone would. Either
 // way a grant whose limits do not check out covers nothing.
@@ -22,7 +22,7 @@ func TestGrantSource(t *testing.T) {
 	req := func(method, path string) egress.Request {
 		return egress.Request{Sandbox: "ses-1", Host: "api.test", Port: 443, Scheme: "https", Method: method, Path: path}
 	}
-	for _, m := range []*Manager{
+	for _, m := range []*Service{
 		{log: slog.New(slog.DiscardHandler)},
 		{log: slog.New(slog.DiscardHandler), policy: eng},
 	} {

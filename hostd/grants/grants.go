@@ -1,10 +1,17 @@
-package session
+// Package grants is the sessions' credential grants: a credential the
+// egress proxy adds to a running session's requests to the hosts a grant
+// names (inside intercepted TLS only), so the sandbox never holds it.
+// Grants live in this daemon's memory only. The Service is the proxy's
+// egress.GrantSource; it works through the session core (hostd/session)
+// and forgets a session's grants when the core says it stopped.
+package grants
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
@@ -18,6 +25,7 @@ import (
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/rules"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/policy"
 )
 
@@ -54,12 +62,42 @@ func grantView(g egress.Grant) Grant {
 		Paths: slices.Clone(g.Paths), Header: g.Header, ExpiresAt: g.ExpiresAt}
 }
 
-// grantTable holds every session's grants, in memory only: a secret never
+// Service holds every session's grants, in memory only: a secret never
 // reaches the database or the ledger, so a daemon restart forgets them.
+type Service struct {
+	m      *session.Manager
+	policy session.Decider
+	log    *slog.Logger
+	now    func() time.Time
+
+	t grantTable
+}
+
+// New returns the grants of m's sessions, and has m tell it when a
+// session stops running (its grants are then revoked).
+func New(m *session.Manager) *Service {
+	g := &Service{m: m, policy: m.Policy(), log: m.Logger(), now: m.Now}
+	m.OnStop(g.stopped)
+	return g
+}
+
 type grantTable struct {
 	mu sync.RWMutex
 	by map[string][]egress.Grant // session id → grants, oldest first
 }
+
+var (
+	bad          = session.BadRequest
+	ErrConflict  = session.ErrConflict
+	ErrNotFound  = session.ErrNotFound
+	ErrForbidden = session.ErrForbidden
+)
+
+// The codes of a refused caller.
+const (
+	CodeSecretRefAdminOnly      = session.CodeSecretRefAdminOnly
+	CodeGrantNeedsAdminOrTenant = session.CodeGrantNeedsAdminOrTenant
+)
 
 // live returns id's grants that are live at now.
 func (t *grantTable) live(id string, now time.Time) []egress.Grant {
@@ -101,8 +139,8 @@ func (t *grantTable) take(id, grant string) []egress.Grant {
 // GrantsFor returns the live credential grants of sandbox (a session id),
 // for the egress proxy; it is called on every intercepted request, so it
 // only reads memory.
-func (m *Manager) GrantsFor(sandbox string) []egress.Grant {
-	return m.grants.live(sandbox, m.now())
+func (m *Service) GrantsFor(sandbox string) []egress.Grant {
+	return m.t.live(sandbox, m.now())
 }
 
 // grantJudge is the part of the policy engine that decides whether a
@@ -116,7 +154,7 @@ type grantJudge interface {
 // it has the http module, else by the grant's own methods and paths (as
 // the proxy alone would). With GrantsFor it makes the Manager the proxy's
 // egress.GrantSource.
-func (m *Manager) GrantApplies(sandbox string, g egress.Grant, r egress.Request) bool {
+func (m *Service) GrantApplies(sandbox string, g egress.Grant, r egress.Request) bool {
 	if j, ok := m.policy.(grantJudge); ok && m.policy != nil {
 		ok, _, err := j.GrantApplies(context.Background(), policy.GrantInput{Session: sandbox, Grant: g.ID,
 			Hosts: g.Hosts, Methods: g.Methods, Paths: g.Paths,
@@ -134,7 +172,7 @@ func (m *Manager) GrantApplies(sandbox string, g egress.Grant, r egress.Request)
 	return lim.Allows(r.Method, r.Path)
 }
 
-var _ egress.GrantSource = (*Manager)(nil)
+var _ egress.GrantSource = (*Service)(nil)
 
 func newGrantID() string {
 	var b [8]byte
@@ -209,7 +247,7 @@ func checkGrant(req GrantRequest) (egress.Grant, error) {
 // Grant gives a running session a credential the egress proxy adds to its
 // requests to the named hosts (inside intercepted TLS only), so the
 // sandbox never holds it. The grant lives in this daemon's memory only.
-func (m *Manager) Grant(ctx context.Context, tenant, id string, req GrantRequest) (*Grant, error) {
+func (m *Service) Grant(ctx context.Context, tenant, id string, req GrantRequest) (*Grant, error) {
 	if err := grantCaller(ctx, req.SecretRef != ""); err != nil {
 		return nil, err
 	}
@@ -223,12 +261,12 @@ func (m *Manager) Grant(ctx context.Context, tenant, id string, req GrantRequest
 	if err != nil {
 		return nil, err
 	}
-	s, _, _, err := m.running(ctx, tenant, id)
+	s, _, err := m.m.Running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	if s.Kind == KindSandbox {
-		return nil, notSessionErr(id)
+	if s.Kind == session.KindSandbox {
+		return nil, session.NotSession(id)
 	}
 	now := m.now()
 	g.ID = newGrantID()
@@ -236,17 +274,14 @@ func (m *Manager) Grant(ctx context.Context, tenant, id string, req GrantRequest
 	if g.ExpiresAt.After(s.ExpiresAt) {
 		g.ExpiresAt = s.ExpiresAt.UTC()
 	}
-	t := &m.grants
+	t := &m.t
 	t.mu.Lock()
 	gs := slices.DeleteFunc(slices.Clone(t.by[id]), func(o egress.Grant) bool { return !now.Before(o.ExpiresAt) })
 	if len(gs) >= MaxGrantsPerSession {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("%w: session %s already has %d live grants; revoke one first", ErrConflict, id, MaxGrantsPerSession)
 	}
-	m.mu.Lock()
-	_, live := m.machines[id]
-	m.mu.Unlock()
-	if !live {
+	if m.m.Machine(id) == nil {
 		t.mu.Unlock()
 		return nil, fmt.Errorf("%w: session %s has no running sandbox any more", ErrConflict, id)
 	}
@@ -264,16 +299,16 @@ func (m *Manager) Grant(ctx context.Context, tenant, id string, req GrantRequest
 	if len(v.Paths) > 0 {
 		data["paths"] = v.Paths
 	}
-	m.ledgerAppend(ctx, id, "grant.create", data)
+	m.m.LedgerAppend(ctx, id, "grant.create", data)
 	return &v, nil
 }
 
 // Grants lists a session's live grants, without their values.
-func (m *Manager) Grants(ctx context.Context, tenant, id string) ([]Grant, error) {
+func (m *Service) Grants(ctx context.Context, tenant, id string) ([]Grant, error) {
 	if err := grantCaller(ctx, false); err != nil {
 		return nil, err
 	}
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+	if _, err := m.m.LoadSession(ctx, tenant, id); err != nil {
 		return nil, err
 	}
 	out := []Grant{}
@@ -285,14 +320,14 @@ func (m *Manager) Grants(ctx context.Context, tenant, id string) ([]Grant, error
 
 // Ungrant revokes one grant of the session (404 when it has no such live
 // grant), or all of them when grant is "".
-func (m *Manager) Ungrant(ctx context.Context, tenant, id, grant string) error {
+func (m *Service) Ungrant(ctx context.Context, tenant, id, grant string) error {
 	if err := grantCaller(ctx, false); err != nil {
 		return err
 	}
-	if err := m.grantSession(ctx, tenant, id); err != nil {
+	if _, err := m.m.LoadSession(ctx, tenant, id); err != nil {
 		return err
 	}
-	gone := m.grants.take(id, grant)
+	gone := m.t.take(id, grant)
 	now := m.now()
 	if grant != "" && (len(gone) == 0 || !now.Before(gone[0].ExpiresAt)) {
 		return fmt.Errorf("%w: session %s has no live grant %s", ErrNotFound, id, grant)
@@ -313,38 +348,30 @@ func (m *Manager) Ungrant(ctx context.Context, tenant, id, grant string) error {
 func grantCaller(ctx context.Context, secretRef bool) error {
 	id, ok := auth.FromContext(ctx)
 	if !ok || (id.Kind != auth.KindAdmin && id.Kind != auth.KindTenant) {
-		return &CodedError{Code: CodeGrantNeedsAdminOrTenant, Err: fmt.Errorf(
+		return &session.CodedError{Code: CodeGrantNeedsAdminOrTenant, Err: fmt.Errorf(
 			"%w: credential grants need the admin token or the session's tenant's token; a session token cannot make, list or revoke them", ErrForbidden)}
 	}
 	if secretRef && id.Kind != auth.KindAdmin {
-		return &CodedError{Code: CodeSecretRefAdminOnly, Err: fmt.Errorf(
+		return &session.CodedError{Code: CodeSecretRefAdminOnly, Err: fmt.Errorf(
 			"%w: secret_ref names one of the daemon's own secrets (PADDOCK_SECRET_<REF>), which only the admin token may grant; "+
 				"send the credential itself as value instead (it is used for this session's requests only), or ask the operator to grant the secret", ErrForbidden)}
 	}
 	return nil
 }
 
-// grantSession checks that id names a session (not a sandbox) the caller
-// sees. Grants, previews and tokens share it; who may call each is theirs
-// to check (grantCaller for grants).
-func (m *Manager) grantSession(ctx context.Context, tenant, id string) error {
-	s, _, err := m.load(ctx, tenant, id)
-	if err != nil {
-		return err
+// stopped forgets a session's grants when it stops running (deleted,
+// expired, lost), ledgering each live one as revoked with why; at the
+// daemon's shutdown they are forgotten without a record (they did not
+// end: the daemon did).
+func (m *Service) stopped(ctx context.Context, id string, why session.StopReason) {
+	gone := m.t.take(id, "")
+	if why == session.StopShutdown {
+		return
 	}
-	if s.Kind == KindSandbox {
-		return notSessionErr(id)
-	}
-	return nil
+	m.ledgerRevoke(context.Background(), id, gone, why.String())
 }
 
-// dropGrants forgets a session's grants when it stops running (deleted,
-// expired, lost), ledgering each live one as revoked with why.
-func (m *Manager) dropGrants(id, why string) {
-	m.ledgerRevoke(context.Background(), id, m.grants.take(id, ""), why)
-}
-
-func (m *Manager) ledgerRevoke(ctx context.Context, id string, gs []egress.Grant, why string) {
+func (m *Service) ledgerRevoke(ctx context.Context, id string, gs []egress.Grant, why string) {
 	now := m.now()
 	for _, g := range gs {
 		if !now.Before(g.ExpiresAt) {
@@ -352,7 +379,7 @@ func (m *Manager) ledgerRevoke(ctx context.Context, id string, gs []egress.Grant
 		}
 		data := grantLedger(g)
 		data["reason"] = why
-		m.ledgerAppend(ctx, id, "grant.revoke", data)
+		m.m.LedgerAppend(ctx, id, "grant.revoke", data)
 	}
 }
 

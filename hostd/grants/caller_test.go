@@ -1,4 +1,4 @@
-package session
+package grants
 
 import (
 	"context"
@@ -6,24 +6,25 @@ import (
 	"testing"
 
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/session"
 )
 
-// TestGrantCaller holds the manager's own check of who asks for a grant,
+// TestGrantCaller holds the grants service's own check of who asks for a grant,
 // which stands even if the API's route table let a caller through: a
 // session token gets nothing from Grant, Grants or Ungrant (code
 // grant_needs_admin_or_tenant), a tenant's secret_ref is refused (code
 // secret_ref_admin_only), a call with no caller at all gets nothing
 // either (it is not taken for the admin's), and all are refused before the
-// manager looks at anything (a zero Manager answers them).
+// service looks at anything (a zero Service answers them).
 func TestGrantCaller(t *testing.T) {
-	var m Manager
+	var m Service
 	tok := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindSession, Session: "ses-0123456789abcdef",
 		TokenID: "tok-1", Ops: auth.GrantableOps()})
 	tenant := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
 	value := GrantRequest{Value: "v", Hosts: []string{"a.test"}}
 	ref := GrantRequest{SecretRef: "X", Hosts: []string{"a.test"}}
 	code := func(err error) string {
-		var c *CodedError
+		var c *session.CodedError
 		if errors.As(err, &c) && errors.Is(err, ErrForbidden) {
 			return c.Code
 		}

@@ -1,6 +1,4 @@
-package session
-
-// Terminals: an interactive shell in a session's sandbox, bridged from the
+// Package terminals is the sessions' terminals: an interactive shell in a session's sandbox, bridged from the
 // guest agent's PTY WebSocket to a caller's (GET .../pty in hostd/api).
 //
 //   - A terminal holds the session's work slot like an exec for as long as
@@ -25,6 +23,12 @@ package session
 //     MaxTerminalTicketsPerCaller wait for one caller (the admin is one
 //     caller, a tenant another), so that no one caller can take every
 //     ticket the daemon keeps.
+//
+// It is a sibling of the session core (hostd/session): a terminal walks
+// the core's command pipeline (Manager.Walk), and the core asks it, before
+// a restore or fork, whether a terminal is open (AddBusyCheck), and has it
+// close them all when the daemon stops (OnShutdown).
+package terminals
 
 import (
 	"bytes"
@@ -45,7 +49,38 @@ import (
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hypervisor"
+)
+
+// Service is the daemon's terminals: those open, and the tickets not yet
+// used.
+type Service struct {
+	m     *session.Manager
+	now   func() time.Time
+	terms terminals
+}
+
+// New returns the terminals of m's sessions, and registers them with m:
+// a restore or fork refuses while one is open on its session, and m's
+// shutdown closes them all first.
+func New(m *session.Manager) *Service {
+	s := &Service{m: m, now: m.Now}
+	m.AddBusyCheck(s.terminalsOpen)
+	m.OnShutdown(func() { s.closeTerminals(reasonShutdown) })
+	return s
+}
+
+var (
+	bad          = session.BadRequest
+	ErrConflict  = session.ErrConflict
+	ErrForbidden = session.ErrForbidden
+)
+
+// The session types a terminal looks at.
+type (
+	Session = session.Session
+	Budget  = session.Budget
 )
 
 // Limits of terminals.
@@ -122,9 +157,9 @@ func terminalRefusal(s *Session) error {
 	switch {
 	case s.Policy.Process != nil || len(s.Policy.ExecPrograms) > 0:
 		return fmt.Errorf("%w: session %s has process rules (policy.process): they judge each exec and job, but the commands typed into a terminal never pass through them, so terminals are refused on this session", ErrForbidden, s.ID)
-	case budgetLimitsCommands(s.Budget):
+	case session.BudgetLimitsCommands(s.Budget):
 		return fmt.Errorf("%w: session %s has a budget on its commands (budget.max_execs, max_exec_seconds, max_jobs, max_compute_seconds, max_output_bytes or max_workspace_bytes): the commands typed into a terminal are neither counted nor limited by it, so terminals are refused on this session", ErrForbidden, s.ID)
-	case s.Workspace.Mode == ModeReadOnly:
+	case s.Workspace.Mode == session.ModeReadOnly:
 		return fmt.Errorf("%w: session %s has a read-only workspace, which Landlock enforces on each command; the sandbox's terminal cannot be started under that confinement, so a shell could write the workspace: terminals are refused on this session", ErrForbidden, s.ID)
 	case !s.Capabilities.PTY:
 		return fmt.Errorf("%w: session %s runs on backend %s, which has no terminal", ErrConflict, s.ID, s.Backend)
@@ -203,7 +238,7 @@ func (ts *terminals) all() []*Terminal {
 // Terminal is an open terminal: the guest's end, waiting for Serve to
 // bridge it to the caller's.
 type Terminal struct {
-	m      *Manager
+	m      *Service
 	id     string
 	tenant string // whose terminal it counts as ("" the admin's)
 	guest  *websocket.Conn
@@ -219,54 +254,53 @@ type Terminal struct {
 // OpenTerminal checks that session id may have a terminal, takes its work
 // slot and one of the daemon's terminals, and starts the shell in the
 // guest. The caller bridges it with Serve, or gives it back with Abort.
-func (m *Manager) OpenTerminal(ctx context.Context, tenant, id string, req TerminalRequest) (*Terminal, error) {
-	p := m.newPipe(ctx, CommandTerminal, tenant, id)
+func (m *Service) OpenTerminal(ctx context.Context, tenant, id string, req TerminalRequest) (*Terminal, error) {
 	t := &Terminal{m: m, id: id, tenant: tenant, caller: context.WithoutCancel(ctx),
 		stopc: make(chan string, 1), finished: make(chan struct{})}
-	err := p.walk(ctx,
-		step(StepValidate, func(context.Context) error {
-			p.cmd.Text = req.Command
+	err := m.m.Walk(ctx, session.CommandTerminal, tenant, id,
+		session.NewStep(session.StepValidate, func(_ context.Context, p session.Pipe) error {
+			p.Command().Text = req.Command
 			return req.check()
 		}),
-		loadRunning(),
+		session.LoadRunningStep(),
 		// A terminal is judged by the session as a whole: its commands
 		// never pass the process policy or the budget (terminalRefusal).
-		pipeStep{StepJudge, func(ctx context.Context, p *pipe) error {
-			if p.s.Kind == KindSandbox {
-				return notSessionErr(id)
+		session.NewStep(session.StepJudge, func(_ context.Context, p session.Pipe) error {
+			if p.Session().Kind == session.KindSandbox {
+				return session.NotSession(id)
 			}
-			return terminalRefusal(p.s)
-		}},
+			return terminalRefusal(p.Session())
+		}),
 		// One of the daemon's terminals, and the session's work slot,
 		// held until the terminal closes (finish).
-		pipeStep{StepGate, func(ctx context.Context, p *pipe) error {
+		session.NewStep(session.StepGate, func(_ context.Context, p session.Pipe) error {
 			if err := m.terms.reserve(t); err != nil {
 				return err
 			}
-			done, err := m.commandStarts(id)
+			done, err := m.m.WorkSlot(id)
 			if err != nil {
 				m.terms.remove(t)
 				return err
 			}
 			t.release = func() { done(); m.terms.remove(t) }
-			p.undo = append(p.undo, func() { t.release(); close(t.finished) })
+			p.OnUndo(func() { t.release(); close(t.finished) })
 			return nil
-		}},
-		runHooks("pty"),
-		step(StepRun, func(ctx context.Context) error {
+		}),
+		session.HooksStep("pty"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p session.Pipe) error {
 			dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			var err error
-			if t.guest, err = p.cl.PTY(dctx, uint16(req.Cols), uint16(req.Rows), req.Command); err != nil {
-				return guestErr(err)
+			if t.guest, err = p.Guest().PTY(dctx, uint16(req.Cols), uint16(req.Rows), req.Command); err != nil {
+				return session.GuestError(err)
 			}
-			p.ran, p.kept = true, true
+			p.Started()
 			t.guest.SetReadLimit(maxTerminalFrame)
 			t.opened = m.now()
 			return nil
 		}),
-		step(StepRecord, func(ctx context.Context) error {
-			m.ledgerAppend(ctx, id, "pty.open", p.withNotes(map[string]any{"cols": req.Cols, "rows": req.Rows, "command": req.Command}))
+		session.NewStep(session.StepRecord, func(ctx context.Context, p session.Pipe) error {
+			m.m.LedgerAppend(ctx, id, "pty.open", p.WithNotes(map[string]any{"cols": req.Cols, "rows": req.Rows, "command": req.Command}))
 			return nil
 		}),
 	)
@@ -277,13 +311,13 @@ func (m *Manager) OpenTerminal(ctx context.Context, tenant, id string, req Termi
 }
 
 // terminalTarget is a running session that may have a terminal.
-func (m *Manager) terminalTarget(ctx context.Context, tenant, id string) (*Session, hypervisor.Machine, error) {
-	s, _, mc, err := m.running(ctx, tenant, id)
+func (m *Service) terminalTarget(ctx context.Context, tenant, id string) (*Session, hypervisor.Machine, error) {
+	s, mc, err := m.m.Running(ctx, tenant, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if s.Kind == KindSandbox {
-		return nil, nil, notSessionErr(id)
+	if s.Kind == session.KindSandbox {
+		return nil, nil, session.NotSession(id)
 	}
 	if err := terminalRefusal(s); err != nil {
 		return nil, nil, err
@@ -403,7 +437,7 @@ func (t *Terminal) finish(code *int, how string, in, out int64) {
 	t.release()
 	data := map[string]any{"duration_ms": t.m.now().Sub(t.opened).Milliseconds(), "exit_code": code,
 		"bytes_in": in, "bytes_out": out, "ended": how}
-	t.m.ledgerAppend(t.caller, t.id, "pty.close", data)
+	t.m.m.LedgerAppend(t.caller, t.id, "pty.close", data)
 }
 
 // stop asks an open terminal to close with reason.
@@ -413,7 +447,7 @@ func (t *Terminal) stop(reason string) {
 
 // closeTerminals closes every open terminal with a reason its caller sees
 // (the daemon stops), waiting a little for their pty.close entries.
-func (m *Manager) closeTerminals(reason string) {
+func (m *Service) closeTerminals(reason string) {
 	open := m.terms.all()
 	for _, t := range open {
 		t.stop(reason)
@@ -432,7 +466,7 @@ func (m *Manager) closeTerminals(reason string) {
 // keep refuses (one taken out of the tenants file: its token no longer
 // opens anything, and what it opened stops too). The admin's terminals
 // stay. It returns how many it closed.
-func (m *Manager) CloseTerminalsOfTenants(keep func(tenant string) bool) int {
+func (m *Service) CloseTerminalsOfTenants(keep func(tenant string) bool) int {
 	n := 0
 	for _, t := range m.terms.all() {
 		if t.tenant != "" && !keep(t.tenant) {
@@ -445,7 +479,7 @@ func (m *Manager) CloseTerminalsOfTenants(keep func(tenant string) bool) int {
 
 // terminalsOpen is the 409 of a restore or fork while terminals are open
 // on session id (nil when none is).
-func (m *Manager) terminalsOpen(id, op string) error {
+func (m *Service) terminalsOpen(id, op string) error {
 	if n := m.terms.onSession(id); n > 0 {
 		return fmt.Errorf("%w: %d terminal(s) are open on session %s; a %s would replace the machine under them: exit them first", ErrConflict, n, id, op)
 	}
@@ -455,7 +489,7 @@ func (m *Manager) terminalsOpen(id, op string) error {
 // TerminalTicket makes a ticket that opens one terminal on session id, as
 // the caller in ctx, within TerminalTicketTTL. The session must be one
 // that may have a terminal now.
-func (m *Manager) TerminalTicket(ctx context.Context, tenant, id string) (*TerminalTicket, error) {
+func (m *Service) TerminalTicket(ctx context.Context, tenant, id string) (*TerminalTicket, error) {
 	if _, _, err := m.terminalTarget(ctx, tenant, id); err != nil {
 		return nil, err
 	}
@@ -500,14 +534,14 @@ var ErrTicket = errors.New("the terminal ticket is not valid: a ticket opens one
 // RedeemTerminalTicket spends ticket and returns the caller it was made
 // for. A ticket is spent by its first use, whatever the outcome, so one
 // presented on another session is gone too.
-func (m *Manager) RedeemTerminalTicket(ticket, session string) (auth.Identity, error) {
+func (m *Service) RedeemTerminalTicket(ticket, sessionID string) (auth.Identity, error) {
 	h := sha256.Sum256([]byte(ticket))
 	ts := &m.terms
 	ts.mu.Lock()
 	tk, ok := ts.tickets[h]
 	delete(ts.tickets, h)
 	ts.mu.Unlock()
-	if !ok || !m.now().Before(tk.expires) || tk.session != session {
+	if !ok || !m.now().Before(tk.expires) || tk.session != sessionID {
 		return auth.Identity{}, ErrTicket
 	}
 	return tk.caller, nil

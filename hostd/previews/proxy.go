@@ -1,4 +1,4 @@
-package api
+package previews
 
 import (
 	"bytes"
@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"paddock.dev/paddock/hostd/session"
 )
 
 // Serving preview URLs. A preview is reached as
@@ -86,7 +84,7 @@ var devToolsPaths = map[string]bool{"/json": true, "/json/": true, "/json/list":
 // previewCall is what the proxy knows about one request: the resolved
 // preview and the address the viewer used.
 type previewCall struct {
-	target   *session.PreviewTarget
+	target   *PreviewTarget
 	path     string // the path the guest sees (escaped)
 	prefix   string // "/preview/<token>" in the path form, "" in the host form
 	host     string // the host the viewer used (X-Forwarded-Host or Host)
@@ -98,17 +96,17 @@ type previewCallKey struct{}
 
 // previewHandler serves preview URLs.
 type previewHandler struct {
-	s      *Server
+	p      *Service
 	domain string // host form: <token>.preview.<domain>; "" turns it off
 	proxy  *httputil.ReverseProxy
 }
 
-// PreviewHandler returns the handler of preview URLs: the path form
+// Handler returns the handler of preview URLs: the path form
 // /preview/<token>/<path>, and, when domain is not empty, the host form
 // <token>.preview.<domain> (any port) with the whole path going to the
 // guest. A request of neither shape is 404. The daemon's own handler
-// serves the path form already; a gateway in front sends the host form
-// here (or uses WithPreviews).
+// (hostd/api) serves the path form with it; a gateway in front sends the
+// host form here (or uses Wrap).
 //
 // Every token failure is the same 404 (previewNotFoundBody). A live token
 // whose port refuses the connection is 502 (the holder of a live URL
@@ -121,8 +119,8 @@ type previewHandler struct {
 // no-referrer and Cache-Control: no-store, and loses Set-Cookie and the
 // other strippedResponseHeaders. WebSocket (any Upgrade) is bridged.
 // Nothing is ledgered per request.
-func (s *Server) PreviewHandler(domain string) http.Handler {
-	h := &previewHandler{s: s, domain: strings.Trim(strings.ToLower(domain), ".")}
+func (p *Service) Handler(domain string) http.Handler {
+	h := &previewHandler{p: p, domain: strings.Trim(strings.ToLower(domain), ".")}
 	tr := &http.Transport{
 		DialContext:            h.dial,
 		MaxIdleConnsPerHost:    8,
@@ -138,25 +136,25 @@ func (s *Server) PreviewHandler(domain string) http.Handler {
 		FlushInterval:  -1, // event streams and long polls of dev servers go out at once
 		ModifyResponse: h.modifyResponse,
 		ErrorHandler:   h.proxyError,
-		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 	}
 	return h
 }
 
-// WithPreviews is the daemon's handler with preview URLs in front: a
-// request whose Host is <token>.preview.<domain> goes to the preview
-// handler, everything else to the API (which serves /preview/ paths).
-func (s *Server) WithPreviews(domain string) http.Handler {
-	ph := s.PreviewHandler(domain).(*previewHandler)
+// Wrap is the daemon's handler with preview URLs in front: a request
+// whose Host is <token>.preview.<domain> goes to the preview handler,
+// everything else to next, the API (which serves /preview/ paths).
+func (p *Service) Wrap(next http.Handler, domain string) http.Handler {
+	ph := p.Handler(domain).(*previewHandler)
 	if ph.domain == "" {
-		return s
+		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := ph.hostToken(r.Host); ok {
 			ph.ServeHTTP(w, r)
 			return
 		}
-		s.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -189,7 +187,7 @@ func (h *previewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hostForm {
 		call.path = r.URL.EscapedPath()
 	} else {
-		rest, ok := strings.CutPrefix(r.URL.EscapedPath(), session.PreviewPathPrefix)
+		rest, ok := strings.CutPrefix(r.URL.EscapedPath(), PreviewPathPrefix)
 		if !ok {
 			previewNotFound(w)
 			return
@@ -197,14 +195,14 @@ func (h *previewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var after string
 		var slash bool
 		token, after, slash = strings.Cut(rest, "/")
-		call.prefix = session.PreviewPathPrefix + token
+		call.prefix = PreviewPathPrefix + token
 		call.path = "/" + after
 		addSlash = !slash
 	}
-	t, err := h.s.sessions.ResolvePreview(r.Context(), token)
+	t, err := h.p.ResolvePreview(r.Context(), token)
 	if err != nil {
-		if !errors.Is(err, session.ErrPreviewNotFound) {
-			h.s.log.Error("preview lookup failed", "err", err)
+		if !errors.Is(err, ErrPreviewNotFound) {
+			h.p.log.Error("preview lookup failed", "err", err)
 		}
 		previewNotFound(w)
 		return
@@ -532,18 +530,18 @@ func (h *previewHandler) proxyError(w http.ResponseWriter, r *http.Request, err 
 		previewNotFound(w)
 		return
 	}
-	if _, rerr := h.s.sessions.ResolvePreview(r.Context(), tokenOf(call, r)); rerr != nil {
+	if _, rerr := h.p.ResolvePreview(r.Context(), tokenOf(call, r)); rerr != nil {
 		previewNotFound(w)
 		return
 	}
 	msg := "the preview's port in the sandbox did not answer"
 	switch {
-	case errors.Is(err, session.ErrBadGateway):
-		msg = strings.TrimPrefix(err.Error(), session.ErrBadGateway.Error()+": ")
+	case errors.Is(err, ErrBadGateway):
+		msg = strings.TrimPrefix(err.Error(), ErrBadGateway.Error()+": ")
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
 		msg = fmt.Sprintf("the server on port %d in the sandbox did not answer in time", call.target.Port)
 	}
-	h.s.log.Debug("preview upstream failed", "preview", call.target.ID, "session", call.target.Session, "err", err)
+	h.p.log.Debug("preview upstream failed", "preview", call.target.ID, "session", call.target.Session, "err", err)
 	previewError(w, http.StatusBadGateway, msg)
 }
 
@@ -556,7 +554,7 @@ func isTimeout(err error) bool {
 // upstream failure).
 func tokenOf(call *previewCall, r *http.Request) string {
 	if call.prefix != "" {
-		return strings.TrimPrefix(call.prefix, session.PreviewPathPrefix)
+		return strings.TrimPrefix(call.prefix, PreviewPathPrefix)
 	}
 	host := strings.ToLower(r.Host)
 	if hn, _, err := net.SplitHostPort(host); err == nil {

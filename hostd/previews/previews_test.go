@@ -1,4 +1,4 @@
-package session
+package previews
 
 import (
 	"context"
@@ -9,9 +9,54 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/internal/testutil"
 )
+
+// previewManager is a session manager on procbox with a clock the test
+// moves (skew), and its previews.
+func previewManager(t *testing.T) (*session.Manager, *Service, *store.Store, *ledger.Ledger, *atomic.Int64) {
+	t.Helper()
+	testutil.RequiresRoot(t)
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	led := ledger.New(st)
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	skew := new(atomic.Int64)
+	m := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	return m, New(m), st, led, skew
+}
+
+func ledgerKinds(t *testing.T, led *ledger.Ledger, id string) string {
+	t.Helper()
+	es, err := led.List(context.Background(), id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks []string
+	for _, e := range es {
+		ks = append(ks, e.Kind)
+	}
+	return strings.Join(ks, ",")
+}
 
 // TestPreviewLifecycle on a real sandbox with a moved clock: a preview
 // resolves while live and its session runs; one past its own expiry does
@@ -21,9 +66,9 @@ import (
 // their own); a sandbox that dies drops its session's live previews,
 // ledgered as preview.delete "sandbox lost". The token is never ledgered.
 func TestPreviewLifecycle(t *testing.T) {
-	m, st, led, skew := sandboxManager(t)
+	mgr, m, st, led, skew := previewManager(t)
 	ctx := context.Background()
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	s, err := mgr.Create(ctx, "", session.CreateRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +112,7 @@ func TestPreviewLifecycle(t *testing.T) {
 	if _, err := m.ResolvePreview(ctx, long.Token); !errors.Is(err, ErrPreviewNotFound) {
 		t.Errorf("past the session's expiry, before the sweep: %v", err)
 	}
-	if n := m.Sweep(ctx); n != 1 {
+	if n := mgr.Sweep(ctx); n != 1 {
 		t.Fatalf("sweep expired %d", n)
 	}
 	if rows, _ := st.ListPreviews(ctx, s.ID, time.Now()); len(rows) != 0 {
@@ -88,7 +133,7 @@ func TestPreviewLifecycle(t *testing.T) {
 
 	// A sandbox that dies takes its session's previews along.
 	skew.Store(0)
-	s2, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	s2, err := mgr.Create(ctx, "", session.CreateRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}

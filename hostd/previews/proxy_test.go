@@ -1,18 +1,16 @@
-package api
+package previews
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"paddock.dev/paddock/hostd/session"
 )
 
 const tok = "pvw-abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrst"
 
 func testCall(prefix, host string, secure bool) *previewCall {
-	return &previewCall{target: &session.PreviewTarget{ID: "pv-0123456789abcdef", Port: 9222}, prefix: prefix, host: host, secure: secure}
+	return &previewCall{target: &PreviewTarget{ID: "pv-0123456789abcdef", Port: 9222}, prefix: prefix, host: host, secure: secure}
 }
 
 // TestRewriteDevTools: Chrome's own /json/list and /json/version shapes

@@ -1,4 +1,4 @@
-package session
+package terminals
 
 import (
 	"context"
@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +21,121 @@ import (
 
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/hypervisor/procbox"
+	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
+
+// The session's names the tests use.
+type (
+	CreateRequest    = session.CreateRequest
+	WorkspaceRequest = session.WorkspaceRequest
+	Workspace        = session.Workspace
+)
+
+var (
+	ErrBadRequest = session.ErrBadRequest
+	ErrNotFound   = session.ErrNotFound
+)
+
+const (
+	ModeWritable = session.ModeWritable
+	ModeOverlay  = session.ModeOverlay
+	ModeReadOnly = session.ModeReadOnly
+)
+
+// testTerms is the manager and its terminals under one name: the
+// terminals' methods and the manager's (Create, Shutdown) are both m's.
+type testTerms struct {
+	*Service
+	*session.Manager
+}
+
+// sandboxManager is a session manager on procbox with a clock the test
+// moves (skew), and its terminals.
+func sandboxManager(t *testing.T) (testTerms, *store.Store, *ledger.Ledger, *atomic.Int64) {
+	t.Helper()
+	testutil.RequiresRoot(t)
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	led := ledger.New(st)
+	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	skew := new(atomic.Int64)
+	m := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName,
+		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	return testTerms{New(m), m}, st, led, skew
+}
+
+// TestTerminalPipelineSteps: a terminal walks the core's pipeline
+// (validate load judge gate hooks run record: a terminal is not admitted
+// or counted), and the command hooks see it with its kind and command.
+// TestPipelineSteps in hostd/session holds the core's own entries.
+func TestTerminalPipelineSteps(t *testing.T) {
+	m, _, _, _ := sandboxManager(t)
+	var mu sync.Mutex
+	var steps, seen []string
+	m.TraceSteps(func(kind session.CommandKind, step string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if kind == session.CommandTerminal {
+			steps = append(steps, step)
+		}
+	})
+	m.AddCommandHook("watch", func(_ context.Context, c *session.Command) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, string(c.Kind)+":"+c.Text)
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := m.OpenTerminal(ctx, "", s.ID, TerminalRequest{Cols: 80, Rows: 24, Command: "sleep 60"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term.Abort()
+	// A refused one stops at the step that refuses.
+	m.OpenTerminal(ctx, "", s.ID, TerminalRequest{Cols: 0, Rows: 24})
+	m.OpenTerminal(ctx, "", "ses-0000000000000000", TerminalRequest{Cols: 80, Rows: 24})
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := strings.Join(steps, " "), "validate load judge gate hooks run record validate validate load"; got != want {
+		t.Errorf("terminals walked %q, want %q", got, want)
+	}
+	if want := []string{"terminal:sleep 60"}; !slices.Equal(seen, want) {
+		t.Errorf("the hook saw %q, want %q", seen, want)
+	}
+}
+
+// ledgerKinds lists the kinds of session id's ledger entries.
+func ledgerKinds(t *testing.T, led *ledger.Ledger, id string) string {
+	t.Helper()
+	es, err := led.List(context.Background(), id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks []string
+	for _, e := range es {
+		ks = append(ks, e.Kind)
+	}
+	return strings.Join(ks, ",")
+}
 
 func capsWithPTY(on bool) hypervisor.Capabilities { return hypervisor.Capabilities{PTY: on} }
 

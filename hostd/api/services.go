@@ -1,0 +1,27 @@
+package api
+
+import (
+	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/hostd/grants"
+	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/terminals"
+)
+
+// Services are the session core's sibling packages whose routes this
+// server serves. hostd/daemon makes them on the same Manager it gives New
+// and hands them over with SetServices before the server serves.
+type Services struct {
+	Grants    *grants.Service
+	Previews  *previews.Service
+	Terminals *terminals.Service
+}
+
+// SetServices gives the server the sibling services, and serves preview
+// URLs' path form (/preview/<token>/...) with the previews service. Call
+// it once, before the server serves.
+func (s *Server) SetServices(svc Services) {
+	s.svc = svc
+	if svc.Previews != nil {
+		s.mux.Handle(apiv1.PreviewPathPrefix, svc.Previews.Handler(""))
+	}
+}

@@ -1,0 +1,135 @@
+package session
+
+// The core's surface for its sibling packages (hostd/grants,
+// hostd/previews, ...). A sibling imports this package and works through
+// these methods; this package never imports a sibling. Where the core
+// needs a sibling to act (a session stopped, so its grants and previews
+// go), it declares the hook here and the sibling registers itself on it
+// when hostd/daemon wires the daemon together. docs/ARCHITECTURE.md
+// ("The session core and its siblings") has the rule; deps_test.go holds
+// it.
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hypervisor"
+)
+
+// Load returns session id as the caller with tenant sees it ("": the
+// admin's view): another tenant's session is ErrNotFound. It may be of
+// either kind (a session or a sandbox) and in any state.
+func (m *Manager) Load(ctx context.Context, tenant, id string) (*Session, error) {
+	s, _, err := m.load(ctx, tenant, id)
+	return s, err
+}
+
+// LoadSession is Load for the routes that serve agent sessions only
+// (grants, previews, tokens): a sandbox's id is refused (NotSession).
+func (m *Manager) LoadSession(ctx context.Context, tenant, id string) (*Session, error) {
+	s, _, err := m.load(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kind == KindSandbox {
+		return nil, notSessionErr(id)
+	}
+	return s, nil
+}
+
+// Running is Load for a session that must be running: one in another
+// state, or whose sandbox stopped meanwhile, is ErrConflict. It returns
+// the session's machine too.
+func (m *Manager) Running(ctx context.Context, tenant, id string) (*Session, hypervisor.Machine, error) {
+	s, _, mc, err := m.running(ctx, tenant, id)
+	return s, mc, err
+}
+
+// Machine returns session id's running machine, or nil when it has none
+// on this daemon. It reads memory only.
+func (m *Manager) Machine(id string) hypervisor.Machine {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.machines[id]
+}
+
+// Guest is the guest agent's client of a machine, shared by every caller
+// of that machine (so connections are reused).
+func Guest(mc hypervisor.Machine) *client.Client { return clientFor(mc) }
+
+// LedgerAppend records kind with data in session id's ledger; the actor
+// is the caller in ctx (or the daemon). A failure is logged, not
+// returned: the ledger never stops the action it records.
+func (m *Manager) LedgerAppend(ctx context.Context, id, kind string, data any) {
+	m.ledgerAppend(ctx, id, kind, data)
+}
+
+// Now is the Manager's clock (tests may set it).
+func (m *Manager) Now() time.Time { return m.now() }
+
+// Logger is the Manager's logger.
+func (m *Manager) Logger() *slog.Logger { return m.log }
+
+// Policy is the policy engine (nil when the daemon has none).
+func (m *Manager) Policy() Decider { return m.policy }
+
+// ClipText cuts s to at most n bytes (on a rune boundary), marking a cut
+// with "…".
+func ClipText(s string, n int) string { return clipText(s, n) }
+
+// BadRequest is an ErrBadRequest (400) with a message.
+func BadRequest(f string, a ...any) error { return bad(f, a...) }
+
+// StopReason says why a session stopped running, for a StopHook.
+type StopReason string
+
+// The reasons a session stops running on this daemon.
+const (
+	StopDeleted  StopReason = "session deleted"
+	StopExpired  StopReason = "session expired"
+	StopLost     StopReason = "sandbox lost"
+	StopShutdown StopReason = "" // the daemon stops; the session stays running for the next start to adopt or find lost
+)
+
+// StopHook is told when a session stops running on this daemon, after its
+// sandbox stopped: a sibling forgets what it held for the session (and
+// ledgers what it revoked, except at StopShutdown, which records nothing).
+// It must not call back into the Manager's lifecycle (Delete, Sweep).
+type StopHook func(ctx context.Context, id string, why StopReason)
+
+type stopHooks struct {
+	mu    sync.RWMutex
+	hooks []StopHook
+}
+
+// OnStop adds a hook every stop of a session runs, after those added
+// before it. Add hooks before the daemon serves.
+func (m *Manager) OnStop(h StopHook) {
+	if h == nil {
+		panic("session: OnStop needs a hook")
+	}
+	m.stops.mu.Lock()
+	defer m.stops.mu.Unlock()
+	m.stops.hooks = append(m.stops.hooks, h)
+}
+
+// runStopHooks runs the stop hooks for session id.
+func (m *Manager) runStopHooks(ctx context.Context, id string, why StopReason) {
+	m.stops.mu.RLock()
+	hooks := m.stops.hooks
+	m.stops.mu.RUnlock()
+	for _, h := range hooks {
+		h(ctx, id, why)
+	}
+}
+
+// String is the reason as the ledger writes it.
+func (r StopReason) String() string {
+	if r == StopShutdown {
+		return "daemon shutdown"
+	}
+	return string(r)
+}
