@@ -91,8 +91,12 @@ type Command struct {
 	// call itself (callerOf).
 	Session string
 	Tenant  string
-	Caller  policy.Actor
-	Kind    CommandKind
+	// SessionTenant is the tenant the session belongs to, whoever asks
+	// (the admin's calls carry Tenant "", not the session's): set once
+	// the session is loaded, before the hooks run.
+	SessionTenant string
+	Caller        policy.Actor
+	Kind          CommandKind
 	// Verb is the git verb (status, diff, log, commit, branch) or the
 	// file change (write, delete, upload); empty for the other kinds.
 	Verb string
@@ -367,6 +371,9 @@ func runHooks(ledgerKind string) pipeStep {
 		p.m.cmds.mu.RLock()
 		hooks := p.m.cmds.hooks
 		p.m.cmds.mu.RUnlock()
+		if p.s != nil {
+			p.cmd.SessionTenant = p.s.Tenant
+		}
 		for _, h := range hooks {
 			if err := h.fn(ctx, p.cmd); err != nil {
 				p.m.ledgerAppend(ctx, p.cmd.Session, ledgerKind+".refused", map[string]any{

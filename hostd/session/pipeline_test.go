@@ -448,3 +448,28 @@ func TestPipelineWalk(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineHookSeesSessionTenant: a hook keyed by tenant reads the
+// session's own tenant, also when the admin (whose view is "") calls.
+func TestPipelineHookSeesSessionTenant(t *testing.T) {
+	m := fakeManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var seen []string
+	m.AddCommandHook("tenants", func(_ context.Context, c *Command) error {
+		seen = append(seen, c.Tenant+"|"+c.SessionTenant)
+		return nil
+	})
+	s, err := m.Create(ctx, "acme", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, caller := range []string{"acme", ""} {
+		if _, err := m.Exec(ctx, caller, s.ID, ExecRequest{Command: "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"acme|acme", "|acme"}; strings.Join(seen, ",") != strings.Join(want, ",") {
+		t.Fatalf("hook saw %q, want %q", seen, want)
+	}
+}
