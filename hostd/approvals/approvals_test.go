@@ -39,7 +39,7 @@ func fakeManager(t *testing.T) (*session.Manager, *Service) {
 	return m, a
 }
 
-// TestDecideNoCaller: Decide with no verified caller in the context is
+// TestDecideNoCallerIsNotAdmin: Decide with no verified caller in the context is
 // refused (403) before anything is looked at, on a zero Service too, and
 // never taken for the admin's: a real pending approval, which the admin
 // could approve, stays pending after such a call.
