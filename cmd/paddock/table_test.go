@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/grants"
@@ -100,7 +101,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		job       session.Job
 		grant     grants.Grant
 		tok       session.SessionToken
-		appr      session.Approval
+		appr      approvals.Approval
 		prev      previews.Preview
 		sbx       session.Sandbox
 		who       auth.WhoAmI
@@ -119,7 +120,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		sp + "/jobs":                   map[string]any{"jobs": []session.Job{job}},
 		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
 		sp + "/tokens":                 map[string]any{"tokens": []session.SessionToken{tok}},
-		sp + "/approvals":              map[string]any{"approvals": []session.Approval{appr}},
+		sp + "/approvals":              map[string]any{"approvals": []approvals.Approval{appr}},
 		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
 		sp + "/approvals/ap-1/approve": &appr,
 		"/v1/sandboxes":                map[string]any{"sandboxes": []*session.Sandbox{&sbx}},

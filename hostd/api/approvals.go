@@ -2,14 +2,16 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"paddock.dev/paddock/errdefs"
+	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/session"
 )
 
 // approvalRoutes registers a session's approval requests
-// (hostd/session/approvals.go): commands held by an ask rule until an
+// (hostd/approvals): commands held by an ask rule until an
 // operator decides.
 func (s *Server) approvalRoutes(bind func(string, handler)) {
 	bind("GET /v1/agents/sessions/{id}/approvals", s.listApprovals)
@@ -18,7 +20,10 @@ func (s *Server) approvalRoutes(bind func(string, handler)) {
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.Approvals(r.Context(), tenant(r), r.PathValue("id"))
+	if s.svc.Approvals == nil {
+		return errNoApprovals
+	}
+	out, err := s.svc.Approvals.List(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -27,16 +32,19 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 }
 
 type approvalList struct {
-	Approvals []session.Approval `json:"approvals"`
+	Approvals []approvals.Approval `json:"approvals"`
 }
 
 func (s *Server) decideApproval(approve bool) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var req session.Decision
+		if s.svc.Approvals == nil {
+			return errNoApprovals
+		}
+		var req approvals.Decision
 		if err := decodeLimit(r, &req, 16<<10); err != nil {
 			return err
 		}
-		out, err := s.sessions.Decide(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("approval"), approve, req)
+		out, err := s.svc.Approvals.Decide(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("approval"), approve, req)
 		if err != nil {
 			return err
 		}
@@ -44,6 +52,10 @@ func (s *Server) decideApproval(approve bool) handler {
 		return nil
 	}
 }
+
+// errNoApprovals answers the approval routes of a server given no
+// approvals service (409).
+var errNoApprovals = fmt.Errorf("%w: this daemon has no approvals service", session.ErrConflict)
 
 // heldBody is the 428 answer of a command held for approval.
 type heldBody struct {

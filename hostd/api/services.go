@@ -2,6 +2,7 @@ package api
 
 import (
 	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/terminals"
@@ -11,6 +12,7 @@ import (
 // server serves. hostd/daemon makes them on the same Manager it gives New
 // and hands them over with SetServices before the server serves.
 type Services struct {
+	Approvals *approvals.Service
 	Grants    *grants.Service
 	Previews  *previews.Service
 	Terminals *terminals.Service

@@ -32,6 +32,7 @@ import (
 
 	"paddock.dev/paddock/egress/ca"
 	"paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/auth"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/grants"
@@ -159,6 +160,7 @@ type Daemon struct {
 	eg       *hegress.Host
 	backends []hypervisor.Backend
 	mgr      *session.Manager
+	appr     *approvals.Service
 	grants   *grants.Service
 	previews *previews.Service
 	terms    *terminals.Service
@@ -286,6 +288,8 @@ func New(cfg Config) (d *Daemon, err error) {
 		ImagesDir: cfg.ImagesDir, Logger: log, Egress: eg, EgressRoot: filepath.Join(cfg.StateDir, "egress"), TrustPEM: trust,
 		Policy: d.eng, EgressLogRetention: cfg.EgressLogRetention})
 	// The core's siblings, on the same manager.
+	d.appr = approvals.New(d.mgr)
+	d.mgr.SetApprovals(d.appr) // the judge and spend steps ask it
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
 	d.terms = terminals.New(d.mgr)
@@ -297,7 +301,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Grants: d.grants, Previews: d.previews, Terminals: d.terms})
+	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}

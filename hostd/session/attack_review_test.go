@@ -12,7 +12,6 @@ import (
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/policy"
 )
 
 // TestAttackGuestErrKinds: the guest agent runs inside the sandbox, so
@@ -75,31 +74,8 @@ func TestAttackNoCallerIsNotAdmin(t *testing.T) {
 	if a, err := callerOf(auth.WithIdentity(context.Background(), auth.Admin())); a.Kind != "admin" || err != nil {
 		t.Errorf("the admin's identity: callerOf = %+v, %v", a, err)
 	}
-	// Through the manager: a real pending approval, which the admin could
-	// approve, is not decided by a call with no caller, and stays pending.
-	m := fakeManager(t)
-	ctx := context.Background()
-	acme := auth.WithIdentity(ctx, auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
-	s, err := m.Create(acme, "acme", CreateRequest{TTLSeconds: 600, Policy: &PolicyRequest{Process: &policy.ProcessRules{Ask: []string{"deploy*"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Exec(acme, "acme", s.ID, ExecRequest{Command: "deploy now"})
-	var h *Hold
-	if !errors.As(err, &h) {
-		t.Fatalf("exec of an ask command: %v, want a hold", err)
-	}
-	if _, err := m.Decide(ctx, "", s.ID, h.ApprovalID, true, Decision{}); !errors.Is(err, ErrForbidden) {
-		t.Errorf("a decision with no caller: %v, want 403", err)
-	}
-	as, err := m.Approvals(acme, "acme", s.ID)
-	if err != nil || len(as) != 1 || as[0].State != "pending" {
-		t.Errorf("the approval after a decision with no caller: %+v %v, want it pending", as, err)
-	}
-	// The admin can decide it: the refusal above was for the caller.
-	if _, err := m.Decide(auth.WithIdentity(ctx, auth.Admin()), "", s.ID, h.ApprovalID, true, Decision{}); err != nil {
-		t.Errorf("the admin's decision: %v", err)
-	}
+	// The approvals service's Decide refuses such a call too: see
+	// hostd/approvals (TestDecideNoCallerIsNotAdmin).
 }
 
 // TestAttackRecordAfterDisconnect: a command that reached the guest is

@@ -17,6 +17,7 @@ import (
 
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/policy"
 )
 
 // Load returns session id as the caller with tenant sees it ("": the
@@ -82,6 +83,16 @@ func ClipText(s string, n int) string { return clipText(s, n) }
 
 // BadRequest is an ErrBadRequest (400) with a message.
 func BadRequest(f string, a ...any) error { return bad(f, a...) }
+
+// CallerOf is who made the call, as policy decisions and approval
+// records see it; a call that carries no verified caller is refused (403).
+func CallerOf(ctx context.Context) (policy.Actor, error) { return callerOf(ctx) }
+
+// ActorString is an actor as the ledger and approval records name it.
+func ActorString(a policy.Actor) string { return actorString(a) }
+
+// ParseActor reads ActorString's form back.
+func ParseActor(s string) policy.Actor { return parseActor(s) }
 
 // StopReason says why a session stopped running, for a StopHook.
 type StopReason string

@@ -102,9 +102,9 @@ type Manager struct {
 	sib siblingHooks
 
 	// policy decides commands and approvals (nil: sessions with process
-	// rules are refused); approvals wakes requests waiting for a decision.
-	policy    Decider
-	approvals approvalWaiters
+	// rules are refused); appr is the approvals service (judge.go).
+	policy Decider
+	appr   approvalsSlot
 	// cmds are the command hooks every command passes (pipeline.go).
 	cmds commandHooks
 
