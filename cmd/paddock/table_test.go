@@ -17,8 +17,8 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/grants"
+	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 )

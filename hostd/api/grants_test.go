@@ -14,8 +14,8 @@ import (
 
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/grants"
+	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 )
 
