@@ -6,6 +6,7 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/terminals"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // Services are the session core's sibling packages whose routes this
@@ -16,6 +17,7 @@ type Services struct {
 	Grants    *grants.Service
 	Previews  *previews.Service
 	Terminals *terminals.Service
+	Workspace *workspace.Service
 }
 
 // SetServices gives the server the sibling services, and serves preview

@@ -41,6 +41,7 @@ import (
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hostd/terminals"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
@@ -164,6 +165,7 @@ type Daemon struct {
 	grants   *grants.Service
 	previews *previews.Service
 	terms    *terminals.Service
+	ws       *workspace.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -293,6 +295,8 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
 	d.terms = terminals.New(d.mgr)
+	d.ws = workspace.New(d.mgr)
+	d.mgr.SetFiles(d.ws) // a sandbox's fs/read and fs/write
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -301,7 +305,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms})
+	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms, Workspace: d.ws})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}
@@ -369,13 +373,14 @@ func (d *Daemon) newEgress(c EgressConfig) error {
 // names a preview domain).
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-// Manager, Store, Grants, Previews, Terminals, API, Egress and Policy are the daemon's parts, for
+// Manager, Store, Grants, Previews, Terminals, Workspace, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
 func (d *Daemon) Manager() *session.Manager     { return d.mgr }
 func (d *Daemon) Store() *store.Store           { return d.st }
 func (d *Daemon) Grants() *grants.Service       { return d.grants }
 func (d *Daemon) Previews() *previews.Service   { return d.previews }
 func (d *Daemon) Terminals() *terminals.Service { return d.terms }
+func (d *Daemon) Workspace() *workspace.Service { return d.ws }
 func (d *Daemon) Ledger() *ledger.Ledger        { return d.led }
 func (d *Daemon) API() *api.Server              { return d.api }
 func (d *Daemon) Egress() *hegress.Host         { return d.eg }

@@ -512,15 +512,6 @@ func (m *Manager) admitWrite(ctx context.Context, s *Session, c *client.Client, 
 	return nil
 }
 
-// admitWriteTo is admitWrite for a session known by its id.
-func (m *Manager) admitWriteTo(ctx context.Context, tenant, id string, c *client.Client, n int64, what string) error {
-	s, _, err := m.load(ctx, tenant, id)
-	if err != nil {
-		return err
-	}
-	return m.admitWrite(ctx, s, c, n, what)
-}
-
 // measureWorkspace runs du -sk on the workspace in the guest and records
 // the result as usage.workspace_bytes.
 func (m *Manager) measureWorkspace(ctx context.Context, s *Session, c *client.Client) (int64, error) {

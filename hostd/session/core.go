@@ -11,10 +11,14 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/errdefs"
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
@@ -76,6 +80,20 @@ func (m *Manager) Logger() *slog.Logger { return m.log }
 
 // Policy is the policy engine (nil when the daemon has none).
 func (m *Manager) Policy() Decider { return m.policy }
+
+// AdmitWrite refuses a file write or an upload of n bytes into session
+// s that would take its workspace past budget.max_workspace_bytes (a
+// *BudgetError naming what); c is the session's guest client, which
+// measures the workspace.
+func (m *Manager) AdmitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error {
+	return m.admitWrite(ctx, s, c, n, what)
+}
+
+// FileGuard is what every write, delete and upload in s carries to the
+// guest agent, which refuses a change that reaches them by whatever
+// links: deny, its workspace when that is read-only, and exec, the
+// programs its execute allow-list lets start.
+func FileGuard(s *Session) (deny, exec []string) { return denyFor(s), execFor(s) }
 
 // ClipText cuts s to at most n bytes (on a rune boundary), marking a cut
 // with "…".
@@ -143,4 +161,34 @@ func (r StopReason) String() string {
 		return "daemon shutdown"
 	}
 	return string(r)
+}
+
+// Files is the workspace's file routes as the core's own callers use
+// them (a sandbox's fs/read and small fs/write); hostd/workspace
+// implements it, and hostd/daemon hands it over with SetFiles.
+type Files interface {
+	// ReadFile reads a whole file of at most the agent's single read.
+	ReadFile(ctx context.Context, tenant, id, path string) (*apiv1.FileRead, error)
+	// WriteFile writes a file through the command pipeline (judged as a
+	// file change, gated, admitted, hooked, ledgered).
+	WriteFile(ctx context.Context, tenant, id string, req apiv1.FileWrite) (*api.FileInfo, error)
+}
+
+// SetFiles gives the Manager the workspace's files service. Set it
+// before the daemon serves. Without one, a sandbox's fs/read and fs/write
+// are refused (500): the core has no file routes of its own.
+func (m *Manager) SetFiles(f Files) {
+	m.sib.mu.Lock()
+	defer m.sib.mu.Unlock()
+	m.sib.files = f
+}
+
+// files is the files service, or an error when none was set.
+func (m *Manager) files() (Files, error) {
+	m.sib.mu.RLock()
+	defer m.sib.mu.RUnlock()
+	if m.sib.files == nil {
+		return nil, fmt.Errorf("%w: this daemon has no files service (hostd/workspace)", errdefs.ErrInternal)
+	}
+	return m.sib.files, nil
 }

@@ -481,7 +481,11 @@ func (m *Manager) SandboxReadFile(ctx context.Context, tenant, id, p string) (*S
 	if err := checkSandboxPath("path", p); err != nil {
 		return nil, err
 	}
-	f, err := m.ReadFile(ctx, tenant, id, p)
+	files, err := m.files()
+	if err != nil {
+		return nil, err
+	}
+	f, err := files.ReadFile(ctx, tenant, id, p)
 	switch {
 	case err == nil:
 		return &SandboxFile{Path: f.Path, ContentBase64: f.ContentBase64, Size: int64(f.Size), Mode: f.Mode}, nil
@@ -570,8 +574,12 @@ func (m *Manager) SandboxWriteFile(ctx context.Context, tenant, id string, req S
 	if len(data) > MaxSandboxFileBytes {
 		return nil, fmt.Errorf("%w: content is %d bytes, more than the %d fs/write takes", ErrTooLarge, len(data), MaxSandboxFileBytes)
 	}
-	if len(data) <= MaxFileWriteBytes {
-		fi, err := m.WriteFile(ctx, tenant, id, FileWrite{Path: req.Path, ContentBase64: base64.StdEncoding.EncodeToString(data), Mode: req.Mode})
+	if len(data) <= apiv1.MaxFileWriteBytes {
+		files, err := m.files()
+		if err != nil {
+			return nil, err
+		}
+		fi, err := files.WriteFile(ctx, tenant, id, apiv1.FileWrite{Path: req.Path, ContentBase64: base64.StdEncoding.EncodeToString(data), Mode: req.Mode})
 		if err != nil {
 			return nil, err
 		}

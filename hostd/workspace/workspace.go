@@ -1,0 +1,356 @@
+// Package workspace is a session's workspace as the API serves it: the
+// files routes (list, read, write, delete, ranged reads), resumable
+// uploads, and the git verbs (status, diff, log, commit, branch). It is a
+// sibling of the session core (hostd/session): it imports the core and
+// works through the core's surface for siblings (hostd/session/core.go,
+// walk.go), and the core never imports it. What changes the sandbox (a
+// write, a delete, an upload's completion, a git verb) walks the core's
+// command pipeline (Manager.WalkVerb), so it is judged, gated, admitted,
+// hooked, ledgered and counted by the same steps as an exec.
+//
+// The workspace's shape at create (its path and mode, the read-only
+// confinement, the clone of workspace.git) stays in the core: it is part
+// of create, and every exec and job needs the confinement it gives.
+package workspace
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"path"
+	"strings"
+
+	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hostd/session"
+)
+
+// Service is the workspace of the sessions of one Manager.
+type Service struct {
+	m *session.Manager
+}
+
+// New makes the workspace service of m. It has no side effects;
+// hostd/daemon hands it to the Manager (SetFiles) and to the API.
+func New(m *session.Manager) *Service { return &Service{m: m} }
+
+// The core's files hook: a sandbox's fs/read and fs/write go through here.
+var _ session.Files = (*Service)(nil)
+
+// The core's names this package uses.
+type (
+	Session     = session.Session
+	BudgetError = session.BudgetError
+	Pipe        = session.Pipe
+)
+
+var (
+	ErrBadRequest = session.ErrBadRequest
+	ErrConflict   = session.ErrConflict
+	ErrForbidden  = session.ErrForbidden
+	ErrNotFound   = session.ErrNotFound
+	ErrTooLarge   = session.ErrTooLarge
+
+	bad      = session.BadRequest
+	guestErr = session.GuestError
+	clipText = session.ClipText
+)
+
+// The public wire types (package api), kept under these names here.
+type (
+	FileWrite = apiv1.FileWrite
+	FileRead  = apiv1.FileRead
+	FileRange = apiv1.FileRange
+)
+
+// MaxFileWriteBytes bounds one PUT of file content (decoded).
+const MaxFileWriteBytes = apiv1.MaxFileWriteBytes
+
+// reader returns a running session's guest client, for reading (a write
+// walks the pipeline, or uses writeTarget or machineForWrite).
+func (w *Service) reader(ctx context.Context, tenant, id string) (*client.Client, error) {
+	_, mc, err := w.m.Running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return session.Guest(mc), nil
+}
+
+// machineForWrite is reader for a change to the sandbox's files outside
+// the pipeline (an upload's chunk or abort): it is refused while a
+// lifecycle operation holds the session, and counted in flight until done
+// is called, so a restore or fork that comes while it runs is refused
+// rather than replacing the machine under it.
+func (w *Service) machineForWrite(ctx context.Context, tenant, id string) (c *client.Client, done func(), err error) {
+	_, mc, err := w.m.Running(ctx, tenant, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	done, err = w.m.WorkSlot(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return session.Guest(mc), done, nil
+}
+
+// ListFiles lists a directory or stats a file.
+func (w *Service) ListFiles(ctx context.Context, tenant, id, path string) (*api.Listing, error) {
+	c, err := w.reader(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.List(ctx, path)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return l, nil
+}
+
+// ReadFile returns a file's content.
+func (w *Service) ReadFile(ctx context.Context, tenant, id, path string) (*FileRead, error) {
+	c, err := w.reader(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	f, err := c.ReadFile(ctx, path)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return &FileRead{Path: f.Path, ContentBase64: base64.StdEncoding.EncodeToString(f.Content), Mode: f.Mode, Size: len(f.Content)}, nil
+}
+
+// WriteFile writes a file and ledgers its path and size (never content).
+func (w *Service) WriteFile(ctx context.Context, tenant, id string, req FileWrite) (*api.FileInfo, error) {
+	var (
+		data []byte
+		g    guarded
+		fi   *api.FileInfo
+	)
+	err := w.m.WalkVerb(ctx, session.CommandFile, tenant, id, "write", req.Path,
+		session.NewStep(session.StepValidate, func(context.Context, Pipe) error {
+			if base64.StdEncoding.DecodedLen(len(req.ContentBase64)) > MaxFileWriteBytes+3 {
+				return fmt.Errorf("%w: content is larger than %d bytes; use uploads", ErrTooLarge, MaxFileWriteBytes)
+			}
+			var err error
+			if data, err = base64.StdEncoding.DecodeString(req.ContentBase64); err != nil {
+				return bad("content_base64 is not valid base64: %v", err)
+			}
+			return nil
+		}),
+		session.LoadRunningStep(),
+		gateWrite(w.m, req.Path, &g),
+		session.NewStep(session.StepAdmit, func(ctx context.Context, p Pipe) error {
+			return w.admitWrite(ctx, tenant, id, p.Guest(), int64(len(data)), "file write")
+		}),
+		session.HooksStep("file"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			var err error
+			if fi, err = p.Guest().WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec}); err != nil {
+				return guestErr(err)
+			}
+			p.Started()
+			return nil
+		}),
+		session.NewStep(session.StepRecord, func(ctx context.Context, p Pipe) error {
+			w.m.LedgerAppend(ctx, id, "file.write", p.WithNotes(map[string]any{"path": fi.Path, "size": len(data)}))
+			return nil
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// DeleteFile removes a file or (recursive) a directory.
+func (w *Service) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
+	var g guarded
+	return w.m.WalkVerb(ctx, session.CommandFile, tenant, id, "delete", path,
+		session.LoadRunningStep(),
+		gateWrite(w.m, path, &g),
+		session.HooksStep("file"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			if err := p.Guest().DeleteFileGuarded(ctx, path, recursive, g.deny, g.exec); err != nil {
+				return guestErr(err)
+			}
+			p.Started()
+			return nil
+		}),
+		session.NewStep(session.StepRecord, func(ctx context.Context, p Pipe) error {
+			w.m.LedgerAppend(ctx, id, "file.delete", p.WithNotes(map[string]any{"path": path, "recursive": recursive}))
+			return nil
+		}),
+	)
+}
+
+// ReadRange reads up to 4 MiB of a file.
+func (w *Service) ReadRange(ctx context.Context, tenant, id, path string, offset, length int64, checksum bool) (*FileRange, error) {
+	c, err := w.reader(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.ReadRange(ctx, path, offset, length, checksum)
+	if err != nil {
+		return nil, guestErr(err)
+	}
+	return &FileRange{Path: r.Path, Offset: r.Offset, DataBase64: base64.StdEncoding.EncodeToString(r.Data), Length: len(r.Data), Size: r.Size, EOF: r.EOF, SHA256: r.SHA256}, nil
+}
+
+// admitWrite is the budget's check of a write of n bytes into session
+// id, as the caller with tenant sees it (Manager.AdmitWrite).
+func (w *Service) admitWrite(ctx context.Context, tenant, id string, c *client.Client, n int64, what string) error {
+	s, err := w.m.Load(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	return w.m.AdmitWrite(ctx, s, c, n, what)
+}
+
+// gateWrite is the gate step of a file write or delete of path: the
+// session's work slot (a restore or fork waits for it), then, on the
+// machine the write will reach, the read-only workspace's refusal
+// (refuseReadOnly) and the lists the agent checks the write against
+// (guardFor).
+func gateWrite(m *session.Manager, path string, g *guarded) session.PipeStep {
+	return session.NewStep(session.StepGate, func(ctx context.Context, p Pipe) error {
+		done, err := m.WorkSlot(p.Command().Session)
+		if err != nil {
+			return err
+		}
+		p.AtEnd(done)
+		if err := refuseReadOnly(ctx, p.Guest(), p.Session(), path); err != nil {
+			return err
+		}
+		*g = guardFor(p.Session())
+		return nil
+	})
+}
+
+// guarded is what a write or delete of the files routes carries to the
+// agent: the Deny and Exec lists of its session (session.FileGuard).
+type guarded struct {
+	deny, exec []string
+}
+
+func guardFor(s *Session) guarded {
+	deny, exec := session.FileGuard(s)
+	return guarded{deny: deny, exec: exec}
+}
+
+// writeTarget is reader for a write of p outside the pipeline (an
+// upload's open): it also refuses paths that would change a read-only
+// workspace (refuseReadOnly, for a clear message), and returns the lists
+// the write must carry to the agent (guardFor), which is the check that
+// holds against links changed in between. The agent itself writes as the
+// guest user and never under the image's system directories
+// (api.SystemDirs).
+func (w *Service) writeTarget(ctx context.Context, tenant, id, p string) (c *client.Client, g guarded, done func(), err error) {
+	s, mc, err := w.m.Running(ctx, tenant, id)
+	if err != nil {
+		return nil, g, nil, err
+	}
+	// Refused while a lifecycle operation holds the session, and counted
+	// in flight until done, so a restore or fork waits for it.
+	done, err = w.m.WorkSlot(id)
+	if err != nil {
+		return nil, g, nil, err
+	}
+	c = session.Guest(mc)
+	if err := refuseReadOnly(ctx, c, s, p); err != nil {
+		done()
+		return nil, g, nil, err
+	}
+	return c, guardFor(s), done, nil
+}
+
+// maxResolveLinks bounds the links followed while resolving one path (the
+// guest agent's limit too).
+const maxResolveLinks = 40
+
+// resolveInGuest follows symbolic links in p the way the guest agent does
+// when it writes or deletes p: through the sandbox's root, absolute
+// targets from its "/", components that do not exist kept as they are.
+// The last component is followed only when followLast is set (a write or
+// delete replaces or removes a link there, never what it points to).
+func resolveInGuest(ctx context.Context, c *client.Client, p string, followLast bool) (string, error) {
+	todo := strings.Split(strings.Trim(path.Clean(p), "/"), "/")
+	var done []string
+	links := 0
+	for len(todo) > 0 {
+		part := todo[0]
+		todo = todo[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		if len(todo) == 0 && !followLast {
+			done = append(done, part)
+			break
+		}
+		cur := "/" + strings.Join(append(append([]string{}, done...), part), "/")
+		fi, err := c.Stat(ctx, cur)
+		if client.IsStatus(err, 404) {
+			done = append(done, part)
+			continue
+		}
+		if err != nil {
+			return "", guestErr(err)
+		}
+		if fi.Type != api.TypeSymlink {
+			done = append(done, part)
+			continue
+		}
+		if links++; links > maxResolveLinks {
+			return "", fmt.Errorf("%w: too many symbolic links in %s", ErrBadRequest, p)
+		}
+		if strings.HasPrefix(fi.Target, "/") {
+			done = done[:0]
+		}
+		todo = append(strings.Split(fi.Target, "/"), todo...)
+	}
+	return "/" + strings.Join(done, "/"), nil
+}
+
+// refuseReadOnly answers ErrForbidden when s has a read-only workspace and
+// a write or delete of p would change it: p lies in the workspace or holds
+// it, as written or once the links in its directories are followed. It
+// is a check before the write, so a link swapped in between the two is
+// not caught here: the write itself carries the workspace as Deny
+// (session.FileGuard), and the agent checks the directory it writes in by
+// identity. The agent's own commands are held by Landlock instead.
+func refuseReadOnly(ctx context.Context, c *client.Client, s *Session, p string) error {
+	if s.Workspace.Mode != session.ModeReadOnly || !strings.HasPrefix(p, "/") {
+		return nil // a relative path is the guest's to refuse
+	}
+	ws := s.Workspace.Path
+	forbidden := fmt.Errorf("%w: the workspace %s of session %s is read-only, and %s would change it", ErrForbidden, ws, s.ID, p)
+	touches := func(q, ws string) bool { return pathWithin(q, ws) || pathWithin(ws, q) }
+	clean := path.Clean(p)
+	if touches(clean, ws) {
+		return forbidden
+	}
+	real, err := resolveInGuest(ctx, c, clean, false)
+	if err != nil {
+		return err
+	}
+	wsReal, err := resolveInGuest(ctx, c, ws, true)
+	if err != nil {
+		return err
+	}
+	if touches(real, ws) || touches(real, wsReal) {
+		return forbidden
+	}
+	return nil
+}
+
+// pathWithin reports whether p is dir or lies under it (both clean and
+// absolute).
+func pathWithin(p, dir string) bool {
+	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
+}
