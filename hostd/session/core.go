@@ -169,8 +169,8 @@ func (r StopReason) String() string {
 type Files interface {
 	// ReadFile reads a whole file of at most the agent's single read.
 	ReadFile(ctx context.Context, tenant, id, path string) (*apiv1.FileRead, error)
-	// WriteFile writes a file through the command pipeline (judged as a
-	// file change, gated, admitted, hooked, ledgered).
+	// WriteFile writes a file, walking the command pipeline as a file
+	// change (gated, admitted, hooked, ledgered).
 	WriteFile(ctx context.Context, tenant, id string, req apiv1.FileWrite) (*api.FileInfo, error)
 }
 

@@ -1,8 +1,10 @@
 package session
 
 // The pipeline as the siblings see it: a sibling that starts a command
-// in a sandbox (a terminal) walks the same named steps as the core's own
-// entries, with the stock steps the core exports and steps of its own.
+// in a sandbox (a terminal, a git verb) or changes its files (a write, a
+// delete, an upload's completion) walks the same named steps as the
+// core's own entries, with the stock steps the core exports and steps of
+// its own.
 // See pipeline.go for the order and what a walk gives back when it stops.
 
 import (
