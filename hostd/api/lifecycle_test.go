@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // rawDo is one API request with headers, answering the status and the

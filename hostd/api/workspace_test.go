@@ -19,8 +19,8 @@ import (
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/internal/testutil"
 )

@@ -341,4 +341,3 @@ func TestRestoreWaitsForFileWrites(t *testing.T) {
 		t.Errorf("restore once the writes are done: %v", err)
 	}
 }
-
