@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
@@ -188,4 +190,27 @@ func FuzzCheckSandboxPath(f *testing.F) {
 			t.Errorf("accepted %q", p)
 		}
 	})
+}
+
+// TestSandboxFilesNeedTheFilesService: the core has no files routes of
+// its own, so without the files service (SetFiles; hostd/workspace in
+// the daemon) a sandbox's fs/read and small fs/write are refused as the
+// daemon's fault (500), before anything reaches the guest.
+func TestSandboxFilesNeedTheFilesService(t *testing.T) {
+	m := fakeManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.SandboxReadFile(ctx, "", sb.ID, "/workspace/a"); !errors.Is(err, errdefs.ErrInternal) {
+		t.Errorf("fs/read without a files service: %v, want 500", err)
+	}
+	if _, err := m.SandboxWriteFile(ctx, "", sb.ID, SandboxWrite{Path: "/workspace/a", Content: "hi"}); !errors.Is(err, errdefs.ErrInternal) {
+		t.Errorf("fs/write without a files service: %v, want 500", err)
+	}
+	if kinds := pipeKinds(t, m, sb.ID); slices.Contains(kinds, "file.write") {
+		t.Errorf("a refused fs/write is ledgered: %v", kinds)
+	}
 }
