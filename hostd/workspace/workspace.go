@@ -3,10 +3,12 @@
 // uploads, and the git verbs (status, diff, log, commit, branch). It is a
 // sibling of the session core (hostd/session): it imports the core and
 // works through the core's surface for siblings (hostd/session/core.go,
-// walk.go), and the core never imports it. What changes the sandbox (a
-// write, a delete, an upload's completion, a git verb) walks the core's
-// command pipeline (Manager.WalkVerb), so it is judged, gated, admitted,
-// hooked, ledgered and counted by the same steps as an exec.
+// walk.go), and the core never imports it. A file change (a write, a
+// delete, an upload's completion) and every git verb walk the core's
+// command pipeline (Manager.WalkVerb) through the steps they have, the
+// same named steps and command hooks an exec walks; reads (list, read, a
+// range, an upload's record) do not change the sandbox and go straight to
+// the guest.
 //
 // The workspace's shape at create (its path and mode, the read-only
 // confinement, the clone of workspace.git) stays in the core: it is part
