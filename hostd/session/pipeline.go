@@ -433,7 +433,7 @@ func (m *Manager) decide(ctx context.Context, s *Session, c commandCheck) (polic
 	if s.Policy.Process != nil {
 		rules = *s.Policy.Process
 	}
-	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules})
+	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules, Env: c.env, Cwd: c.cwd})
 	if err != nil {
 		return d, fmt.Errorf("process policy: %w", err)
 	}
