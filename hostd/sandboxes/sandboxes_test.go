@@ -324,13 +324,18 @@ deny contains "the policy was not told the directory" if {
 	if out, err := r.s.Process(ctx, "", sb.ID, ProcessRequest{Command: "ls preloaded fromsecrets 2>/dev/null | wc -l"}); err != nil || strings.TrimSpace(out.Stdout) != "0" {
 		t.Errorf("a refused process ran: %+v %v", out, err)
 	}
+	// The refusals say what was judged: the variables' names (never
+	// their values) and the directory.
 	refused := entries(t, r.led, sb.ID, "exec.refused")
-	if len(refused) != 2 || refused[0]["rule"] != "ext.envguard.process" || refused[0]["command"] != "touch preloaded" {
+	if len(refused) != 2 || refused[0]["rule"] != "ext.envguard.process" || refused[0]["command"] != "touch preloaded" ||
+		mustJSON(t, refused[0]["env"]) != `["A","LD_PRELOAD"]` || refused[1]["cwd"] != "/secrets/x" {
 		t.Errorf("exec.refused entries: %v", refused)
 	}
-	for _, d := range entries(t, r.led, sb.ID, "exec") {
-		if strings.Contains(mustJSON(t, d), "hello") || strings.Contains(mustJSON(t, d), "told") {
-			t.Errorf("an environment value reached the ledger: %v", d)
+	for _, kind := range []string{"exec", "exec.refused"} {
+		for _, d := range entries(t, r.led, sb.ID, kind) {
+			if j := mustJSON(t, d); strings.Contains(j, "hello") || strings.Contains(j, "told") || strings.Contains(j, "evil") {
+				t.Errorf("an environment value reached the ledger: %v", d)
+			}
 		}
 	}
 }
