@@ -41,6 +41,7 @@ import (
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hostd/terminals"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
@@ -164,6 +165,7 @@ type Daemon struct {
 	grants   *grants.Service
 	previews *previews.Service
 	terms    *terminals.Service
+	tokens   *tokens.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -293,6 +295,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
 	d.terms = terminals.New(d.mgr)
+	d.tokens = tokens.New(d.mgr) // after grants and previews: its stop hook ledgers token.revoke after theirs, as before
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -301,7 +304,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms})
+	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms, Tokens: d.tokens})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}

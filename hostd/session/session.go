@@ -712,7 +712,6 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	}
 	m.closeEgress(id)
 	m.runStopHooks(ctx, id, StopDeleted)
-	m.revokeTokens(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -858,7 +857,6 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		}
 		m.closeEgress(r.ID)
 		m.runStopHooks(ctx, r.ID, StopExpired)
-		m.revokeTokens(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}
