@@ -3,6 +3,7 @@ package egresslog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor/fake"
 )
 
 // fakeClock is a clock a test moves; safe to read from the egress log's
@@ -179,6 +181,70 @@ func TestEgressLogRetention(t *testing.T) {
 	}
 	if err := CheckRetention(time.Minute); err == nil {
 		t.Error("a retention of a minute was accepted")
+	}
+	s.Flush()
+}
+
+// TestListIsScoped: List reads a session's egress log as its caller may
+// see it: the session's tenant (and the admin) get its rows, another
+// tenant a 404, and so does an id with no session.
+func TestListIsScoped(t *testing.T) {
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := fake.New(filepath.Join(state, "fake"))
+	t.Cleanup(func() { b.Close() })
+	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "any"})
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	s := New(m, 0)
+	m.SetEgressLog(s)
+	ctx := context.Background()
+	ses, err := m.Create(ctx, "acme", session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record(egress.Event{Sandbox: ses.ID, Kind: "egress.deny", Host: "denied.test", Reason: "no rule allows denied.test"})
+	for _, tenant := range []string{"acme", ""} {
+		rows, err := s.List(ctx, tenant, ses.ID, 0, 0)
+		if err != nil || len(rows) != 1 || rows[0].Host != "denied.test" {
+			t.Errorf("List as %q: %+v %v, want the one decision", tenant, rows, err)
+		}
+	}
+	if rows, err := s.List(ctx, "other", ses.ID, 0, 0); !errors.Is(err, session.ErrNotFound) || rows != nil {
+		t.Errorf("List as another tenant: %+v %v, want 404", rows, err)
+	}
+	if _, err := s.List(ctx, "", "ses-0123456789abcdef", 0, 0); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("List of no session: %v, want 404", err)
+	}
+	s.Flush()
+}
+
+// TestClosedWritesTheWindow: when a sandbox's egress closes, what its
+// open window folded is in the log and the ledger by the time Closed
+// returns, without waiting for the window to end: the core ledgers the
+// session's end right after, and the summary must come before it.
+func TestClosedWritesTheWindow(t *testing.T) {
+	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	_, s, st, led := egressLogManager(t, clock)
+	ctx := context.Background()
+	const id = "ses-closing"
+	for range 5 {
+		s.Record(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Reason: "no rule allows denied.test"})
+	}
+	s.Closed(id)
+	rows, byKind := egressCounts(t, st, id)
+	if rows != 2 || byKind["egress.deny"] != 5 {
+		t.Errorf("after Closed: %d rows counting %v, want the first decision and one row for the 4 more", rows, byKind)
+	}
+	es, err := led.List(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].Kind != "egress.deny" || es[1].Kind != "egress.summary" {
+		t.Errorf("after Closed the ledger has %d entries, want egress.deny then egress.summary", len(es))
 	}
 	s.Flush()
 }
