@@ -213,7 +213,10 @@ func TestBudgetsSeam(t *testing.T) {
 
 	// No service set: fail closed for the budgeted session only.
 	for what, err := range map[string]error{
-		"exec":       func() error { _, err := m.Exec(ctx, "", capped.ID, ExecRequest{Command: "touch unchecked"}); return err }(),
+		"exec": func() error {
+			_, err := m.Exec(ctx, "", capped.ID, ExecRequest{Command: "touch unchecked"})
+			return err
+		}(),
 		"job":        job(capped.ID),
 		"file write": write(capped.ID, "unchecked"),
 	} {
