@@ -6,7 +6,7 @@
 // What stays in the core is what every session has, budget or not: the
 // budget's fields on the record (checked at create, a fork child's share
 // of its parent's), the usage counters a command adds when it ends, the
-// jobs' settlement, the CPU meter and its watcher, and the children a
+// jobs' settlement, the CPU meter, and the children a
 // fork takes (one counter statement with its limit). This package decides
 // whether a start or a write may go ahead:
 //
@@ -17,8 +17,8 @@
 //   - Time (max_exec_seconds, max_compute_seconds) is checked at the start
 //     and caps a command's timeout to what is left; commands running in
 //     parallel can overshoot it, and a job that only waits is never
-//     stopped (the core's CPU watcher ends commands that burn CPU past
-//     max_compute_seconds).
+//     stopped; the compute watcher (compute.go) ends commands that burn
+//     CPU past max_compute_seconds.
 //   - max_concurrent_jobs counts the jobs the guest reports running; the
 //     core's gate step serialises a session's job starts while it checks.
 //   - max_output_bytes is handed to the guest as the per-stream cap; it
@@ -45,7 +45,8 @@ import (
 
 // Service holds the sessions of a Manager to their budgets.
 type Service struct {
-	m *session.Manager
+	m       *session.Manager
+	compute computeWatch
 }
 
 // New makes the budgets service of m. hostd/daemon registers it with
@@ -121,9 +122,10 @@ func (v *Service) check(ctx context.Context, s *session.Session, c *client.Clien
 	var running []api.Job
 	if b.MaxComputeSeconds != nil {
 		// What background processes burnt counts too (the core's
-		// compute.go), and the watcher keeps it charged from now on.
+		// compute.go), and the watcher keeps it charged from now on
+		// (compute.go).
 		v.m.ChargeCPU(ctx, s.ID)
-		v.m.WatchCompute(s)
+		v.watch(s)
 	}
 	if b.MaxComputeSeconds != nil || (isJob && b.MaxConcurrentJobs != nil) {
 		var err error

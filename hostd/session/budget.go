@@ -1,29 +1,23 @@
 package session
 
-// Budgets: what a session may consume, set at create and enforced when a
-// command, job or fork starts. The counters live in the store's usage
-// row, apart from the record, so counting never changes the revision.
+// Budgets: what a session may consume, set at create. The core keeps what
+// every session has, budget or not: the budget on the record (its bounds
+// checked at create, a fork child's share of its parent's), the usage
+// counters (in the store's usage row, apart from the record, so counting
+// never changes the revision), the jobs' host-side rows settled into
+// usage.job_ms once the daemon sees them end, and the fork children,
+// taken with their limit in one store statement (takeChildren).
 //
-//   - Counts (max_execs, max_jobs, max_children) are taken in one SQLite
-//     statement when the command, job or fork starts (store.TakeUsage), so
-//     two requests racing for the last unit cannot both get it; a start
-//     the sandbox then refuses gives its unit back.
-//   - Time (max_exec_seconds, max_compute_seconds) is checked at the start
-//     and caps a command's timeout to what is left; commands running in
-//     parallel can overshoot it, and a running job is never stopped.
-//     Compute is exec time plus job time: finished jobs by their start and
-//     end, running ones up to now; or the sandbox's CPU time, when that
-//     is more (compute.go), which a watcher also enforces. A job's host-side row (the store's jobs
-//     table) is settled into usage.job_ms once, when the daemon sees it
-//     has ended (or that the sandbox no longer knows it).
-//   - max_concurrent_jobs counts the jobs the guest reports running; job
-//     starts of a session are serialised while it is checked.
-//   - max_output_bytes is handed to the guest as the per-stream cap; it
-//     cuts output, never the command.
-//   - max_workspace_bytes is du -sk of the workspace, measured in the guest
-//     when a command or job starts; growth during a run is not stopped.
-//     A file write or upload is measured too, and refused when the
-//     workspace plus what it writes would pass the limit (admitWrite).
+// Whether a command, job or file write of a budgeted session may start is
+// the budgets service's to say (hostd/budgets, through the Budgets
+// interface below): its checks, the units it takes at the start, the
+// timeout and output caps, the workspace measure and the compute
+// watcher. A session without a budget never reaches it; one with a
+// budget on a Manager without the service is refused (fail closed).
+//
+// Compute is exec time plus job time: finished jobs by their start and
+// end, running ones up to now; or the sandbox's CPU time, when that is
+// more (compute.go).
 //
 // A fork child starts with its parent's limits minus the parent's usage,
 // so forking cannot multiply what is left.
@@ -388,6 +382,10 @@ type Budgets interface {
 	// AdmitWrite refuses a file write or upload (what) of n bytes that
 	// would take s's workspace past its budget (*BudgetError, 403).
 	AdmitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error
+	// Running is told, when the daemon starts (RunSweeper), of every
+	// session with a budget that runs on it, adopted ones included: what
+	// their sandboxes still run counts before their next command.
+	Running(ctx context.Context, s *Session)
 }
 
 type budgetsSlot struct {
@@ -450,6 +448,31 @@ func (m *Manager) admitWrite(ctx context.Context, s *Session, c *client.Client, 
 		return noBudgetsErr(what)
 	}
 	return b.AdmitWrite(ctx, s, c, n, what)
+}
+
+// tellBudgetsRunning tells the budgets service of every running session
+// that has a budget (at start: the sandboxes a daemon adopted may still
+// run what burns their compute).
+func (m *Manager) tellBudgetsRunning(ctx context.Context) {
+	b := m.budgetsService()
+	if b == nil {
+		return
+	}
+	rows, err := m.st.ListSessions(ctx, "")
+	if err != nil {
+		m.log.Warn("list sessions to tell the budgets service", "err", err)
+		return
+	}
+	for _, r := range rows {
+		if r.State != StateRunning {
+			continue
+		}
+		var st stored
+		if json.Unmarshal(r.Record, &st) == nil && st.Session != nil && st.Session.Budget != nil {
+			st.Session.ID = r.ID
+			b.Running(ctx, st.Session)
+		}
+	}
 }
 
 // admitWriteTo is admitWrite for a session known by its id.

@@ -176,6 +176,12 @@ func (b *budgetsSpy) AdmitWrite(_ context.Context, s *Session, _ *client.Client,
 	return b.refuse
 }
 
+func (b *budgetsSpy) Running(_ context.Context, s *Session) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, "running "+s.ID)
+}
+
 func (b *budgetsSpy) take() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -262,6 +268,24 @@ func TestBudgetsSeam(t *testing.T) {
 	}
 	if u := m.usage(ctx, capped.ID); u.Execs != 1 || u.Jobs != 1 {
 		t.Errorf("what the service did not take, the core counts: %+v, want 1 exec and 1 job", u)
+	}
+	// At start (RunSweeper), the service is told of the running sessions
+	// with a budget, and of no other.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { m.RunSweeper(sweepCtx); close(swept) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		spy.mu.Lock()
+		told := len(spy.asked)
+		spy.mu.Unlock()
+		if told > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	stopSweep()
+	<-swept
+	if got, want := spy.take(), "running "+capped.ID; got != want {
+		t.Errorf("at start the service was told %q, want %q", got, want)
 	}
 	spy.refuse = &BudgetError{Budget: "max_execs", Limit: 1, Used: 1, What: "exec"}
 	if _, err := m.Exec(ctx, "", capped.ID, ExecRequest{Command: "touch refused"}); !errors.As(err, new(*BudgetError)) {

@@ -164,7 +164,6 @@ func (m *Manager) ChargeCPU(ctx context.Context, id string) (cpuMS int64, ok boo
 	return m.chargeCPU(ctx, id)
 }
 
-// WatchCompute has the core's watcher keep s's CPU time charged, and end
-// its commands once it reaches max_compute_seconds (nothing when the
-// budget has none).
-func (m *Manager) WatchCompute(s *Session) { m.watchCompute(s) }
+// Stopped reports whether Shutdown or Detach ran: a sibling's background
+// work (a watcher) ends.
+func (m *Manager) Stopped() bool { return m.stopped() }

@@ -120,8 +120,6 @@ type Manager struct {
 
 	// egressRetention is Config.EgressLogRetention (egresslog.go).
 	egressRetention time.Duration
-	// compute is the sessions whose CPU time is watched (compute.go).
-	compute computeWatch
 
 	// admission settings, and what live machines and checkpoints hold
 	// (admission.go); under mu.
@@ -873,7 +871,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 
 // RunSweeper runs Sweep on the schedule above until ctx ends.
 func (m *Manager) RunSweeper(ctx context.Context) {
-	m.watchBudgetedSessions(ctx)
+	m.tellBudgetsRunning(ctx)
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
 	for {
