@@ -238,3 +238,48 @@ func TestBudgetParseDU(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetAdmitStepForSiblings: a sibling's walk (session.Walk) with the
+// exported admit step takes the unit, shows the admission to the later
+// steps, gives the unit back when the walk stops before the command
+// starts, and keeps it once it started.
+func TestBudgetAdmitStepForSiblings(t *testing.T) {
+	m, _ := fakeManager(t)
+	ctx := context.Background()
+	s, err := m.Create(ctx, "", session.CreateRequest{TTLSeconds: 600, Budget: &session.Budget{MaxExecs: n(1), MaxExecSeconds: n(9)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errGuest := errors.New("the guest refused")
+	walk := func(start bool) (*session.Admission, error) {
+		var seen *session.Admission
+		err := m.Walk(ctx, session.CommandProcess, "", s.ID,
+			session.LoadRunningStep(),
+			session.AdmitStep(session.StartExec, 30),
+			session.NewStep(session.StepRun, func(_ context.Context, p session.Pipe) error {
+				seen = p.Admission()
+				if start {
+					p.Started()
+					return nil
+				}
+				return errGuest
+			}))
+		return seen, err
+	}
+	a, err := walk(false)
+	if !errors.Is(err, errGuest) || a == nil || !a.Taken || a.Timeout != 9 || !a.Capped {
+		t.Fatalf("a walk stopped in run: %+v %v, want the admission (taken, timeout capped to 9) and the run's error", a, err)
+	}
+	if u := m.Usage(ctx, s.ID); u.Execs != 0 {
+		t.Errorf("a walk that never started kept its unit: %d execs", u.Execs)
+	}
+	if _, err := walk(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := walk(true); !refusedBy(err, "max_execs") {
+		t.Errorf("a second start of one: %v", err)
+	}
+	if u := m.Usage(ctx, s.ID); u.Execs != 1 {
+		t.Errorf("execs %d, want the started one", u.Execs)
+	}
+}

@@ -352,18 +352,18 @@ func unlimited(what Start, timeout int) *Admission {
 	return &Admission{Timeout: timeout, Release: func() {}, StreamExec: what == StartStream}
 }
 
-// untaken is the unit the caller still has to count: 1 unless admit took
-// it.
-func (a *Admission) untaken() int64 {
+// Untaken is the unit the usage step still has to count: 1 unless Admit
+// took it.
+func (a *Admission) Untaken() int64 {
 	if a.Taken {
 		return 0
 	}
 	return 1
 }
 
-// untakenStreamExec is the exec an exec/stream still has to count (0 for
-// anything else, or when admit took it).
-func (a *Admission) untakenStreamExec() int64 {
+// UntakenStreamExec is the exec an exec/stream still has to count (0 for
+// anything else, or when Admit took it).
+func (a *Admission) UntakenStreamExec() int64 {
 	if !a.StreamExec || a.StreamExecTaken {
 		return 0
 	}

@@ -164,6 +164,13 @@ func (m *Manager) ChargeCPU(ctx context.Context, id string) (cpuMS int64, ok boo
 	return m.chargeCPU(ctx, id)
 }
 
+// AdmitWrite asks the budgets service whether a file write or upload
+// (what) of n bytes may go to s's workspace: nothing to ask for a session
+// without a budget, and refused (503) when the service is missing.
+func (m *Manager) AdmitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error {
+	return m.admitWrite(ctx, s, c, n, what)
+}
+
 // Stopped reports whether Shutdown or Detach ran: a sibling's background
 // work (a watcher) ends.
 func (m *Manager) Stopped() bool { return m.stopped() }

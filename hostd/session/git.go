@@ -524,7 +524,7 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 		gitRecord(t, fields),
 		step(StepUsage, func(context.Context) error {
 			if p.kept {
-				m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: t.ms})
+				m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: t.ms})
 			}
 			return nil
 		}),

@@ -323,7 +323,7 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 			return nil
 		}),
 		step(StepUsage, func(context.Context) error {
-			m.addUsage(id, store.UsageRow{Jobs: p.adm.untaken(), Execs: p.adm.untakenStreamExec()})
+			m.addUsage(id, store.UsageRow{Jobs: p.adm.Untaken(), Execs: p.adm.UntakenStreamExec()})
 			return nil
 		}),
 	)

@@ -434,7 +434,7 @@ func (m *Manager) SandboxProcess(ctx context.Context, tenant, id string, req Pro
 					ms = max(ms, int64(p.adm.Timeout)*1000)
 				}
 			}
-			m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: ms})
+			m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: ms})
 			return nil
 		}),
 	)

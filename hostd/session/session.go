@@ -650,7 +650,7 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 		}),
 		step(StepUsage, func(context.Context) error {
 			if p.err != nil {
-				m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: lostMS})
+				m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: lostMS})
 				return nil
 			}
 			ms := res.DurationMillis
@@ -659,7 +659,7 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 				// of that (the agent's own clock may read a hair less).
 				ms = max(ms, int64(p.adm.Timeout)*1000)
 			}
-			m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: ms})
+			m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: ms})
 			return nil
 		}),
 	)
