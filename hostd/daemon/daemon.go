@@ -290,8 +290,8 @@ func New(cfg Config) (d *Daemon, err error) {
 		Policy: d.eng, EgressLogRetention: cfg.EgressLogRetention})
 	// The core's siblings, on the same manager.
 	d.appr = approvals.New(d.mgr)
-	d.mgr.SetApprovals(d.appr)           // the judge and spend steps ask it
-	d.mgr.SetBudgets(budgets.New(d.mgr)) // the admit step asks it
+	d.mgr.SetApprovals(d.appr) // the judge and spend steps ask it
+	d.mgr.SetBudgets(budgets.New(d.mgr))
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
 	d.terms = terminals.New(d.mgr)
