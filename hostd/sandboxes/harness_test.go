@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/hostd/budgets"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
@@ -21,8 +22,8 @@ import (
 	"paddock.dev/paddock/policy"
 )
 
-// rig is a Manager with the sandboxes service on it, its store and
-// ledger, and the skew the test adds to the Manager's clock.
+// rig is a Manager with the sandboxes and budgets services on it, its
+// store and ledger, and the skew the test adds to the Manager's clock.
 type rig struct {
 	s    *Service
 	m    *session.Manager
@@ -66,6 +67,7 @@ func newRig(t *testing.T, state string, b hypervisor.Backend, image string, eng 
 		cfg.Policy = eng
 	}
 	r.m = session.New(cfg)
+	r.m.SetBudgets(budgets.New(r.m)) // as hostd/daemon does
 	r.s = New(r.m)
 	t.Cleanup(func() { r.m.Shutdown(context.Background()) })
 	return r

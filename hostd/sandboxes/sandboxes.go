@@ -408,14 +408,14 @@ func (s *Service) Process(ctx context.Context, tenant, id string, req ProcessReq
 				Params: map[string]any{"timeout_seconds": req.TimeoutSeconds}, Env: req.Env, Cwd: cwd}
 		}),
 		session.GateCommandStep(),
-		session.AdmitExecStep(req.TimeoutSeconds),
+		session.AdmitStep(session.StartExec, req.TimeoutSeconds),
 		session.HooksStep("exec"),
 		session.NewStep(session.StepRun, func(ctx context.Context, p session.Pipe) error {
 			adm := p.Admission()
 			started = m.Now()
 			var err error
 			res, err = p.Guest().Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: cwd, Env: env,
-				TimeoutSeconds: adm.TimeoutSeconds, MaxOutputBytes: adm.OutputCap, Confine: p.Command().Confine}})
+				TimeoutSeconds: adm.Timeout, MaxOutputBytes: adm.OutputCap, Confine: p.Command().Confine}})
 			if err != nil && session.RefusedBeforeStart(err) {
 				return session.GuestError(err)
 			}
@@ -455,7 +455,7 @@ func (s *Service) Process(ctx context.Context, tenant, id string, req ProcessReq
 			if runErr == nil {
 				ms = res.DurationMillis
 				if adm := p.Admission(); res.TimedOut && adm.Capped {
-					ms = max(ms, int64(adm.TimeoutSeconds)*1000)
+					ms = max(ms, int64(adm.Timeout)*1000)
 				}
 			}
 			p.CountExec(ms)

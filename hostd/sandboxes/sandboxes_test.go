@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
@@ -255,6 +256,37 @@ ask contains "deploys need a second pair of eyes" if startswith(input.command, "
 	}
 }
 
+// TestSandboxProcessNeedsBudgets: a sandbox's process walks the admit
+// step, so with a budget on its record and no budgets service it is
+// refused (503 budgets_unavailable) and nothing runs; without the budget
+// it runs again. It runs on the fake backend.
+func TestSandboxProcessNeedsBudgets(t *testing.T) {
+	r := fakeRig(t, nil)
+	r.m.SetBudgets(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := r.s.Create(ctx, "", SandboxRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setBudget(t, r.st, sb.ID, map[string]any{"max_execs": 5})
+	_, err = r.s.Process(ctx, "", sb.ID, ProcessRequest{Command: "touch unchecked"})
+	if !errors.Is(err, errdefs.ErrUnavailable) || errdefs.Code(err) != errdefs.CodeBudgetsUnavailable {
+		t.Errorf("a process of a budgeted sandbox without a budgets service: %v, want 503 %s", err, errdefs.CodeBudgetsUnavailable)
+	}
+	_, err = r.s.WriteFile(ctx, "", sb.ID, SandboxWrite{Path: "/workspace/unchecked", Content: "x"})
+	if !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Errorf("a write to a budgeted sandbox without a budgets service: %v, want 503", err)
+	}
+	setBudget(t, r.st, sb.ID, nil)
+	if out, err := r.s.Process(ctx, "", sb.ID, ProcessRequest{Command: "test -e unchecked; echo $?"}); err != nil || out.Stdout != "1\n" {
+		t.Errorf("the refused process ran: %+v %v", out, err)
+	}
+	if _, err := r.s.ReadFile(ctx, "", sb.ID, "/workspace/unchecked"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the refused write was written: %v", err)
+	}
+}
+
 // setBudget writes budget into record id as the store keeps it (a
 // sandbox's create takes no budget; the record may still carry one).
 func setBudget(t *testing.T, st *store.Store, id string, budget map[string]any) {
@@ -264,7 +296,11 @@ func setBudget(t *testing.T, st *store.Store, id string, budget map[string]any) 
 		if err := json.Unmarshal(row.Record, &rec); err != nil {
 			return err
 		}
-		rec["session"].(map[string]any)["budget"] = budget
+		if budget == nil {
+			delete(rec["session"].(map[string]any), "budget")
+		} else {
+			rec["session"].(map[string]any)["budget"] = budget
+		}
 		raw, err := json.Marshal(rec)
 		row.Record = raw
 		return err

@@ -1,9 +1,10 @@
 package session
 
 // More of the pipeline as the siblings see it (walk.go has the walk
-// itself): the stock steps and the admission's results that a sibling
-// entry running a shell line or writing a file composes, as
-// hostd/sandboxes does for a sandbox's process and fs/write. Each one is
+// itself, AdmitStep and Pipe.Admission): the stock steps and the run's
+// results that a sibling entry running a shell line or writing a file
+// composes, as hostd/sandboxes does for a sandbox's process and
+// fs/write. Each one is
 // the core's own step under an exported name, so the sibling's entries
 // judge, gate, admit and count exactly as exec and the files routes do.
 
@@ -56,44 +57,22 @@ func JudgeWithoutApprovalsStep(check func(p Pipe) ProcessCheck) PipeStep {
 // progress refuses it, 409; one that comes later waits for it).
 func GateCommandStep() PipeStep { return gateCommand(false) }
 
-// AdmitExecStep is the admit step of a command run to its end (as exec
-// is): the session's budget takes its unit and caps its timeout and
-// output (Pipe.Admission); the unit goes back if the walk stops before
-// the command starts.
-func AdmitExecStep(timeoutSeconds int) PipeStep { return admitStep(startExec, timeoutSeconds) }
-
-// Admission is what the admit step allowed a command.
-type Admission struct {
-	// TimeoutSeconds is its timeout after the budget's caps; Capped says
-	// a cap lowered it.
-	TimeoutSeconds int
-	Capped         bool
-	// OutputCap is the budget's max_output_bytes (0: the guest's own
-	// default).
-	OutputCap int64
-}
-
-// Admission is what the admit step allowed (the zero Admission before it).
-func (x Pipe) Admission() Admission {
-	a := x.p.adm
-	if a == nil {
-		return Admission{}
-	}
-	return Admission{TimeoutSeconds: a.timeout, Capped: a.capped, OutputCap: a.outputCap}
-}
-
 // ExecResult is the answer for the guest's result of a command run under
 // the walk's admission (its output cut to whole characters, and marked
 // when the budget's cap cut it).
 func (x Pipe) ExecResult(res *api.ExecResult) *ExecResult {
-	return execResult(res, x.Admission().OutputCap)
+	var outCap int64
+	if a := x.p.adm; a != nil {
+		outCap = a.OutputCap
+	}
+	return execResult(res, outCap)
 }
 
 // ExecLedger is the ledger entry of such a command: command, exit code,
 // duration, timeout, and what the caps cut.
 func (x Pipe) ExecLedger(command string, out *ExecResult) map[string]any {
 	if x.p.adm == nil {
-		return execLedger(command, out, &admission{})
+		return execLedger(command, out, &Admission{})
 	}
 	return execLedger(command, out, x.p.adm)
 }
@@ -103,7 +82,7 @@ func (x Pipe) ExecLedger(command string, out *ExecResult) map[string]any {
 func (x Pipe) CountExec(ms int64) {
 	var n int64 = 1
 	if x.p.adm != nil {
-		n = x.p.adm.untaken()
+		n = x.p.adm.Untaken()
 	}
 	x.p.m.addUsage(x.p.cmd.Session, store.UsageRow{Execs: n, ExecMS: ms})
 }
