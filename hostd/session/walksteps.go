@@ -4,9 +4,9 @@ package session
 // itself, AdmitStep and Pipe.Admission): the stock steps and the run's
 // results that a sibling entry running a shell line or writing a file
 // composes, as hostd/sandboxes does for a sandbox's process and
-// fs/write. Each one is
-// the core's own step under an exported name, so the sibling's entries
-// judge, gate, admit and count exactly as exec and the files routes do.
+// fs/write. Each one is the core's own step under an exported name, so
+// the sibling's entries judge, gate, admit and count exactly as exec and
+// the files routes do.
 
 import (
 	"context"
