@@ -3,37 +3,20 @@ package approvals
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor/fake"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/policy"
 )
 
-// fakeManager is a session Manager on the fake backend (the real guest
-// agent in the test's process, no root) with a store, a ledger and the
-// built-in policy, and this package's Service registered on it as
-// hostd/daemon does.
+// fakeManager is a session Manager on the fake backend with the built-in
+// policy (sessiontest's default), and this package's Service registered
+// on it as hostd/daemon does.
 func fakeManager(t *testing.T) (*session.Manager, *Service) {
 	t.Helper()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := fake.New(filepath.Join(state, "fake"))
-	t.Cleanup(func() { b.Close() })
-	eng, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "any", Policy: eng})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	m := sessiontest.New(t)
 	a := New(m)
 	m.SetApprovals(a)
 	return m, a

@@ -16,6 +16,7 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
@@ -151,21 +152,8 @@ func TestReattach(t *testing.T) {
 // makes its session lost (with the reason, ledgered) within moments,
 // rather than a session that looks running.
 func TestSandboxDeathIsNoticed(t *testing.T) {
-	testutil.RequiresRoot(t)
 	ctx := context.Background()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.MiniImageName})
-	defer m.Shutdown(ctx)
+	m := sessiontest.New(t, sessiontest.Procbox(), sessiontest.Policy(nil))
 	s, err := m.Create(ctx, "", session.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
