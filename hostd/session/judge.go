@@ -49,8 +49,12 @@ type Approvals interface {
 	// session and gives back the approved request's id.
 	Request(ctx context.Context, s *Session, c ApprovalCheck, d policy.ProcessDecision) (approvalID string, err error)
 	// Spend consumes approval id for command c as bound to s now, or
-	// says (403) why it cannot.
+	// says (403) why it cannot. It is a compare-and-set: of two calls
+	// with one approval, one gets it.
 	Spend(ctx context.Context, s *Session, id string, c ApprovalCheck) error
+	// GiveBack returns approval id, which Spend consumed for c, to its
+	// approved state: the command did not start after all.
+	GiveBack(ctx context.Context, s *Session, id string, c ApprovalCheck) error
 }
 
 type approvalsSlot struct {
@@ -150,6 +154,19 @@ func (m *Manager) spendFor(ctx context.Context, s *Session, v *verdict) error {
 		return fmt.Errorf("%w: approval %s cannot run this command: this daemon has no approvals service", ErrForbidden, v.approval)
 	}
 	return a.Spend(ctx, s, v.approval, v.check.approvalCheck())
+}
+
+// giveBack returns v's approval, spent by spendFor, to the approvals
+// service: the walk stopped before the command started. A failure is
+// logged: the approval then stays spent, which fails safe.
+func (m *Manager) giveBack(ctx context.Context, s *Session, v *verdict) {
+	a := m.approvalsService()
+	if a == nil || v == nil || v.approval == "" {
+		return
+	}
+	if err := a.GiveBack(ctx, s, v.approval, v.check.approvalCheck()); err != nil {
+		m.log.Warn("give an approval back", "session", s.ID, "approval", v.approval, "err", err)
+	}
 }
 
 // AwaitApproval waits (up to wait) for an operator to decide a command
