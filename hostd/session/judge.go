@@ -173,19 +173,15 @@ func (m *Manager) giveBack(ctx context.Context, s *Session, v *verdict) {
 // that needs approval, holding nothing of the session, and returns the
 // approved request's id for the caller to run the command with; "" when
 // the command needs none. exec/stream waits here before it takes a stream.
+// It walks the first steps of a job start (validate, load, judge: the
+// same step functions), as an exec/stream, so the command is judged here
+// exactly as the start that follows judges it, and a trace sees it.
 func (m *Manager) AwaitApproval(ctx context.Context, tenant, id string, req JobStart) (string, error) {
-	if err := checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds); err != nil {
+	p := m.newPipe(ctx, CommandStream, tenant, id)
+	if err := p.walk(ctx, validateJob(p, req), loadRunning(), judgeCommand(jobCheck(req))); err != nil {
 		return "", err
 	}
-	s, _, _, err := m.running(ctx, tenant, id)
-	if err != nil {
-		return "", err
-	}
-	v, err := m.judge(ctx, s, jobCheck(req))
-	if err != nil {
-		return "", err
-	}
-	return v.approval, nil
+	return p.v.approval, nil
 }
 
 // jobCheck is a job start as judge sees it.
