@@ -5,10 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -110,18 +107,7 @@ func TestPreviewLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + s2.SandboxID + "/cgroup.procs")
-	if len(procs) == 0 {
-		procs, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + s2.SandboxID + "/cgroup.procs")
-	}
-	if len(procs) == 0 {
-		t.Fatal("no cgroup for the sandbox")
-	}
-	raw, _ := os.ReadFile(procs[0])
-	for _, f := range strings.Fields(string(raw)) {
-		pid, _ := strconv.Atoi(f)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	sessiontest.KillSandbox(t, s2.SandboxID)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		es, _ := led.List(ctx, s2.ID, 0, 100)
 		if e := es[len(es)-1]; e.Kind == "sandbox.lost" {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -158,18 +155,7 @@ func TestSandboxDeathIsNoticed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + s.SandboxID + "/cgroup.procs")
-	if len(procs) == 0 {
-		procs, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + s.SandboxID + "/cgroup.procs")
-	}
-	if len(procs) == 0 {
-		t.Fatal("no cgroup for the sandbox")
-	}
-	raw, _ := os.ReadFile(procs[0])
-	for _, f := range strings.Fields(string(raw)) {
-		pid, _ := strconv.Atoi(f)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	sessiontest.KillSandbox(t, s.SandboxID)
 	var got *session.Session
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if got, err = m.Get(ctx, "", s.ID); err == nil && got.State == session.StateLost {
