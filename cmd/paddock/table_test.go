@@ -21,6 +21,7 @@ import (
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 )
 
 func TestCellEscapes(t *testing.T) {
@@ -100,7 +101,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		listing   api.Listing
 		job       session.Job
 		grant     grants.Grant
-		tok       session.SessionToken
+		tok       tokens.SessionToken
 		appr      approvals.Approval
 		prev      previews.Preview
 		sbx       session.Sandbox
@@ -119,7 +120,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		sp + "/files":                  &listing,
 		sp + "/jobs":                   map[string]any{"jobs": []session.Job{job}},
 		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
-		sp + "/tokens":                 map[string]any{"tokens": []session.SessionToken{tok}},
+		sp + "/tokens":                 map[string]any{"tokens": []tokens.SessionToken{tok}},
 		sp + "/approvals":              map[string]any{"approvals": []approvals.Approval{appr}},
 		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
 		sp + "/approvals/ap-1/approve": &appr,

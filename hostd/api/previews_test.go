@@ -25,6 +25,7 @@ import (
 
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -635,7 +636,7 @@ func TestPreviewLimits(t *testing.T) {
 
 	// Session tokens: preview makes and deletes, read lists.
 	mint := func(ops ...string) string {
-		tk, err := d.c.MintToken(ctx, s.ID, session.TokenRequest{Ops: ops})
+		tk, err := d.c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: ops})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,12 +35,14 @@ import (
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/auth"
 	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/egresslog"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hostd/terminals"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
@@ -105,7 +107,7 @@ type Config struct {
 	// image's and the egress CA.
 	TrustPEM []byte
 	// EgressLogRetention is how long the egress log is kept (0: the
-	// default); see session.CheckEgressLogRetention.
+	// default); see egresslog.CheckRetention.
 	EgressLogRetention time.Duration
 
 	// TenantsFile is the tenants file ("": no tenants), read by New and
@@ -164,6 +166,7 @@ type Daemon struct {
 	grants   *grants.Service
 	previews *previews.Service
 	terms    *terminals.Service
+	tokens   *tokens.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -199,7 +202,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		return nil, configErr("--disk-overcommit %v: a ratio from 1 (none) to %d", cfg.DiskOvercommit, session.MaxDiskOvercommit)
 	}
 	if cfg.EgressLogRetention != 0 {
-		if err := session.CheckEgressLogRetention(cfg.EgressLogRetention); err != nil {
+		if err := egresslog.CheckRetention(cfg.EgressLogRetention); err != nil {
 			return nil, configErr("--egress-log-retention: %w", err)
 		}
 	}
@@ -286,13 +289,17 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: def, Backends: others, DefaultImage: cfg.DefaultImage,
 		ImagesDir: cfg.ImagesDir, Logger: log, Egress: eg, EgressRoot: filepath.Join(cfg.StateDir, "egress"), TrustPEM: trust,
-		Policy: d.eng, EgressLogRetention: cfg.EgressLogRetention})
+		Policy: d.eng})
 	// The core's siblings, on the same manager.
 	d.appr = approvals.New(d.mgr)
 	d.mgr.SetApprovals(d.appr) // the judge and spend steps ask it
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
 	d.terms = terminals.New(d.mgr)
+	// Tokens after grants and previews: its stop hook ledgers
+	// token.revoke after theirs, as the core did.
+	d.tokens = tokens.New(d.mgr)
+	d.mgr.SetEgressLog(egresslog.New(d.mgr, cfg.EgressLogRetention)) // where the proxy's decisions go
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -301,7 +308,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms})
+	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms, Tokens: d.tokens})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}

@@ -113,11 +113,9 @@ type Manager struct {
 	gate      map[string]string             // session id → lifecycle op in flight
 	done      bool                          // Shutdown or Detach ran: no more background work
 	expiry    map[string]*time.Timer        // sandbox id → its removal at expiry (removeAtExpiry)
-	egressLog egressLog
-	life      lifecycleState // execs in flight, markers, test hooks (gate.go)
+	egressLog egressLogSlot                 // where egress decisions go (egress.go)
+	life      lifecycleState                // execs in flight, markers, test hooks (gate.go)
 
-	// egressRetention is Config.EgressLogRetention (egresslog.go).
-	egressRetention time.Duration
 	// compute is the sessions whose CPU time is watched (compute.go).
 	compute computeWatch
 
@@ -151,9 +149,6 @@ type Config struct {
 	TrustPEM []byte
 	// Policy is the policy engine; nil refuses process rules.
 	Policy Decider
-	// EgressLogRetention is how long egress log rows are kept (0:
-	// DefaultEgressLogRetention); the sweeper prunes older ones.
-	EgressLogRetention time.Duration
 	// Now is the clock (nil: time.Now); tests move it.
 	Now func() time.Time
 }
@@ -176,11 +171,7 @@ func New(c Config) *Manager {
 	if now == nil {
 		now = time.Now
 	}
-	retention := c.EgressLogRetention
-	if retention <= 0 {
-		retention = DefaultEgressLogRetention
-	}
-	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage, egressRetention: retention,
+	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage,
 		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy, images: c.ImagesDir,
 		log: log, now: now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
@@ -242,7 +233,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	defer adm.release()
 	res := effective(req.Runtime, adm.cap)
 	caps := backend.Capabilities()
-	caps.Egress = m.egress != nil && m.egressRoot != ""
+	caps.Egress = m.egress != nil && m.egressRoot != "" && m.currentEgressLog() != nil
 	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
 	if mode == ModeReadOnly && !caps.Confinement {
 		return nil, fmt.Errorf("%w: this backend cannot enforce a read-only workspace (it has no Landlock confinement here); use workspace.mode %q", ErrConflict, ModeWritable)
@@ -712,7 +703,6 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	}
 	m.closeEgress(id)
 	m.runStopHooks(ctx, id, StopDeleted)
-	m.revokeTokens(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -858,7 +848,6 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		}
 		m.closeEgress(r.ID)
 		m.runStopHooks(ctx, r.ID, StopExpired)
-		m.revokeTokens(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}
