@@ -13,6 +13,7 @@ import (
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/internal/testutil"
 )
 
 // previewManager is a session manager on procbox with a clock the test
@@ -107,7 +108,7 @@ func TestPreviewLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessiontest.KillSandbox(t, s2.SandboxID)
+	testutil.KillSandbox(t, s2.SandboxID)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		es, _ := led.List(ctx, s2.ID, 0, 100)
 		if e := es[len(es)-1]; e.Kind == "sandbox.lost" {

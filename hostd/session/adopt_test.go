@@ -155,7 +155,7 @@ func TestSandboxDeathIsNoticed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sessiontest.KillSandbox(t, s.SandboxID)
+	testutil.KillSandbox(t, s.SandboxID)
 	var got *session.Session
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if got, err = m.Get(ctx, "", s.ID); err == nil && got.State == session.StateLost {

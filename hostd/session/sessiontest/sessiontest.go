@@ -18,12 +18,9 @@ package sessiontest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -148,26 +145,4 @@ func LedgerKinds(t testing.TB, led *ledger.Ledger, id string) string {
 		ks = append(ks, e.Kind)
 	}
 	return strings.Join(ks, ",")
-}
-
-// KillSandbox kills every process of procbox sandbox id (its cgroup's),
-// behind the manager's back, as a crash would.
-func KillSandbox(t testing.TB, id string) {
-	t.Helper()
-	procs, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + id + "/cgroup.procs")
-	if len(procs) == 0 {
-		procs, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + id + "/cgroup.procs")
-	}
-	if len(procs) == 0 {
-		t.Fatalf("no cgroup for sandbox %s", id)
-	}
-	raw, err := os.ReadFile(procs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range strings.Fields(string(raw)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 }
