@@ -38,6 +38,10 @@ const (
 	// 403, forbidden: a budget limit is reached (the body carries the
 	// budget, its limit and what was used).
 	CodeBudgetExceeded = "budget_exceeded"
+	// 503, unavailable: the session has a budget, and the daemon has no
+	// budgets service to hold its commands and writes to it (a daemon
+	// wired without hostd/budgets).
+	CodeBudgetsUnavailable = "budgets_unavailable"
 
 	// 429, too_many_requests: a stream cap is reached (the body carries
 	// the cap's value).
@@ -81,6 +85,7 @@ func FinerCodes() map[string]error {
 		CodeCPUsAboveHost:           ErrInvalidArgument,
 		CodePolicyRefused:           ErrForbidden,
 		CodeBudgetExceeded:          ErrForbidden,
+		CodeBudgetsUnavailable:      ErrUnavailable,
 		CodeJobStreamsDaemon:        ErrTooManyRequests,
 		CodeJobStreamsTenant:        ErrTooManyRequests,
 		CodeJobStreamsSession:       ErrTooManyRequests,

@@ -34,6 +34,7 @@ import (
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/budgets"
 	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/egresslog"
 	"paddock.dev/paddock/hostd/grants"
@@ -293,6 +294,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	// The core's siblings, on the same manager.
 	d.appr = approvals.New(d.mgr)
 	d.mgr.SetApprovals(d.appr) // the judge and spend steps ask it
+	d.mgr.SetBudgets(budgets.New(d.mgr))
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
 	d.terms = terminals.New(d.mgr)

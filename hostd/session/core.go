@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
@@ -144,3 +145,32 @@ func (r StopReason) String() string {
 	}
 	return string(r)
 }
+
+// Usage is session id's usage as its counters and its unsettled jobs
+// give it now (compute is the larger of exec plus job time and CPU time).
+func (m *Manager) Usage(ctx context.Context, id string) Usage { return m.usage(ctx, id) }
+
+// RefreshJobs asks the guest c of session id for its jobs, settles the
+// ended ones and those the guest no longer knows into the usage, and
+// returns the running ones.
+func (m *Manager) RefreshJobs(ctx context.Context, id string, c *client.Client) ([]api.Job, error) {
+	return m.refreshJobs(ctx, id, c)
+}
+
+// ChargeCPU charges session id the CPU time its sandbox used since the
+// last charge and returns usage.cpu_ms; ok is false when its machine
+// does not report CPU time.
+func (m *Manager) ChargeCPU(ctx context.Context, id string) (cpuMS int64, ok bool) {
+	return m.chargeCPU(ctx, id)
+}
+
+// AdmitWrite asks the budgets service whether a file write or upload
+// (what) of n bytes may go to s's workspace: nothing to ask for a session
+// without a budget, and refused (503) when the service is missing.
+func (m *Manager) AdmitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error {
+	return m.admitWrite(ctx, s, c, n, what)
+}
+
+// Stopped reports whether Shutdown or Detach ran: a sibling's background
+// work (a watcher) ends.
+func (m *Manager) Stopped() bool { return m.stopped() }

@@ -439,14 +439,14 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 		// counts as exec time. The unit goes back when the commit stops
 		// before it stages anything.
 		pipeStep{StepAdmit, func(ctx context.Context, p *pipe) error {
-			if err := admitStep(startExec, gitTimeout).fn(ctx, p); err != nil {
+			if err := admitStep(StartExec, gitTimeout).fn(ctx, p); err != nil {
 				var be *BudgetError
 				if errors.As(err, &be) {
 					be.What = "git commit"
 				}
 				return err
 			}
-			t.timeout = p.adm.timeout
+			t.timeout = p.adm.Timeout
 			return nil
 		}},
 		runHooks("git"),
@@ -524,7 +524,7 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 		gitRecord(t, fields),
 		step(StepUsage, func(context.Context) error {
 			if p.kept {
-				m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: t.ms})
+				m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: t.ms})
 			}
 			return nil
 		}),

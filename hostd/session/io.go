@@ -269,9 +269,9 @@ func validateJob(p *pipe, req JobStart) pipeStep {
 }
 
 func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart, streamed bool) (*Job, error) {
-	kind, what := CommandJob, startJob
+	kind, what := CommandJob, StartJob
 	if streamed {
-		kind, what = CommandStream, startStream
+		kind, what = CommandStream, StartStream
 	}
 	p := m.newPipe(ctx, kind, tenant, id)
 	var (
@@ -293,13 +293,13 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 		runHooks("job"),
 		step(StepRun, func(ctx context.Context) error {
 			maxOut = req.MaxOutputBytes
-			if p.adm.outputCap > 0 && (maxOut == 0 || maxOut > p.adm.outputCap) {
-				maxOut = p.adm.outputCap
+			if p.adm.OutputCap > 0 && (maxOut == 0 || maxOut > p.adm.OutputCap) {
+				maxOut = p.adm.OutputCap
 			}
 			started = m.now()
 			var err error
 			j, err = p.cl.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path,
-				TimeoutSeconds: p.adm.timeout, MaxOutputBytes: maxOut, Confine: p.cmd.Confine}, Stdin: req.Stdin})
+				TimeoutSeconds: p.adm.Timeout, MaxOutputBytes: maxOut, Confine: p.cmd.Confine}, Stdin: req.Stdin})
 			if err != nil && refusedBeforeStart(err) {
 				return guestErr(err)
 			}
@@ -319,17 +319,17 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 				return nil
 			}
 			entry := map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin, "policy": p.v.decision.Rule}
-			if p.adm.outputCap > 0 {
+			if p.adm.OutputCap > 0 {
 				entry["max_output_bytes"] = maxOut
 			}
-			if p.adm.capped {
-				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.timeout, true
+			if p.adm.Capped {
+				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.Timeout, true
 			}
 			m.ledgerAppend(ctx, id, "job.start", p.withNotes(entry))
 			return nil
 		}),
 		step(StepUsage, func(context.Context) error {
-			m.addUsage(id, store.UsageRow{Jobs: p.adm.untaken(), Execs: p.adm.untakenStreamExec()})
+			m.addUsage(id, store.UsageRow{Jobs: p.adm.Untaken(), Execs: p.adm.UntakenStreamExec()})
 			return nil
 		}),
 	)

@@ -212,7 +212,7 @@ type pipe struct {
 	v  *verdict
 	// adm is the budget's admission (admit); nil before it, or for an
 	// entry that has no admit step.
-	adm *admission
+	adm *Admission
 
 	// ran says run started the command in the guest (or may have):
 	// record and usage follow even when it failed.
@@ -344,14 +344,14 @@ func gateCommand(reload bool) pipeStep {
 // admitStep is the admit step: the session's budget for a start of
 // what with timeout (admit). The unit goes back if the walk stops before
 // the command starts.
-func admitStep(what string, timeout int) pipeStep {
+func admitStep(what Start, timeout int) pipeStep {
 	return pipeStep{StepAdmit, func(ctx context.Context, p *pipe) error {
 		adm, err := p.m.admit(ctx, p.s, p.cl, what, timeout)
 		if err != nil {
 			return err
 		}
 		p.adm = adm
-		p.undo = append(p.undo, adm.release)
+		p.undo = append(p.undo, adm.Release)
 		return nil
 	}}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor/fake"
@@ -228,9 +229,10 @@ func TestPipelineSteps(t *testing.T) {
 
 // TestPipelineHookRefuses runs on the fake backend (no root), with
 // relative paths only. A hook that refuses stops the command before
-// the guest sees it, the ledger says which hook and why, and the budget's
-// unit goes back; a hook's annotation lands in the command's entry; a
-// hook's conflict keeps its 409.
+// the guest sees it and the ledger says which hook and why; a hook's
+// annotation lands in the command's entry; a hook's conflict keeps its
+// 409. (That a refused command's budget unit goes back is
+// hostd/budgets.TestBudgetUnitBackWhenHookRefuses.)
 func TestPipelineHookRefuses(t *testing.T) {
 	m := fakeManager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -245,8 +247,7 @@ func TestPipelineHookRefuses(t *testing.T) {
 		c.Annotate("point", 7)
 		return nil
 	})
-	two := int64(2)
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600, Budget: &Budget{MaxExecs: &two}})
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func TestPipelineHookRefuses(t *testing.T) {
 	if d["hook"] != "rewind" || d["command"] != "touch marker # refuse-me" || !strings.Contains(d["reason"].(string), "no point") {
 		t.Errorf("exec.refused: %v", d)
 	}
-	// The guest never ran it, and its unit went back: two execs still go.
+	// The guest never ran it.
 	r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e marker; echo $?"})
 	if err != nil || r.Stdout != "1\n" {
 		t.Fatalf("the refused command ran: %+v %v", r, err)
@@ -267,12 +268,6 @@ func TestPipelineHookRefuses(t *testing.T) {
 	e := lastEntry(t, m, s.ID, "exec")
 	if n, _ := e["hooks"].(map[string]any); n == nil || n["point"] != float64(7) {
 		t.Errorf("exec entry without the hook's note: %v", e)
-	}
-	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
-		t.Errorf("the second exec of two: %v (the refused one kept its unit?)", err)
-	}
-	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); !errors.As(err, new(*BudgetError)) {
-		t.Errorf("a third exec of two: %v, want the budget's refusal", err)
 	}
 
 	// A hook's own kind of error is kept.
@@ -316,8 +311,9 @@ var errorsJoinConflict = errors.Join(errors.New("a restore is being taken"), Err
 // process policy as a session's exec (the operator's modules: a sandbox
 // has no rules of its own), refused with the same error and ledgered as
 // exec.refused; a command the policy would hold is refused, since the
-// sandbox API has no approvals; and it counts in, and is limited by, the
-// record's exec budget.
+// sandbox API has no approvals; it counts in the record's usage; and it
+// walks the admit step: with a budget on the record and no budgets
+// service it is refused (503 budgets_unavailable), and nothing runs.
 func TestSandboxProcessJudged(t *testing.T) {
 	m := policyManager(t, map[string]string{"guard.rego": `package paddock.ext.guard.process
 
@@ -359,26 +355,31 @@ ask contains "deploys need a second pair of eyes" if startswith(input.command, "
 		t.Errorf("approval rows for a sandbox: %v %v", rows, err)
 	}
 
-	// The budget: the record's max_execs limits the sandbox's processes
-	// (each process so far counted one; the refused ones none).
+	// The usage: each process so far counted one, the refused ones none.
 	before := m.usage(ctx, sb.ID).Execs
 	if before != 1 {
 		t.Errorf("execs counted before the budget: %d, want 1 (the refused ones are not counted)", before)
 	}
-	limit := before + 1
+	// The admit step: a budget on the record, and this Manager has no
+	// budgets service, so the process is refused before it runs.
+	limit := before + 5
 	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = &Budget{MaxExecs: &limit}; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
+	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "touch unchecked"})
+	if !errors.Is(err, errdefs.ErrUnavailable) || errdefs.Code(err) != errdefs.CodeBudgetsUnavailable {
+		t.Errorf("a process of a budgeted sandbox without a budgets service: %v, want 503 %s", err, errdefs.CodeBudgetsUnavailable)
+	}
+	if after := m.usage(ctx, sb.ID).Execs; after != before {
+		t.Errorf("execs counted %d, want %d", after, before)
+	}
+	// Without the budget, the sandbox runs again (unlimited, nothing
+	// asked), and the refused process had left nothing behind.
+	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = nil; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"})
-	var be *BudgetError
-	if !errors.As(err, &be) || be.Budget != "max_execs" {
-		t.Errorf("a process past max_execs: %v, want the budget's refusal", err)
-	}
-	if after := m.usage(ctx, sb.ID).Execs; after != limit {
-		t.Errorf("execs counted %d, want %d", after, limit)
+	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e unchecked; echo $?"}); err != nil || r.Stdout != "1\n" {
+		t.Errorf("the refused process ran: %+v %v", r, err)
 	}
 }
 

@@ -387,12 +387,12 @@ func (m *Manager) SandboxProcess(ctx context.Context, tenant, id string, req Pro
 		judgeWithoutApprovals(commandCheck{kind: policy.KindExec, command: req.Command,
 			params: map[string]any{"timeout_seconds": req.TimeoutSeconds}}),
 		gateCommand(false),
-		admitStep(startExec, req.TimeoutSeconds),
+		admitStep(StartExec, req.TimeoutSeconds),
 		runHooks("exec"),
 		step(StepRun, func(ctx context.Context) error {
 			started = m.now()
 			var err error
-			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: cwd, Env: env, TimeoutSeconds: p.adm.timeout, MaxOutputBytes: p.adm.outputCap}})
+			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: cwd, Env: env, TimeoutSeconds: p.adm.Timeout, MaxOutputBytes: p.adm.OutputCap}})
 			if err != nil && refusedBeforeStart(err) {
 				return guestErr(err)
 			}
@@ -401,7 +401,7 @@ func (m *Manager) SandboxProcess(ctx context.Context, tenant, id string, req Pro
 				lostMS, lostErr, p.err = m.now().Sub(started).Milliseconds(), clipText(err.Error(), 300), guestErr(err)
 				return p.err
 			}
-			out = &ProcessResult{Result: "exec", ExecResult: *execResult(res, p.adm.outputCap)}
+			out = &ProcessResult{Result: "exec", ExecResult: *execResult(res, p.adm.OutputCap)}
 			return nil
 		}),
 		step(StepRecord, func(ctx context.Context) error {
@@ -416,7 +416,7 @@ func (m *Manager) SandboxProcess(ctx context.Context, tenant, id string, req Pro
 				return nil
 			}
 			entry := map[string]any{"command": req.Command, "cwd": cwd, "env": names, "exit_code": res.ExitCode, "duration_ms": res.DurationMillis, "timed_out": res.TimedOut, "policy": p.cmd.Rule}
-			if p.adm.outputCap > 0 || p.adm.capped {
+			if p.adm.OutputCap > 0 || p.adm.Capped {
 				for k, v := range execLedger(req.Command, &out.ExecResult, p.adm) {
 					if _, ok := entry[k]; !ok {
 						entry[k] = v
@@ -430,11 +430,11 @@ func (m *Manager) SandboxProcess(ctx context.Context, tenant, id string, req Pro
 			ms := lostMS
 			if p.err == nil {
 				ms = res.DurationMillis
-				if res.TimedOut && p.adm.capped {
-					ms = max(ms, int64(p.adm.timeout)*1000)
+				if res.TimedOut && p.adm.Capped {
+					ms = max(ms, int64(p.adm.Timeout)*1000)
 				}
 			}
-			m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: ms})
+			m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: ms})
 			return nil
 		}),
 	)

@@ -105,6 +105,8 @@ type Manager struct {
 	// rules are refused); appr is the approvals service (judge.go).
 	policy Decider
 	appr   approvalsSlot
+	// budgets is the budgets service (budget.go).
+	budgets budgetsSlot
 	// cmds are the command hooks every command passes (pipeline.go).
 	cmds commandHooks
 
@@ -115,9 +117,6 @@ type Manager struct {
 	expiry    map[string]*time.Timer        // sandbox id → its removal at expiry (removeAtExpiry)
 	egressLog egressLogSlot                 // where egress decisions go (egress.go)
 	life      lifecycleState                // execs in flight, markers, test hooks (gate.go)
-
-	// compute is the sessions whose CPU time is watched (compute.go).
-	compute computeWatch
 
 	// admission settings, and what live machines and checkpoints hold
 	// (admission.go); under mu.
@@ -608,13 +607,13 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 		// In flight from here, so a restore or fork refuses; the budget
 		// takes this exec's unit and caps its timeout and output.
 		gateCommand(req.ApprovalWaitSeconds > 0),
-		admitStep(startExec, req.TimeoutSeconds),
+		admitStep(StartExec, req.TimeoutSeconds),
 		spendApproval(),
 		runHooks("exec"),
 		step(StepRun, func(ctx context.Context) error {
 			started = m.now()
 			var err error
-			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path, TimeoutSeconds: p.adm.timeout, MaxOutputBytes: p.adm.outputCap, Confine: p.cmd.Confine}})
+			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path, TimeoutSeconds: p.adm.Timeout, MaxOutputBytes: p.adm.OutputCap, Confine: p.cmd.Confine}})
 			if err != nil && refusedBeforeStart(err) {
 				return guestErr(err)
 			}
@@ -626,7 +625,7 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 				lostMS, lostErr, p.err = m.now().Sub(started).Milliseconds(), clipText(err.Error(), 300), guestErr(err)
 				return p.err
 			}
-			out = execResult(res, p.adm.outputCap)
+			out = execResult(res, p.adm.OutputCap)
 			return nil
 		}),
 		step(StepRecord, func(ctx context.Context) error {
@@ -641,16 +640,16 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 		}),
 		step(StepUsage, func(context.Context) error {
 			if p.err != nil {
-				m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: lostMS})
+				m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: lostMS})
 				return nil
 			}
 			ms := res.DurationMillis
-			if res.TimedOut && p.adm.capped {
+			if res.TimedOut && p.adm.Capped {
 				// Killed at the timeout the budget cut it to: it spent all
 				// of that (the agent's own clock may read a hair less).
-				ms = max(ms, int64(p.adm.timeout)*1000)
+				ms = max(ms, int64(p.adm.Timeout)*1000)
 			}
-			m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: ms})
+			m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: ms})
 			return nil
 		}),
 	)
@@ -860,7 +859,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 
 // RunSweeper runs Sweep on the schedule above until ctx ends.
 func (m *Manager) RunSweeper(ctx context.Context) {
-	m.watchBudgetedSessions(ctx)
+	m.tellBudgetsRunning(ctx)
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
 	for {

@@ -50,6 +50,16 @@ func NewStep(name string, fn func(ctx context.Context, p Pipe) error) PipeStep {
 // the session and its machine's guest client (404, 409).
 func LoadRunningStep() PipeStep { return loadRunning() }
 
+// AdmitStep is the admit step of a command or job (what) with timeout:
+// the session's budget, through the budgets service (see Budgets). What
+// it took goes back if the walk stops before the command starts; the
+// later steps read the answer with Pipe.Admission.
+func AdmitStep(what Start, timeout int) PipeStep { return admitStep(what, timeout) }
+
+// Admission is what the admit step allowed (nil before it, or for a walk
+// without one).
+func (x Pipe) Admission() *Admission { return x.p.adm }
+
 // HooksStep is the hooks step: every command hook; a refusal is ledgered
 // as <ledgerKind>.refused.
 func HooksStep(ledgerKind string) PipeStep { return runHooks(ledgerKind) }
