@@ -19,6 +19,10 @@ const (
 	// 409, conflict: the backend's disk cannot hold the sandbox on top of
 	// what is promised already.
 	CodeDiskExhausted = "disk_exhausted"
+	// 409, conflict: a request with an Idempotency-Key whose first
+	// request still runs after the retry waited for it; retry later for
+	// its answer.
+	CodeIdempotencyInFlight = "idempotency_in_flight"
 	// 403, forbidden: the tenant's live sessions and sandboxes would pass
 	// one of its limits.
 	CodeTenantDiskLimit   = "tenant_disk_limit"
@@ -73,6 +77,7 @@ func FinerCodes() map[string]error {
 		CodeGrantNeedsAdminOrTenant: ErrForbidden,
 		CodeComputeBudgetUnmetered:  ErrConflict,
 		CodeDiskExhausted:           ErrConflict,
+		CodeIdempotencyInFlight:     ErrConflict,
 		CodeTenantDiskLimit:         ErrForbidden,
 		CodeTenantMemoryLimit:       ErrForbidden,
 		CodeTenantCPUsLimit:         ErrForbidden,

@@ -37,6 +37,8 @@ type Server struct {
 	jobStreams   streamCount
 	eventStreams streamCount
 
+	idem idemFlights // Idempotency-Key requests running (idempotency.go)
+
 	sessions *session.Manager
 	svc      Services // the core's siblings (services.go)
 	policy   atomic.Pointer[policyStatuser]

@@ -7,29 +7,25 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"paddock.dev/paddock/hostd/budgets"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/fake"
-	"paddock.dev/paddock/hypervisor/procbox"
-	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
 
-// rig is a Manager with the sandboxes and budgets services on it, its
-// store and ledger, and the skew the test adds to the Manager's clock.
+// rig is a Manager (from hostd/session/sessiontest) with the sandboxes
+// and budgets services on it, as hostd/daemon wires them, its store and
+// ledger, and the clock the test moves.
 type rig struct {
-	s    *Service
-	m    *session.Manager
-	st   *store.Store
-	led  *ledger.Ledger
-	skew *atomic.Int64
+	s     *Service
+	m     *session.Manager
+	st    *store.Store
+	led   *ledger.Ledger
+	clock *sessiontest.Clock
 }
 
 // engine is a policy engine with the operator modules mods (file name →
@@ -53,37 +49,24 @@ func engine(t *testing.T, mods map[string]string) *policy.Engine {
 	return eng
 }
 
-func newRig(t *testing.T, state string, b hypervisor.Backend, image string, eng *policy.Engine) *rig {
+func newRig(t *testing.T, eng *policy.Engine, opts ...sessiontest.Option) *rig {
 	t.Helper()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	r := &rig{st: st, led: ledger.New(st), skew: new(atomic.Int64)}
-	cfg := session.Config{Store: st, Ledger: r.led, Backend: b, DefaultImage: image,
-		Now: func() time.Time { return time.Now().Add(time.Duration(r.skew.Load())) }}
+	r := &rig{clock: &sessiontest.Clock{}}
+	opts = append(opts, sessiontest.Now(r.clock.Now))
 	if eng != nil {
-		cfg.Policy = eng
+		opts = append(opts, sessiontest.Policy(eng))
 	}
-	r.m = session.New(cfg)
-	r.m.SetBudgets(budgets.New(r.m)) // as hostd/daemon does
+	r.m = sessiontest.New(t, opts...)
+	r.st, r.led = r.m.Store(), sessiontest.Ledger(r.m)
+	r.m.SetBudgets(budgets.New(r.m))
 	r.s = New(r.m)
-	t.Cleanup(func() { r.m.Shutdown(context.Background()) })
 	return r
 }
 
 // procboxRig runs real procbox sandboxes (root).
 func procboxRig(t *testing.T, eng *policy.Engine) *rig {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return newRig(t, state, b, testutil.MiniImageName, eng)
+	return newRig(t, eng, sessiontest.Procbox())
 }
 
 // fakeRig runs on the fake backend (hypervisor/fake: the real guest agent
@@ -92,27 +75,7 @@ func procboxRig(t *testing.T, eng *policy.Engine) *rig {
 // the files routes are confined to the machine's own directory.
 func fakeRig(t *testing.T, eng *policy.Engine) *rig {
 	t.Helper()
-	state := t.TempDir()
-	b := fake.New(filepath.Join(state, "fake"))
-	t.Cleanup(func() { b.Close() })
-	if eng == nil {
-		eng = engine(t, nil)
-	}
-	return newRig(t, state, b, "any", eng)
-}
-
-// ledgerKinds is the kinds of record id's ledger, in order, joined by ",".
-func ledgerKinds(t *testing.T, led *ledger.Ledger, id string) string {
-	t.Helper()
-	es, err := led.List(context.Background(), id, 0, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ks []string
-	for _, e := range es {
-		ks = append(ks, e.Kind)
-	}
-	return strings.Join(ks, ",")
+	return newRig(t, eng)
 }
 
 // entries is the data of the entries of kind in record id's ledger.

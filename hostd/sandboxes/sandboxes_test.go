@@ -19,6 +19,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
@@ -62,7 +63,7 @@ func TestSweepRemovesExpiredSandboxes(t *testing.T) {
 	if n := m.Sweep(ctx); n != 0 {
 		t.Errorf("a sweep before any TTL ran out: %d", n)
 	}
-	r.skew.Store(int64(601 * time.Second))
+	r.clock.Set(601 * time.Second)
 	if n := m.Sweep(ctx); n != 3 {
 		t.Errorf("sweep: %d, want 3 (two sandboxes removed, one session expired)", n)
 	}
@@ -82,10 +83,10 @@ func TestSweepRemovesExpiredSandboxes(t *testing.T) {
 	if err := mc.Wait(wctx); err != nil {
 		t.Errorf("the sandbox's machine still runs: %v", err)
 	}
-	if ks := ledgerKinds(t, r.led, sb.ID); ks != "session.create,sandbox.expire,session.delete" {
+	if ks := sessiontest.LedgerKinds(t, r.led, sb.ID); ks != "session.create,sandbox.expire,session.delete" {
 		t.Errorf("ledger of the swept sandbox: %s", ks)
 	}
-	if ks := ledgerKinds(t, r.led, stuck.ID); ks != "session.create,session.delete" {
+	if ks := sessiontest.LedgerKinds(t, r.led, stuck.ID); ks != "session.create,session.delete" {
 		t.Errorf("ledger of the stuck sandbox: %s", ks)
 	}
 	if got, err := r.s.Get(ctx, "", young.ID); err != nil || got.Status != session.StateRunning {

@@ -3,11 +3,8 @@ package session_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
@@ -133,37 +131,13 @@ func TestReattach(t *testing.T) {
 // makes its session lost (with the reason, ledgered) within moments,
 // rather than a session that looks running.
 func TestSandboxDeathIsNoticed(t *testing.T) {
-	testutil.RequiresRoot(t)
 	ctx := context.Background()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.MiniImageName})
-	defer m.Shutdown(ctx)
+	m := sessiontest.New(t, sessiontest.Procbox(), sessiontest.Policy(nil))
 	s, err := m.Create(ctx, "", session.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + s.SandboxID + "/cgroup.procs")
-	if len(procs) == 0 {
-		procs, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + s.SandboxID + "/cgroup.procs")
-	}
-	if len(procs) == 0 {
-		t.Fatal("no cgroup for the sandbox")
-	}
-	raw, _ := os.ReadFile(procs[0])
-	for _, f := range strings.Fields(string(raw)) {
-		pid, _ := strconv.Atoi(f)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	testutil.KillSandbox(t, s.SandboxID)
 	var got *session.Session
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if got, err = m.Get(ctx, "", s.ID); err == nil && got.State == session.StateLost {

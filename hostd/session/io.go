@@ -250,6 +250,24 @@ func (m *Manager) StartExecStream(ctx context.Context, tenant, id string, req Ex
 		ApprovalID: req.ApprovalID, ApprovalWaitSeconds: req.ApprovalWaitSeconds}, true)
 }
 
+// validateJob is the validate step of a job start (and of the wait for
+// its approval, AwaitApproval).
+func validateJob(p *pipe, req JobStart) pipeStep {
+	return step(StepValidate, func(context.Context) error {
+		p.cmd.Text = req.Command
+		if strings.TrimSpace(req.Command) == "" {
+			return bad("command is empty")
+		}
+		if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
+			return bad("command must be at most %d bytes without NUL", MaxCommandBytes)
+		}
+		if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
+			return bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
+		}
+		return checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds)
+	})
+}
+
 func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart, streamed bool) (*Job, error) {
 	kind, what := CommandJob, StartJob
 	if streamed {
@@ -263,19 +281,7 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 		lostErr string
 	)
 	err := p.walk(ctx,
-		step(StepValidate, func(context.Context) error {
-			p.cmd.Text = req.Command
-			if strings.TrimSpace(req.Command) == "" {
-				return bad("command is empty")
-			}
-			if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
-				return bad("command must be at most %d bytes without NUL", MaxCommandBytes)
-			}
-			if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
-				return bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
-			}
-			return checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds)
-		}),
+		validateJob(p, req),
 		loadRunning(),
 		judgeCommand(jobCheck(req)),
 		// In flight from here (a restore or fork refuses), and one job

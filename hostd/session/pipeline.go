@@ -11,6 +11,7 @@ package session
 //	gate      the session's work slot: a restore or fork waits (409)
 //	admit     the budget: limits checked, the unit taken, caps set (403)
 //	spend     an approved request, bound to the session as it is now
+//	          (given back if the walk stops before the command starts)
 //	hooks     the command hooks (AddCommandHook): they may refuse or annotate
 //	run       the guest does the work
 //	record    the ledger entry
@@ -357,10 +358,22 @@ func admitStep(what Start, timeout int) pipeStep {
 }
 
 // spendApproval is the spend step: the verdict's approval, if any, spent
-// for the command as bound to the session now.
+// for the command as bound to the session now. Spending before the hooks
+// and the run makes the approval this walk's alone (a second call with
+// it is refused, 403) before anything acts on it; if the walk then stops
+// before the command starts (a hook refuses, the guest refuses to start
+// it), the undo gives the approval back, so it is not used up for
+// nothing.
 func spendApproval() pipeStep {
 	return pipeStep{StepSpend, func(ctx context.Context, p *pipe) error {
-		return p.m.spendFor(ctx, p.s, p.v)
+		if err := p.m.spendFor(ctx, p.s, p.v); err != nil {
+			return err
+		}
+		if p.v != nil && p.v.approval != "" {
+			s, v := p.s, p.v
+			p.undo = append(p.undo, func() { p.m.giveBack(context.WithoutCancel(ctx), s, v) })
+		}
+		return nil
 	}}
 }
 

@@ -38,6 +38,13 @@ const (
 	// SandboxWriteBody bounds POST /v1/sandboxes/{id}/fs/write: the
 	// largest file as base64, plus room for the JSON around it.
 	SandboxWriteBody = (SandboxFileBytes/3+1)*4 + 64<<10
+
+	// PreviewBody bounds one request body sent through a preview URL
+	// (hostd/previews' proxy). Previews are not rows of the table (they
+	// are served under /preview/ and the preview host, not the API), but
+	// their limit lives here beside the API's so the gateway takes it from
+	// the same place, with the same room (EdgeLimit).
+	PreviewBody = 64 << 20
 )
 
 // Route is one row of the table.
