@@ -57,7 +57,8 @@ NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolatio
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
 	./errdefs ./client ./cmd/paddock:TestExitCode \
 	'./internal/testutil:^TestRequiresRootInTheNonrootRun$$' \
-	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineHookSeesSessionTenant|TestPipelineWalk|TestJudgeWithoutApprovals|TestBudgetsSeam|TestAwaitApprovalWalksTheJudgeStep)$$' ./hostd/grants ./hostd/approvals ./hostd/budgets ./hostd/session/sessiontest \
+	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineHookSeesSessionTenant|TestPipelineWalk|TestJudgeWithoutApprovals|TestBudgetsSeam|TestAwaitApprovalWalksTheJudgeStep|TestSweepHandsSandboxesToHooks)$$' ./hostd/grants ./hostd/approvals ./hostd/budgets ./hostd/session/sessiontest \
+	'./hostd/sandboxes:^(TestSandboxPipelineSteps|TestSandboxHookRefuses|TestSandboxProcessJudgedOnEnv|TestSandboxProcessNeedsBudgets|TestCheckPath)$$' \
 	'./hostd/previews:^(TestPreviewConnTable|TestRewriteDevTools|TestPreviewLocation|TestPreviewHostToken|FuzzRewriteDevTools)$$' \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'
 # The route table, its binding, the handlers' fail-closed identity and the gateway's use of the table.

@@ -20,6 +20,7 @@ import (
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/tokens"
 )
@@ -254,7 +255,7 @@ func TestTenantIsolation(t *testing.T) {
 		t.Errorf("acme exec: %+v %v", r, err)
 	}
 	// Sandboxes are the tenant's too.
-	sbx, err := acme.CreateSandbox(ctx, session.SandboxRequest{TTLSeconds: 600})
+	sbx, err := acme.CreateSandbox(ctx, sandboxes.SandboxRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}

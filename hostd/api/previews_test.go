@@ -24,6 +24,7 @@ import (
 	"github.com/coder/websocket"
 
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/internal/testutil"
@@ -681,7 +682,7 @@ func TestPreviewLimits(t *testing.T) {
 	}
 
 	// Not a running session: deleted (409), a sandbox's id (404).
-	sb, err := d.c.CreateSandbox(ctx, session.SandboxRequest{})
+	sb, err := d.c.CreateSandbox(ctx, sandboxes.SandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"paddock.dev/paddock/errdefs"
@@ -423,7 +424,7 @@ func judgeWithoutApprovals(c commandCheck) pipeStep {
 				why = d.Reason + "; " + why
 			}
 			d.Reason = why
-			p.m.ledgerAppend(ctx, p.s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
+			p.m.ledgerAppend(ctx, p.s.ID, c.kind+".refused", refusedEntry(c, d))
 			return &ProcessRefused{Decision: d}
 		}
 		p.v, p.cmd.Rule = &verdict{decision: d, check: c}, d.Rule
@@ -446,7 +447,7 @@ func (m *Manager) decide(ctx context.Context, s *Session, c commandCheck) (polic
 	if s.Policy.Process != nil {
 		rules = *s.Policy.Process
 	}
-	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules})
+	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules, Env: c.env, Cwd: c.cwd})
 	if err != nil {
 		return d, fmt.Errorf("process policy: %w", err)
 	}
@@ -454,10 +455,24 @@ func (m *Manager) decide(ctx context.Context, s *Session, c commandCheck) (polic
 	case policy.Allow, policy.Ask:
 		return d, nil
 	case policy.Deny:
-		m.ledgerAppend(ctx, s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
+		m.ledgerAppend(ctx, s.ID, c.kind+".refused", refusedEntry(c, d))
 		return d, &ProcessRefused{Decision: d}
 	}
 	return d, fmt.Errorf("process policy: unknown result %q", d.Result)
+}
+
+// refusedEntry is the ledger entry of a command the policy refused: what
+// it judged, and, for a sandbox's process, the directory and the names
+// (never the values) of the variables it was given.
+func refusedEntry(c commandCheck, d policy.ProcessDecision) map[string]any {
+	e := map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason}
+	if len(c.env) > 0 {
+		e["env"] = slices.Sorted(maps.Keys(c.env))
+	}
+	if c.cwd != "" {
+		e["cwd"] = c.cwd
+	}
+	return e
 }
 
 // newGitPipe starts git verb on session id; the target is filled by the

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor/fake"
@@ -122,10 +121,11 @@ func lastEntry(t *testing.T, m *Manager, id, kind string) map[string]any {
 }
 
 // TestPipelineSteps: every entry of the core (exec, exec/stream, job, a
-// git verb, a sandbox's process, a file write, delete and upload) walks
-// the pipeline's named steps in order, and the command hooks see each of
-// them with its kind. (A terminal's walk is hostd/terminals'
-// TestTerminalPipelineSteps.) It runs on procbox, not on the fake backend: the
+// git verb, a file write, delete and upload) walks the pipeline's named
+// steps in order, and the command hooks see each of them with its kind.
+// (A terminal's walk is hostd/terminals' TestTerminalPipelineSteps, a
+// sandbox's process and fs/write hostd/sandboxes'
+// TestSandboxPipelineSteps.) It runs on procbox, not on the fake backend: the
 // fake runs commands on the host, where the git verbs would run git in
 // the host's /workspace.
 func TestPipelineSteps(t *testing.T) {
@@ -145,10 +145,6 @@ func TestPipelineSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const full = "validate load judge gate admit spend hooks run record usage"
 	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
 		t.Fatal(err)
@@ -165,9 +161,6 @@ func TestPipelineSteps(t *testing.T) {
 	gitStatus := tr.take(CommandGit)
 	m.GitCommit(ctx, "", s.ID, GitRequest{Message: "m"})
 	gitCommit := tr.take(CommandGit)
-	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/f", ContentBase64: "aGk="}); err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +191,6 @@ func TestPipelineSteps(t *testing.T) {
 		{"job", tr.take(CommandJob), full},
 		{"git status", gitStatus, "load hooks run record"},
 		{"git commit", gitCommit, "validate load gate admit hooks run record usage"},
-		{"process", tr.take(CommandProcess), "validate load judge gate admit hooks run record usage"},
 		{"file write", fileWrite, "validate load gate admit hooks run record"},
 		{"file delete", fileDelete, "load gate hooks run record"},
 		{"upload complete", upload, "load gate admit hooks run record"},
@@ -208,7 +200,7 @@ func TestPipelineSteps(t *testing.T) {
 			t.Errorf("%s walked %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	want := []string{"exec:true", "exec/stream:true", "job:true", "git:git status", "git:git commit", "process:true",
+	want := []string{"exec:true", "exec/stream:true", "job:true", "git:git status", "git:git commit",
 		"file:/workspace/f", "file:/workspace/f", "file:/workspace/u"}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("the hook saw (-want +got):\n%s", diff)
@@ -218,12 +210,8 @@ func TestPipelineSteps(t *testing.T) {
 	// validate, a session that is not there at load.
 	m.Exec(ctx, "", s.ID, ExecRequest{Command: " "})
 	m.Exec(ctx, "", "ses-0000000000000000", ExecRequest{Command: "true"})
-	m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true", TimeoutSeconds: -1})
 	if got := tr.take(CommandExec); got != "validate validate load" {
 		t.Errorf("refused execs walked %q, want %q", got, "validate validate load")
-	}
-	if got := tr.take(CommandProcess); got != "validate" {
-		t.Errorf("a refused process walked %q, want validate only", got)
 	}
 }
 
@@ -271,20 +259,15 @@ func TestPipelineHookRefuses(t *testing.T) {
 	}
 
 	// A hook's own kind of error is kept.
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "echo conflict > x"})
+	_, err = m.Exec(ctx, "", s.ID, ExecRequest{Command: "echo conflict > x"})
 	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrForbidden) {
 		t.Errorf("a hook's conflict: %v, want ErrConflict only", err)
 	}
-	if e := lastEntry(t, m, sb.ID, "exec.refused"); e["hook"] != "rewind" {
-		t.Errorf("sandbox exec.refused: %v", e)
+	if e := lastEntry(t, m, s.ID, "exec.refused"); e["hook"] != "rewind" || e["command"] != "echo conflict > x" {
+		t.Errorf("exec.refused of the conflict: %v", e)
 	}
-	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e x; echo $?"})
-	if err != nil || r2.Stdout != "1\n" {
-		t.Errorf("the refused process ran: %+v %v", r2, err)
+	if r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e x; echo $?"}); err != nil || r.Stdout != "1\n" {
+		t.Errorf("the refused command ran: %+v %v", r, err)
 	}
 	// A file write refused by the hook never reaches the guest.
 	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/refuse-me", ContentBase64: "aGk="}); !errors.As(err, &hr) {
@@ -306,82 +289,6 @@ func TestPipelineHookRefuses(t *testing.T) {
 }
 
 var errorsJoinConflict = errors.Join(errors.New("a restore is being taken"), ErrConflict)
-
-// TestSandboxProcessJudged: a sandbox's process is judged by the same
-// process policy as a session's exec (the operator's modules: a sandbox
-// has no rules of its own), refused with the same error and ledgered as
-// exec.refused; a command the policy would hold is refused, since the
-// sandbox API has no approvals; it counts in the record's usage; and it
-// walks the admit step: with a budget on the record and no budgets
-// service it is refused (503 budgets_unavailable), and nothing runs.
-func TestSandboxProcessJudged(t *testing.T) {
-	m := policyManager(t, map[string]string{"guard.rego": `package paddock.ext.guard.process
-
-deny contains "no rm -rf here" if contains(input.command, "rm -rf")
-
-ask contains "deploys need a second pair of eyes" if startswith(input.command, "deploy")
-`})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const bad = "touch /tmp/keep; rm -rf /tmp/keep"
-	_, execErr := m.Exec(ctx, "", s.ID, ExecRequest{Command: bad})
-	_, procErr := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: bad})
-	var a, b *ProcessRefused
-	if !errors.As(execErr, &a) || !errors.As(procErr, &b) {
-		t.Fatalf("exec: %v; process: %v; want both refused by the policy", execErr, procErr)
-	}
-	if diff := cmp.Diff(a.Decision, b.Decision); diff != "" || execErr.Error() != procErr.Error() {
-		t.Errorf("the decisions differ (-exec +process):\n%s\n%v\n%v", diff, execErr, procErr)
-	}
-	if d := lastEntry(t, m, sb.ID, "exec.refused"); d["rule"] != a.Decision.Rule || d["command"] != bad {
-		t.Errorf("sandbox exec.refused: %v", d)
-	}
-	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/keep; echo $?"}); err != nil || r.Stdout != "1\n" {
-		t.Errorf("the refused command ran: %+v %v", r, err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "deploy prod"})
-	if !errors.As(err, &b) || b.Decision.Result != policy.Deny || !strings.Contains(err.Error(), "no approvals") {
-		t.Errorf("a command the policy holds: %v, want a refusal saying the sandbox API has no approvals", err)
-	}
-	if rows, err := m.st.ListApprovals(ctx, sb.ID); err != nil || len(rows) != 0 {
-		t.Errorf("approval rows for a sandbox: %v %v", rows, err)
-	}
-
-	// The usage: each process so far counted one, the refused ones none.
-	before := m.usage(ctx, sb.ID).Execs
-	if before != 1 {
-		t.Errorf("execs counted before the budget: %d, want 1 (the refused ones are not counted)", before)
-	}
-	// The admit step: a budget on the record, and this Manager has no
-	// budgets service, so the process is refused before it runs.
-	limit := before + 5
-	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = &Budget{MaxExecs: &limit}; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "touch unchecked"})
-	if !errors.Is(err, errdefs.ErrUnavailable) || errdefs.Code(err) != errdefs.CodeBudgetsUnavailable {
-		t.Errorf("a process of a budgeted sandbox without a budgets service: %v, want 503 %s", err, errdefs.CodeBudgetsUnavailable)
-	}
-	if after := m.usage(ctx, sb.ID).Execs; after != before {
-		t.Errorf("execs counted %d, want %d", after, before)
-	}
-	// Without the budget, the sandbox runs again (unlimited, nothing
-	// asked), and the refused process had left nothing behind.
-	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = nil; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e unchecked; echo $?"}); err != nil || r.Stdout != "1\n" {
-		t.Errorf("the refused process ran: %+v %v", r, err)
-	}
-}
 
 // TestPipelineWalk holds the walk's rules without a sandbox: a step that fails
 // stops the walk and what earlier steps took is given back; once run has
