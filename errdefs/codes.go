@@ -19,6 +19,10 @@ const (
 	// 409, conflict: the backend's disk cannot hold the sandbox on top of
 	// what is promised already.
 	CodeDiskExhausted = "disk_exhausted"
+	// 409, conflict: a request with an Idempotency-Key whose first
+	// request still runs after the retry waited for it; retry later for
+	// its answer.
+	CodeIdempotencyInFlight = "idempotency_in_flight"
 	// 403, forbidden: the tenant's live sessions and sandboxes would pass
 	// one of its limits.
 	CodeTenantDiskLimit   = "tenant_disk_limit"
@@ -34,6 +38,10 @@ const (
 	// 403, forbidden: a budget limit is reached (the body carries the
 	// budget, its limit and what was used).
 	CodeBudgetExceeded = "budget_exceeded"
+	// 503, unavailable: the session has a budget, and the daemon has no
+	// budgets service to hold its commands and writes to it (a daemon
+	// wired without hostd/budgets).
+	CodeBudgetsUnavailable = "budgets_unavailable"
 
 	// 429, too_many_requests: a stream cap is reached (the body carries
 	// the cap's value).
@@ -69,6 +77,7 @@ func FinerCodes() map[string]error {
 		CodeGrantNeedsAdminOrTenant: ErrForbidden,
 		CodeComputeBudgetUnmetered:  ErrConflict,
 		CodeDiskExhausted:           ErrConflict,
+		CodeIdempotencyInFlight:     ErrConflict,
 		CodeTenantDiskLimit:         ErrForbidden,
 		CodeTenantMemoryLimit:       ErrForbidden,
 		CodeTenantCPUsLimit:         ErrForbidden,
@@ -76,6 +85,7 @@ func FinerCodes() map[string]error {
 		CodeCPUsAboveHost:           ErrInvalidArgument,
 		CodePolicyRefused:           ErrForbidden,
 		CodeBudgetExceeded:          ErrForbidden,
+		CodeBudgetsUnavailable:      ErrUnavailable,
 		CodeJobStreamsDaemon:        ErrTooManyRequests,
 		CodeJobStreamsTenant:        ErrTooManyRequests,
 		CodeJobStreamsSession:       ErrTooManyRequests,

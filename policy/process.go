@@ -38,6 +38,9 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 	if n := countSeparators(in.Command); n > MaxCommandSeparators {
 		return ProcessDecision{Result: Deny, Rule: RuleLimit, Reason: fmt.Sprintf("the command has %d separators (; & | and line breaks), more than the %d a policy judges; put it in a script file and run that", n, MaxCommandSeparators)}, nil
 	}
+	if n := envBytes(in); n > MaxEnvBytes {
+		return ProcessDecision{Result: Deny, Rule: RuleLimit, Reason: fmt.Sprintf("the command's environment and directory are %d bytes, more than the %d a policy judges; pass large values in a file instead", n, MaxEnvBytes)}, nil
+	}
 	l := e.cur.Load()
 	cr, err := l.compiledRules(ctx, in.Rules)
 	if errors.Is(err, ErrInvalidRules) {
@@ -74,6 +77,16 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 	return out, nil
 }
 
+// envBytes is the size of a command's environment (as NAME=value lines)
+// and directory.
+func envBytes(in ProcessInput) int {
+	n := len(in.Cwd)
+	for k, v := range in.Env {
+		n += len(k) + 1 + len(v) + 1
+	}
+	return n
+}
+
 func countSeparators(s string) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
@@ -95,6 +108,8 @@ var (
 	kAsk      = ast.StringTerm("ask")
 	kEnforce  = ast.StringTerm("enforce")
 	kCompiled = ast.StringTerm("compiled")
+	kEnv      = ast.StringTerm("env")
+	kCwd      = ast.StringTerm("cwd")
 )
 
 // processInput builds the module's input as an AST value directly, with
@@ -108,6 +123,16 @@ func processInput(in ProcessInput, cr compiledRules) ast.Value {
 	)
 	if cr.compiled != nil {
 		obj.Insert(kCompiled, cr.compiled)
+	}
+	if len(in.Env) > 0 {
+		env := ast.NewObject()
+		for k, v := range in.Env {
+			env.Insert(ast.StringTerm(k), ast.StringTerm(v))
+		}
+		obj.Insert(kEnv, ast.NewTerm(env))
+	}
+	if in.Cwd != "" {
+		obj.Insert(kCwd, ast.StringTerm(in.Cwd))
 	}
 	return obj
 }

@@ -683,7 +683,7 @@ func TestCLIServeRestart(t *testing.T) {
 	// 2. A crash (SIGKILL) leaves them too; one dies while no daemon runs.
 	srv.Process.Kill()
 	srv.Wait()
-	killSandbox(t, b)
+	testutil.KillSandbox(t, b)
 	srv = serve()
 	if r := get(a); r.State != "running" {
 		t.Errorf("after a crash: %+v", r)
@@ -731,22 +731,4 @@ func cgroupOf(id string) bool {
 	m, _ := filepath.Glob("/sys/fs/cgroup/*/paddock/" + id)
 	m2, _ := filepath.Glob("/sys/fs/cgroup/paddock/" + id)
 	return len(m)+len(m2) > 0
-}
-
-// killSandbox kills every process of sandbox id, as if it had crashed.
-func killSandbox(t *testing.T, id string) {
-	t.Helper()
-	files, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + id + "/cgroup.procs")
-	if len(files) == 0 {
-		files, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + id + "/cgroup.procs")
-	}
-	if len(files) == 0 {
-		t.Fatalf("no cgroup for sandbox %s", id)
-	}
-	raw, _ := os.ReadFile(files[0])
-	for _, f := range strings.Fields(string(raw)) {
-		var pid int
-		fmt.Sscan(f, &pid)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
 }

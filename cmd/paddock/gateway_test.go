@@ -28,6 +28,7 @@ import (
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -93,8 +94,8 @@ func TestCLIGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var minted session.SessionToken
-	if err := sdk.Call(ctx, "POST", s.ID, "/tokens", nil, session.TokenRequest{Ops: []string{"read"}}, &minted); err != nil {
+	var minted tokens.SessionToken
+	if err := sdk.Call(ctx, "POST", s.ID, "/tokens", nil, tokens.TokenRequest{Ops: []string{"read"}}, &minted); err != nil {
 		t.Fatal(err)
 	}
 
@@ -144,8 +145,8 @@ func TestCLIGateway(t *testing.T) {
 		}
 		// A revoked session token too (at the edge once its cached
 		// identity is gone, before that at hostd: both 401).
-		var other session.SessionToken
-		if err := sdk.Call(ctx, "POST", s.ID, "/tokens", nil, session.TokenRequest{Ops: []string{"read"}}, &other); err != nil {
+		var other tokens.SessionToken
+		if err := sdk.Call(ctx, "POST", s.ID, "/tokens", nil, tokens.TokenRequest{Ops: []string{"read"}}, &other); err != nil {
 			t.Fatal(err)
 		}
 		if resp, _ := gatewayCall(t, state, "GET", base+"/v1/whoami", other.Token, nil, nil); resp.StatusCode != 200 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 )
 
 // TestAttackTokenInQueryNotLogged sends tokens where the API never reads
@@ -43,8 +44,8 @@ func TestAttackTokenInQueryNotLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var minted session.SessionToken
-	if err := sdk.Call(ctx, "POST", s.ID, "/tokens", nil, session.TokenRequest{Ops: []string{"read"}}, &minted); err != nil {
+	var minted tokens.SessionToken
+	if err := sdk.Call(ctx, "POST", s.ID, "/tokens", nil, tokens.TokenRequest{Ops: []string{"read"}}, &minted); err != nil {
 		t.Fatal(err)
 	}
 	const (

@@ -22,6 +22,7 @@ import (
 	"paddock.dev/paddock/gateway"
 	"paddock.dev/paddock/hostd/daemon"
 	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/egresslog"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/image"
@@ -157,7 +158,7 @@ not fit is refused with a code and the numbers (docs/tenants.md).`,
 	c.Flags().StringVar(&img, "image", image.DefaultName, "default image for new sessions (the built-in one, mini, is built on first use)")
 	c.Flags().StringVar(&policyExtKey, "policy-ext-key", "", "a PEM public key (RSA, ECDSA P-256/P-384): --policy-ext must then be an OPA bundle signed with its private half (opa build --signing-key); a directory, an unsigned or altered bundle is refused")
 	c.Flags().StringVar(&policyExt, "policy-ext", "", "the operator's Rego modules (a directory of .rego files or an OPA bundle .tar.gz) that narrow the built-in policy; reloaded when they change")
-	c.Flags().DurationVar(&egressLogRetention, "egress-log-retention", session.DefaultEgressLogRetention, "how long the egress log keeps sandboxes' network decisions (from 1h to 87600h); older rows are pruned, the ledger's entries and summaries stay")
+	c.Flags().DurationVar(&egressLogRetention, "egress-log-retention", egresslog.DefaultRetention, "how long the egress log keeps sandboxes' network decisions (from 1h to 87600h); older rows are pruned, the ledger's entries and summaries stay")
 	c.Flags().StringVar(&tenantsFile, "tenants", os.Getenv("PADDOCK_TENANTS"), "tenants file (paddock tenant add), read again on SIGHUP; env PADDOCK_TENANTS")
 	c.Flags().StringVar(&g.storeSize, "store-size", "", "size of procbox's btrfs layer store image when it is made (e.g. 200GiB; default half the state dir's free space, 2 GiB to 1 TiB); an existing image keeps its size")
 	c.Flags().StringVar(&diskReserve, "disk-reserve", "", "disk each backend keeps for the daemon's own writes, never given to sandboxes: a percentage (5%) or a size (1GiB) (default 5%, at least 512 MiB, at most half)")
@@ -247,7 +248,7 @@ func serveConfig(c *cobra.Command, g *globals, o serveOpts) (daemon.Config, *gat
 	if g.diskReserve, err = hypervisor.ParseReserve(o.diskReserve); err != nil {
 		return daemon.Config{}, gwcfg, usageError{fmt.Errorf("--disk-reserve: %w", err)}
 	}
-	if err := session.CheckEgressLogRetention(o.egressLogRetention); err != nil {
+	if err := egresslog.CheckRetention(o.egressLogRetention); err != nil {
 		return daemon.Config{}, gwcfg, usageError{fmt.Errorf("--egress-log-retention: %w", err)}
 	}
 	cidrs, err := addr.ParseCIDRs(o.allowCIDRs)

@@ -20,7 +20,9 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 )
 
 func TestCellEscapes(t *testing.T) {
@@ -100,10 +102,10 @@ func TestEveryTableEscapes(t *testing.T) {
 		listing   api.Listing
 		job       session.Job
 		grant     grants.Grant
-		tok       session.SessionToken
+		tok       tokens.SessionToken
 		appr      approvals.Approval
 		prev      previews.Preview
-		sbx       session.Sandbox
+		sbx       sandboxes.Sandbox
 		who       auth.WhoAmI
 	)
 	for _, v := range []any{&sess, &artifacts, &entry, &listing, &job, &grant, &tok, &appr, &prev, &sbx, &who} {
@@ -119,11 +121,11 @@ func TestEveryTableEscapes(t *testing.T) {
 		sp + "/files":                  &listing,
 		sp + "/jobs":                   map[string]any{"jobs": []session.Job{job}},
 		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
-		sp + "/tokens":                 map[string]any{"tokens": []session.SessionToken{tok}},
+		sp + "/tokens":                 map[string]any{"tokens": []tokens.SessionToken{tok}},
 		sp + "/approvals":              map[string]any{"approvals": []approvals.Approval{appr}},
 		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
 		sp + "/approvals/ap-1/approve": &appr,
-		"/v1/sandboxes":                map[string]any{"sandboxes": []*session.Sandbox{&sbx}},
+		"/v1/sandboxes":                map[string]any{"sandboxes": []*sandboxes.Sandbox{&sbx}},
 		"/v1/sandboxes/sbx-1":          &sbx,
 		"/v1/whoami":                   &who,
 	}

@@ -50,11 +50,10 @@ func Variants() []Variant { return []Variant{Local, Domain} }
 
 // Limits and timeouts of the shipped files (docs/gateway.md lists them).
 const (
-	// The API's body limits are not here: paddock_limits (gateway/limits)
-	// takes each route's from hostd's route table.
+	// The body limits are not here: paddock_limits (gateway/limits)
+	// takes each API route's from hostd's route table, and the previews'
+	// is hostd's preview limit (routes.PreviewBody) with the same room.
 
-	// PreviewBody bounds a request body sent to a preview (hostd: 64 MiB).
-	PreviewBody = "64MiB"
 	// MaxHeaderSize bounds a request's headers.
 	MaxHeaderSize = "64KiB"
 
@@ -121,6 +120,8 @@ type data struct {
 	AccessLog          string
 	Log                string
 
+	// PreviewBody bounds a request body sent to a preview, in bytes:
+	// routes.EdgeLimit(routes.PreviewBody).
 	PreviewBody, MaxHeaderSize string
 	// The API's edge body limits, worked out from hostd's route table.
 	// The shipped files no longer use them (paddock_limits does the
@@ -223,7 +224,7 @@ func logOutput(what, where string) (string, error) {
 
 func (o Options) data(v Variant) (data, error) {
 	d := data{
-		PreviewBody: PreviewBody, MaxHeaderSize: MaxHeaderSize,
+		PreviewBody: edgeBytes(routes.PreviewBody), MaxHeaderSize: MaxHeaderSize,
 		APIBody:         edgeSize("POST /v1/agents/sessions"),
 		UploadBody:      edgeSize("PUT /v1/agents/sessions/{id}/uploads/{upload}"),
 		FileBody:        edgeSize("PUT /v1/agents/sessions/{id}/files/content"),
@@ -326,8 +327,12 @@ func edgeSize(pattern string) string {
 	if !ok {
 		panic("caddyfile: no route " + pattern)
 	}
-	return strconv.FormatInt(routes.EdgeLimit(rt.BodyLimit), 10)
+	return edgeBytes(rt.BodyLimit)
 }
+
+// edgeBytes is the gateway's body limit, as a Caddyfile size, for a body
+// hostd takes up to n bytes of (routes.EdgeLimit).
+func edgeBytes(n int64) string { return strconv.FormatInt(routes.EdgeLimit(n), 10) }
 
 func siteAddress(v Variant, name string, port int) string {
 	if ip, err := netip.ParseAddr(name); err == nil && ip.Is6() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"paddock.dev/paddock/hostd/api/routes"
+	"paddock.dev/paddock/hostd/previews"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -87,12 +91,15 @@ func TestShippedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := string(raw)
+	// The previews' body limit is hostd's (the preview proxy's), with the
+	// room every route gets at the edge.
+	previewMax := fmt.Sprintf(`"max_size":%d`, routes.EdgeLimit(previews.MaxPreviewBodyBytes))
 	for _, want := range []string{
 		`"admin":{"disabled":true`, `"install_trust":false`, `"module":"internal"`,
 		`"storage":{"module":"file_system","root":"/s/gateway"}`,
 		`"read_header_timeout":10000000000`, `"read_timeout":300000000000`, `"read_idle_timeout":30000000000`, `"idle_timeout":120000000000`,
 		`"max_header_bytes":65536`, `"handler":"paddock_auth"`, `"handler":"paddock_preview"`,
-		`"handler":"paddock_limits"`, `"max_size":67108864`, `"dial":"unix//s/hostd.sock"`,
+		`"handler":"paddock_limits"`, previewMax, `"dial":"unix//s/hostd.sock"`,
 		`"listen":["127.0.0.1:7788"]`, `"disable_redirects":true`,
 	} {
 		if !strings.Contains(js, want) {
@@ -108,7 +115,7 @@ func TestShippedSettings(t *testing.T) {
 	if l, a := strings.Index(js, `"handler":"paddock_limits"`), strings.Index(js, `"handler":"paddock_auth"`); l < 0 || a < 0 || l > a {
 		t.Errorf("paddock_limits (at %d) does not run before paddock_auth (at %d)", l, a)
 	}
-	if n, p := strings.Count(js, `"handler":"request_body"`), strings.Count(js, `"max_size":67108864`); n != p {
+	if n, p := strings.Count(js, `"handler":"request_body"`), strings.Count(js, previewMax); n != p || n != 2 {
 		t.Errorf("%d request_body handlers, %d of them the previews': the API's limits must come from the route table", n, p)
 	}
 }

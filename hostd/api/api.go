@@ -37,6 +37,8 @@ type Server struct {
 	jobStreams   streamCount
 	eventStreams streamCount
 
+	idem idemFlights // Idempotency-Key requests running (idempotency.go)
+
 	sessions *session.Manager
 	svc      Services // the core's siblings (services.go)
 	policy   atomic.Pointer[policyStatuser]
@@ -47,17 +49,13 @@ type Server struct {
 
 // New returns the API handler. adminTokenHash is the SHA-256 of the admin
 // token: the token itself is never kept, and what callers send is hashed
-// and compared in constant time. Session tokens are looked up through m;
-// tenants are set on Verifier().
+// and compared in constant time. Session tokens are looked up through the
+// tokens service (SetServices); tenants are set on Verifier().
 func New(m *session.Manager, adminTokenHash [32]byte, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var tokens auth.SessionTokens
-	if m != nil {
-		tokens = m
-	}
-	s := &Server{sessions: m, verifier: auth.NewVerifier(adminTokenHash, tokens), log: log, mux: http.NewServeMux(), streamLimits: DefaultStreamLimits}
+	s := &Server{sessions: m, verifier: auth.NewVerifier(adminTokenHash, nil), log: log, mux: http.NewServeMux(), streamLimits: DefaultStreamLimits}
 	s.routes()
 	return s
 }

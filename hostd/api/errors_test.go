@@ -16,6 +16,7 @@ import (
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/fake"
 	"paddock.dev/paddock/policy"
@@ -84,7 +85,7 @@ func TestErrorKinds(t *testing.T) {
 	if _, err := d.c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "taken"}); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := d.c.MintToken(ctx, s.ID, session.TokenRequest{Ops: []string{"read"}})
+	tok, err := d.c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: []string{"read"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
@@ -229,14 +230,14 @@ func TestAttackFilesOverExecProgramInWorkspace(t *testing.T) {
 func TestAttackFilesSandboxWrite(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := context.Background()
-	sb, err := d.c.CreateSandbox(ctx, session.SandboxRequest{})
+	sb, err := d.c.CreateSandbox(ctx, sandboxes.SandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.c.DeleteSandbox(ctx, sb.ID)
 	run := func(line string) string {
 		t.Helper()
-		r, err := d.c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: line})
+		r, err := d.c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: line})
 		if err != nil || r.ExitCode != 0 {
 			t.Fatalf("%q: %+v %v", line, r, err)
 		}

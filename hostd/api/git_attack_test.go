@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -170,7 +171,7 @@ func TestAttackGitPlantedConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.c.DeleteSession(ctx, s.ID)
-	tk, err := d.c.MintToken(ctx, s.ID, session.TokenRequest{Ops: []string{"git"}, TTLSeconds: 3600})
+	tk, err := d.c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: []string{"git"}, TTLSeconds: 3600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestAttackGitVerbsCountAndLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.c.DeleteSession(ctx, s.ID)
-	tk, err := d.c.MintToken(ctx, s.ID, session.TokenRequest{Ops: []string{"git"}, TTLSeconds: 3600})
+	tk, err := d.c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: []string{"git"}, TTLSeconds: 3600})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
+	"time"
 
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/auth"
@@ -18,6 +20,11 @@ import (
 )
 
 var errIdemMismatch = errdefs.New(errdefs.ErrIdempotencyMismatch, "this Idempotency-Key was used with a different request")
+
+// errIdemInFlight answers a retry whose first request still runs after
+// idemWait: retry later to get its answer.
+var errIdemInFlight = errdefs.WithCode(errdefs.CodeIdempotencyInFlight,
+	fmt.Errorf("%w: the first request with this Idempotency-Key is still running; retry later for its answer", errdefs.ErrConflict))
 
 // maxIdemKey bounds an Idempotency-Key header.
 const maxIdemKey = 255
@@ -43,9 +50,51 @@ type storedResponse struct {
 	Body   []byte `json:"body"` // exactly as first sent
 }
 
+// idemWait is how long a request waits for the first request with its
+// Idempotency-Key to end before it answers 409 idempotency_in_flight.
+// A var so a test can shorten it.
+var idemWait = 10 * time.Second
+
+// idemFlights tells a request that found its key reserved when the first
+// request with that key (on this daemon) ends. The zero value is ready.
+type idemFlights struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// begin marks id (scope and key) as running here; the returned func ends
+// it, waking whoever waits.
+func (f *idemFlights) begin(id string) (end func()) {
+	ch := make(chan struct{})
+	f.mu.Lock()
+	if f.m == nil {
+		f.m = map[string]chan struct{}{}
+	}
+	f.m[id] = ch
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		if f.m[id] == ch {
+			delete(f.m, id)
+		}
+		f.mu.Unlock()
+		close(ch)
+	}
+}
+
+// ended is closed when id's running request ends; nil when none runs here.
+func (f *idemFlights) ended(id string) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[id]
+}
+
 // idempotent wraps a JSON route: a retry with the same Idempotency-Key and
-// body replays the first 2xx answer; a different body is 422; a key whose
-// first request is still running is 409. Keys live 24 hours.
+// body replays the first 2xx answer; a different body is 422. A retry
+// that comes while the first request still runs waits for it (up to
+// idemWait): it then replays the first's answer, or, when the first
+// failed and gave its key back, runs itself; still running after the
+// wait, it is 409 with code idempotency_in_flight. Keys live 24 hours.
 func (s *Server) idempotent(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		key := r.Header.Get("Idempotency-Key")
@@ -66,29 +115,61 @@ func (s *Server) idempotent(h handler) handler {
 		scope := auth.ActorOf(r.Context()) + " " + r.Pattern + " " + r.PathValue("id")
 		st := s.sessions.Store()
 		ctx := r.Context()
-		if err := st.PutIdempotency(ctx, store.Idempotency{Scope: scope, Key: key, RequestHash: hash}); errors.Is(err, store.ErrConflict) {
-			prev, err := st.GetIdempotency(ctx, scope, key)
-			if err != nil {
+		deadline := time.NewTimer(idemWait)
+		defer deadline.Stop()
+		for {
+			err := st.PutIdempotency(ctx, store.Idempotency{Scope: scope, Key: key, RequestHash: hash})
+			if err == nil {
+				break // the key is this request's: run it
+			}
+			if !errors.Is(err, store.ErrConflict) {
 				return err
 			}
+			prev, err := st.GetIdempotency(ctx, scope, key)
 			switch {
+			case errors.Is(err, store.ErrNotFound):
+				// The first request failed and gave the key back between
+				// the reservation and this read: try to take it again.
+				select {
+				case <-deadline.C:
+					return errIdemInFlight
+				default:
+					continue
+				}
+			case err != nil:
+				return err
 			case prev.RequestHash != hash:
 				return errIdemMismatch
-			case !prev.Done:
-				return fmt.Errorf("%w: the first request with this Idempotency-Key is still running", session.ErrConflict)
+			case prev.Done:
+				var sr storedResponse
+				if err := json.Unmarshal(prev.Response, &sr); err != nil {
+					return err
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Idempotent-Replayed", "true")
+				w.WriteHeader(sr.Status)
+				w.Write(sr.Body)
+				return nil
 			}
-			var sr storedResponse
-			if err := json.Unmarshal(prev.Response, &sr); err != nil {
-				return err
+			// The first request still runs: wait for it to end, then look
+			// again. A first request that is not this daemon's (left by a
+			// daemon that stopped mid-request) is looked at again now and
+			// then until the wait ends.
+			var ended <-chan struct{} = s.idem.ended(scope + "\x00" + key)
+			poll := time.NewTimer(250 * time.Millisecond)
+			select {
+			case <-ended:
+			case <-poll.C:
+			case <-deadline.C:
+				poll.Stop()
+				return errIdemInFlight
+			case <-ctx.Done():
+				poll.Stop()
+				return ctx.Err()
 			}
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Idempotent-Replayed", "true")
-			w.WriteHeader(sr.Status)
-			w.Write(sr.Body)
-			return nil
-		} else if err != nil {
-			return err
+			poll.Stop()
 		}
+		defer s.idem.begin(scope + "\x00" + key)()
 		rec := &recorder{ResponseWriter: w}
 		herr := h(rec, r)
 		bg := context.WithoutCancel(ctx)

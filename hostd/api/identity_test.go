@@ -20,7 +20,9 @@ import (
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 )
 
 // answer is one raw HTTP answer.
@@ -253,7 +255,7 @@ func TestTenantIsolation(t *testing.T) {
 		t.Errorf("acme exec: %+v %v", r, err)
 	}
 	// Sandboxes are the tenant's too.
-	sbx, err := acme.CreateSandbox(ctx, session.SandboxRequest{TTLSeconds: 600})
+	sbx, err := acme.CreateSandbox(ctx, sandboxes.SandboxRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,10 +315,10 @@ func TestTenantIsolation(t *testing.T) {
 }
 
 // mint mints a token through the API as tok and returns the answer.
-func mint(t *testing.T, url, tok, id string, body any) (answer, session.SessionToken) {
+func mint(t *testing.T, url, tok, id string, body any) (answer, tokens.SessionToken) {
 	t.Helper()
 	a := as(t, url, tok, "POST", "/v1/agents/sessions/"+id+"/tokens", body)
-	var st session.SessionToken
+	var st tokens.SessionToken
 	json.Unmarshal(a.body, &st)
 	return a, st
 }
@@ -428,7 +430,7 @@ func TestSessionTokens(t *testing.T) {
 	}
 	// The list shows ids, never a token or hash.
 	la := as(t, d.url, token, "GET", p1+"/tokens", nil)
-	var list struct{ Tokens []session.SessionToken }
+	var list struct{ Tokens []tokens.SessionToken }
 	json.Unmarshal(la.body, &list)
 	hash := sha256.Sum256([]byte(st.Token))
 	if la.status != 200 || len(list.Tokens) != 1 || list.Tokens[0].ID != st.ID || list.Tokens[0].Token != "" ||
@@ -436,7 +438,7 @@ func TestSessionTokens(t *testing.T) {
 		t.Errorf("list: %d %s", la.status, la.body)
 	}
 	// Minting is refused with reasons.
-	long := strings.Repeat("é", session.MaxTokenLabel+1)
+	long := strings.Repeat("é", tokens.MaxTokenLabel+1)
 	for _, tc := range []struct {
 		body any
 		want int
@@ -445,7 +447,7 @@ func TestSessionTokens(t *testing.T) {
 		{map[string]any{}, 400, "ops is empty"},
 		{map[string]any{"ops": []string{}}, 400, "ops is empty"},
 		{map[string]any{"ops": []string{"exec", "delete"}}, 400, `"delete"`},
-		{map[string]any{"ops": []string{"exec"}, "ttl_seconds": session.MaxTokenTTLSeconds + 1}, 400, "ttl_seconds"},
+		{map[string]any{"ops": []string{"exec"}, "ttl_seconds": tokens.MaxTokenTTLSeconds + 1}, 400, "ttl_seconds"},
 		{map[string]any{"ops": []string{"exec"}, "ttl_seconds": -5}, 400, "ttl_seconds"},
 		{map[string]any{"ops": []string{"exec"}, "label": long}, 400, "label"},
 		{map[string]any{"ops": []string{"exec"}, "label": "a\nb"}, 400, "printable"},
@@ -641,7 +643,7 @@ func TestSessionTokenLifetime(t *testing.T) {
 		t.Errorf("live tokens after one expired: %v %v", ts, err)
 	}
 	// At most 32 live tokens.
-	for len(ts) < session.MaxTokensPerSession {
+	for len(ts) < tokens.MaxTokensPerSession {
 		a, st := mint(t, d.url, token, long.ID, map[string]any{"ops": []string{"read"}})
 		if a.status != 201 {
 			t.Fatalf("mint %d: %d %s", len(ts), a.status, a.body)

@@ -24,7 +24,9 @@ import (
 	"github.com/coder/websocket"
 
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -636,7 +638,7 @@ func TestPreviewLimits(t *testing.T) {
 
 	// Session tokens: preview makes and deletes, read lists.
 	mint := func(ops ...string) string {
-		tk, err := d.c.MintToken(ctx, s.ID, session.TokenRequest{Ops: ops})
+		tk, err := d.c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: ops})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,7 +683,7 @@ func TestPreviewLimits(t *testing.T) {
 	}
 
 	// Not a running session: deleted (409), a sandbox's id (404).
-	sb, err := d.c.CreateSandbox(ctx, session.SandboxRequest{})
+	sb, err := d.c.CreateSandbox(ctx, sandboxes.SandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

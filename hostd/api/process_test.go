@@ -13,6 +13,7 @@ import (
 
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/policy"
 )
@@ -261,7 +262,7 @@ func TestApprovals(t *testing.T) {
 	// An agent with a session token asks; it cannot approve its own
 	// command (the route is not a session token's), and the request
 	// names it as the requester.
-	tok, err := c.MintToken(ctx, s.ID, session.TokenRequest{Ops: []string{"exec", "read"}})
+	tok, err := c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: []string{"exec", "read"}})
 	if err != nil {
 		t.Fatal(err)
 	}

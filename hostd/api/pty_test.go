@@ -19,6 +19,7 @@ import (
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/terminals"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/policy"
 )
 
@@ -268,7 +269,7 @@ func TestPTYRefusals(t *testing.T) {
 	} else {
 		conn.CloseNow()
 	}
-	tok, err := d.c.MintToken(ctx, plain.ID, session.TokenRequest{Ops: auth.GrantableOps()})
+	tok, err := d.c.MintToken(ctx, plain.ID, tokens.TokenRequest{Ops: auth.GrantableOps()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +508,7 @@ func TestPTYTicket(t *testing.T) {
 	refused("a made-up ticket", "pdk_pty_"+strings.Repeat("ab", 32), a.ID)
 	// A session token cannot get a ticket, so it cannot get a terminal
 	// this way either.
-	st, err := acme.MintToken(ctx, a.ID, session.TokenRequest{Ops: auth.GrantableOps()})
+	st, err := acme.MintToken(ctx, a.ID, tokens.TokenRequest{Ops: auth.GrantableOps()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,10 @@ import (
 	"net/http"
 
 	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 )
 
-// tokenRoutes registers session tokens (hostd/session/tokens.go) and
+// tokenRoutes registers session tokens (hostd/tokens) and
 // whoami. Minting, listing and revoking need the admin token or the
 // session's tenant's (the route table, hostd/api/routes); a session token cannot mint another.
 func (s *Server) tokenRoutes(bind func(string, handler)) {
@@ -19,11 +19,11 @@ func (s *Server) tokenRoutes(bind func(string, handler)) {
 }
 
 func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) error {
-	var req session.TokenRequest
+	var req tokens.TokenRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	out, err := s.sessions.MintToken(r.Context(), tenant(r), r.PathValue("id"), req)
+	out, err := s.svc.Tokens.Mint(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}
@@ -34,11 +34,11 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) error {
 
 // tokenList is the answer of GET .../tokens.
 type tokenList struct {
-	Tokens []session.SessionToken `json:"tokens"`
+	Tokens []tokens.SessionToken `json:"tokens"`
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.Tokens(r.Context(), tenant(r), r.PathValue("id"))
+	out, err := s.svc.Tokens.List(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sessions.RevokeToken(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("token")); err != nil {
+	if err := s.svc.Tokens.Revoke(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("token")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

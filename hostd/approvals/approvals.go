@@ -228,6 +228,20 @@ func (a *Service) Spend(ctx context.Context, s *session.Session, id string, c se
 	return a.spend(ctx, s.ID, id, digestFor(s, c), c.Command)
 }
 
+// GiveBack returns approval id, spent by Spend for command c, to its
+// approved state: the command did not start (a command hook refused it,
+// or the guest refused to start it), so the operator's decision still
+// stands for a retry. It is session.Approvals' GiveBack.
+func (a *Service) GiveBack(ctx context.Context, s *session.Session, id string, c session.ApprovalCheck) error {
+	m := a.m
+	if err := m.Store().ReturnApproval(ctx, s.ID, id); err != nil {
+		return err
+	}
+	m.LedgerAppend(ctx, s.ID, "approval.returned", map[string]any{"approval": id, "command": session.ClipText(c.Command, MaxApprovalCommandBytes),
+		"reason": "the command did not start"})
+	return nil
+}
+
 // spend consumes an approval for the command with digest, or says (403)
 // why it cannot: denied, expired, used, or bound to something else.
 func (a *Service) spend(ctx context.Context, sess, id, digest, command string) error {

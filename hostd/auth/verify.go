@@ -45,6 +45,11 @@ func NewVerifier(adminHash [32]byte, sessions SessionTokens) *Verifier {
 	return &Verifier{admin: adminHash, sessions: sessions, now: time.Now}
 }
 
+// SetSessionTokens sets where session tokens are found (hostd/tokens'
+// Service; nil: none, so no session token verifies). Set it before the
+// verifier is used.
+func (v *Verifier) SetSessionTokens(sessions SessionTokens) { v.sessions = sessions }
+
 // SetClock replaces the clock expiry is judged by (tests).
 func (v *Verifier) SetClock(now func() time.Time) { v.now = now }
 

@@ -34,13 +34,17 @@ import (
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/budgets"
 	hegress "paddock.dev/paddock/hostd/egress"
+	"paddock.dev/paddock/hostd/egresslog"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hostd/terminals"
+	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
@@ -106,7 +110,7 @@ type Config struct {
 	// image's and the egress CA.
 	TrustPEM []byte
 	// EgressLogRetention is how long the egress log is kept (0: the
-	// default); see session.CheckEgressLogRetention.
+	// default); see egresslog.CheckRetention.
 	EgressLogRetention time.Duration
 
 	// TenantsFile is the tenants file ("": no tenants), read by New and
@@ -164,7 +168,9 @@ type Daemon struct {
 	appr     *approvals.Service
 	grants   *grants.Service
 	previews *previews.Service
+	sbx      *sandboxes.Service
 	terms    *terminals.Service
+	tokens   *tokens.Service
 	ws       *workspace.Service
 	api      *api.Server
 	handler  http.Handler
@@ -201,7 +207,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		return nil, configErr("--disk-overcommit %v: a ratio from 1 (none) to %d", cfg.DiskOvercommit, session.MaxDiskOvercommit)
 	}
 	if cfg.EgressLogRetention != 0 {
-		if err := session.CheckEgressLogRetention(cfg.EgressLogRetention); err != nil {
+		if err := egresslog.CheckRetention(cfg.EgressLogRetention); err != nil {
 			return nil, configErr("--egress-log-retention: %w", err)
 		}
 	}
@@ -288,15 +294,20 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.mgr = session.New(session.Config{Store: d.st, Ledger: d.led, Backend: def, Backends: others, DefaultImage: cfg.DefaultImage,
 		ImagesDir: cfg.ImagesDir, Logger: log, Egress: eg, EgressRoot: filepath.Join(cfg.StateDir, "egress"), TrustPEM: trust,
-		Policy: d.eng, EgressLogRetention: cfg.EgressLogRetention})
+		Policy: d.eng})
 	// The core's siblings, on the same manager.
 	d.appr = approvals.New(d.mgr)
 	d.mgr.SetApprovals(d.appr) // the judge and spend steps ask it
+	d.mgr.SetBudgets(budgets.New(d.mgr))
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
+	d.sbx = sandboxes.New(d.mgr) // the sweep and adoption hand it expired and adopted sandboxes
 	d.terms = terminals.New(d.mgr)
+	// Tokens after grants and previews: its stop hook ledgers
+	// token.revoke after theirs, as the core did.
+	d.tokens = tokens.New(d.mgr)
+	d.mgr.SetEgressLog(egresslog.New(d.mgr, cfg.EgressLogRetention)) // where the proxy's decisions go
 	d.ws = workspace.New(d.mgr)
-	d.mgr.SetFiles(d.ws) // a sandbox's fs/read and fs/write
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -305,7 +316,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms, Workspace: d.ws})
+	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}
@@ -373,12 +384,13 @@ func (d *Daemon) newEgress(c EgressConfig) error {
 // names a preview domain).
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-// Manager, Store, Grants, Previews, Terminals, Workspace, API, Egress and Policy are the daemon's parts, for
+// Manager, Store, Grants, Previews, Sandboxes, Terminals, Workspace, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
 func (d *Daemon) Manager() *session.Manager     { return d.mgr }
 func (d *Daemon) Store() *store.Store           { return d.st }
 func (d *Daemon) Grants() *grants.Service       { return d.grants }
 func (d *Daemon) Previews() *previews.Service   { return d.previews }
+func (d *Daemon) Sandboxes() *sandboxes.Service { return d.sbx }
 func (d *Daemon) Terminals() *terminals.Service { return d.terms }
 func (d *Daemon) Workspace() *workspace.Service { return d.ws }
 func (d *Daemon) Ledger() *ledger.Ledger        { return d.led }

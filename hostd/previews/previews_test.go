@@ -5,57 +5,24 @@ import (
 	"errors"
 	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
 )
 
 // previewManager is a session manager on procbox with a clock the test
-// moves (skew), and its previews.
-func previewManager(t *testing.T) (*session.Manager, *Service, *store.Store, *ledger.Ledger, *atomic.Int64) {
+// moves, and its previews.
+func previewManager(t *testing.T) (*session.Manager, *Service, *store.Store, *ledger.Ledger, *sessiontest.Clock) {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	led := ledger.New(st)
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	skew := new(atomic.Int64)
-	m := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName,
-		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	return m, New(m), st, led, skew
-}
-
-func ledgerKinds(t *testing.T, led *ledger.Ledger, id string) string {
-	t.Helper()
-	es, err := led.List(context.Background(), id, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ks []string
-	for _, e := range es {
-		ks = append(ks, e.Kind)
-	}
-	return strings.Join(ks, ",")
+	clock := new(sessiontest.Clock)
+	m := sessiontest.New(t, sessiontest.Procbox(), sessiontest.Now(clock.Now))
+	return m, New(m), m.Store(), sessiontest.Ledger(m), clock
 }
 
 // TestPreviewLifecycle on a real sandbox with a moved clock: a preview
@@ -91,7 +58,7 @@ func TestPreviewLifecycle(t *testing.T) {
 			t.Errorf("resolve %q: %v", bad, err)
 		}
 	}
-	skew.Store(int64(2 * time.Minute))
+	skew.Set(2 * time.Minute)
 	if _, err := m.ResolvePreview(ctx, short.Token); !errors.Is(err, ErrPreviewNotFound) {
 		t.Errorf("past its expiry: %v", err)
 	}
@@ -108,7 +75,7 @@ func TestPreviewLifecycle(t *testing.T) {
 	if err := m.DeletePreview(ctx, "other", s.ID, long.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("another tenant's delete: %v", err)
 	}
-	skew.Store(int64(11 * time.Minute))
+	skew.Set(11 * time.Minute)
 	if _, err := m.ResolvePreview(ctx, long.Token); !errors.Is(err, ErrPreviewNotFound) {
 		t.Errorf("past the session's expiry, before the sweep: %v", err)
 	}
@@ -120,7 +87,7 @@ func TestPreviewLifecycle(t *testing.T) {
 	}
 	// A preview never outlives its session (its TTL is capped), so by the
 	// sweep every one has expired on its own: nothing to ledger.
-	kinds := ledgerKinds(t, led, s.ID)
+	kinds := sessiontest.LedgerKinds(t, led, s.ID)
 	if strings.Count(kinds, "preview.create") != 2 || strings.Contains(kinds, "preview.delete") {
 		t.Errorf("ledger: %s", kinds)
 	}
@@ -132,7 +99,7 @@ func TestPreviewLifecycle(t *testing.T) {
 	}
 
 	// A sandbox that dies takes its session's previews along.
-	skew.Store(0)
+	skew.Set(0)
 	s2, err := mgr.Create(ctx, "", session.CreateRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
@@ -141,18 +108,7 @@ func TestPreviewLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + s2.SandboxID + "/cgroup.procs")
-	if len(procs) == 0 {
-		procs, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + s2.SandboxID + "/cgroup.procs")
-	}
-	if len(procs) == 0 {
-		t.Fatal("no cgroup for the sandbox")
-	}
-	raw, _ := os.ReadFile(procs[0])
-	for _, f := range strings.Fields(string(raw)) {
-		pid, _ := strconv.Atoi(f)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	testutil.KillSandbox(t, s2.SandboxID)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		es, _ := led.List(ctx, s2.ID, 0, 100)
 		if e := es[len(es)-1]; e.Kind == "sandbox.lost" {
@@ -161,12 +117,12 @@ func TestPreviewLifecycle(t *testing.T) {
 				found = found || e.Kind == "preview.delete" && strings.Contains(string(e.Data), p2.ID) && strings.Contains(string(e.Data), "sandbox lost")
 			}
 			if !found {
-				t.Errorf("no preview.delete \"sandbox lost\": %s", ledgerKinds(t, led, s2.ID))
+				t.Errorf("no preview.delete \"sandbox lost\": %s", sessiontest.LedgerKinds(t, led, s2.ID))
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no sandbox.lost after the sandbox died: %s", ledgerKinds(t, led, s2.ID))
+			t.Fatalf("no sandbox.lost after the sandbox died: %s", sessiontest.LedgerKinds(t, led, s2.ID))
 		}
 	}
 	if _, err := m.ResolvePreview(ctx, p2.Token); !errors.Is(err, ErrPreviewNotFound) {

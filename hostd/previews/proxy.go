@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"paddock.dev/paddock/hostd/api/routes"
 )
 
 // Serving preview URLs. A preview is reached as
@@ -31,7 +33,7 @@ import (
 // Limits on what goes through a preview.
 const (
 	// MaxPreviewBodyBytes bounds one request body sent through a preview.
-	MaxPreviewBodyBytes = 64 << 20
+	MaxPreviewBodyBytes = routes.PreviewBody
 	// MaxPreviewHeaderBytes bounds a request's headers (names and values)
 	// and the guest's response headers.
 	MaxPreviewHeaderBytes = 64 << 10

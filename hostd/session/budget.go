@@ -1,29 +1,23 @@
 package session
 
-// Budgets: what a session may consume, set at create and enforced when a
-// command, job or fork starts. The counters live in the store's usage
-// row, apart from the record, so counting never changes the revision.
+// Budgets: what a session may consume, set at create. The core keeps what
+// every session has, budget or not: the budget on the record (its bounds
+// checked at create, a fork child's share of its parent's), the usage
+// counters (in the store's usage row, apart from the record, so counting
+// never changes the revision), the jobs' host-side rows settled into
+// usage.job_ms once the daemon sees them end, and the fork children,
+// taken with their limit in one store statement (takeChildren).
 //
-//   - Counts (max_execs, max_jobs, max_children) are taken in one SQLite
-//     statement when the command, job or fork starts (store.TakeUsage), so
-//     two requests racing for the last unit cannot both get it; a start
-//     the sandbox then refuses gives its unit back.
-//   - Time (max_exec_seconds, max_compute_seconds) is checked at the start
-//     and caps a command's timeout to what is left; commands running in
-//     parallel can overshoot it, and a running job is never stopped.
-//     Compute is exec time plus job time: finished jobs by their start and
-//     end, running ones up to now; or the sandbox's CPU time, when that
-//     is more (compute.go), which a watcher also enforces. A job's host-side row (the store's jobs
-//     table) is settled into usage.job_ms once, when the daemon sees it
-//     has ended (or that the sandbox no longer knows it).
-//   - max_concurrent_jobs counts the jobs the guest reports running; job
-//     starts of a session are serialised while it is checked.
-//   - max_output_bytes is handed to the guest as the per-stream cap; it
-//     cuts output, never the command.
-//   - max_workspace_bytes is du -sk of the workspace, measured in the guest
-//     when a command or job starts; growth during a run is not stopped.
-//     A file write or upload is measured too, and refused when the
-//     workspace plus what it writes would pass the limit (admitWrite).
+// Whether a command, job or file write of a budgeted session may start is
+// the budgets service's to say (hostd/budgets, through the Budgets
+// interface below): its checks, the units it takes at the start, the
+// timeout and output caps, the workspace measure and the compute
+// watcher. A session without a budget never reaches it; one with a
+// budget on a Manager without the service is refused (fail closed).
+//
+// Compute is exec time plus job time: finished jobs by their start and
+// end, running ones up to now; or the sandbox's CPU time, when that is
+// more (compute.go).
 //
 // A fork child starts with its parent's limits minus the parent's usage,
 // so forking cannot multiply what is left.
@@ -36,6 +30,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -318,234 +313,166 @@ func (m *Manager) freshUsage(ctx context.Context, s *Session) {
 	}
 }
 
-// What is starting, for admit.
+// Start says what is about to start, for the admit step.
+type Start string
+
+// What is starting.
 const (
-	startExec   = "exec"
-	startJob    = "job"
-	startStream = "exec/stream" // a job that is also a command: its timeout is capped
+	StartExec   Start = "exec"
+	StartJob    Start = "job"
+	StartStream Start = "exec/stream" // a job that is also a command: its timeout is capped
 )
 
-// admission is what admit allowed a starting command or job.
-type admission struct {
-	// timeout is the command's timeout after the budget's caps; capped
+// Admission is what the budgets service allowed a starting command or
+// job (Budgets.Admit).
+type Admission struct {
+	// Timeout is the command's timeout after the budget's caps; Capped
 	// says a cap lowered it.
-	timeout int
-	capped  bool
-	// outputCap is max_output_bytes (0: the guest's default).
-	outputCap int64
-	// release gives back the unit taken, for a start that failed.
-	release func()
-	// taken says the unit was taken at the start (a budget limits it);
-	// otherwise the caller counts it with the rest of its usage, in one
-	// write, once the start succeeded.
-	taken bool
-	// streamExec says the start is an exec/stream, which is a command as
-	// well as a job: it also counts in execs (max_execs), and
-	// streamExecTaken says admit took that unit.
-	streamExec, streamExecTaken bool
+	Timeout int
+	Capped  bool
+	// OutputCap is max_output_bytes (0: the guest's default).
+	OutputCap int64
+	// Release gives back the units taken, for a start that failed (never
+	// nil).
+	Release func()
+	// Taken says the unit (an exec or a job) was taken at the start,
+	// because a budget limits it; otherwise the core counts it with the
+	// rest of the command's usage, in one write, once the start
+	// succeeded.
+	Taken bool
+	// StreamExec says the start is an exec/stream, which is a command as
+	// well as a job: it also counts in execs (max_execs);
+	// StreamExecTaken says Admit took that unit.
+	StreamExec, StreamExecTaken bool
 }
 
-// untaken is the unit the caller still has to count: 1 unless admit took
-// it.
-func (a *admission) untaken() int64 {
-	if a.taken {
+// unlimited is the admission of a session without a budget: nothing
+// taken, nothing capped.
+func unlimited(what Start, timeout int) *Admission {
+	return &Admission{Timeout: timeout, Release: func() {}, StreamExec: what == StartStream}
+}
+
+// Untaken is the unit the usage step still has to count: 1 unless Admit
+// took it.
+func (a *Admission) Untaken() int64 {
+	if a.Taken {
 		return 0
 	}
 	return 1
 }
 
-// untakenStreamExec is the exec an exec/stream still has to count (0 for
-// anything else, or when admit took it).
-func (a *admission) untakenStreamExec() int64 {
-	if !a.streamExec || a.streamExecTaken {
+// UntakenStreamExec is the exec an exec/stream still has to count (0 for
+// anything else, or when Admit took it).
+func (a *Admission) UntakenStreamExec() int64 {
+	if !a.StreamExec || a.StreamExecTaken {
 		return 0
 	}
 	return 1
 }
 
-// admit checks the session's budget before a command or job starts. When
-// the budget limits their number it takes the unit (execs or jobs; both
-// for an exec/stream, a job that runs a command) now, so racing starts
-// cannot both get the last one; otherwise the caller counts it after the
-// start (admission.untaken, untakenStreamExec). It returns a BudgetError
-// (403) for a limit reached.
-func (m *Manager) admit(ctx context.Context, s *Session, c *client.Client, what string, timeout int) (*admission, error) {
-	b := s.Budget
-	a := &admission{timeout: timeout, release: func() {}, streamExec: what == startStream}
+// Budgets holds a session's commands and file writes to its budget
+// (hostd/budgets implements it). The core calls it only for a session
+// that has a budget: one without is unlimited.
+type Budgets interface {
+	// Admit checks s's budget before a command or job (what) with
+	// timeout starts on the guest c: a limit reached is a *BudgetError
+	// (403). When the budget limits the number of execs or jobs it takes
+	// the unit now, so racing starts cannot both get the last one.
+	Admit(ctx context.Context, s *Session, c *client.Client, what Start, timeout int) (*Admission, error)
+	// AdmitWrite refuses a file write or upload (what) of n bytes that
+	// would take s's workspace past its budget (*BudgetError, 403).
+	AdmitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error
+	// Running is told, when the daemon starts (RunSweeper), of every
+	// session with a budget that runs on it, adopted ones included: what
+	// their sandboxes still run counts before their next command.
+	Running(ctx context.Context, s *Session)
+}
+
+type budgetsSlot struct {
+	mu sync.RWMutex
+	b  Budgets
+}
+
+// SetBudgets gives the Manager the budgets service. Set it before the
+// daemon serves. Without one, every command, job and file write of a
+// session that has a budget is refused (503, budgets_unavailable):
+// nothing runs unchecked against a budget it was given.
+func (m *Manager) SetBudgets(b Budgets) {
+	m.budgets.mu.Lock()
+	defer m.budgets.mu.Unlock()
+	m.budgets.b = b
+}
+
+func (m *Manager) budgetsService() Budgets {
+	m.budgets.mu.RLock()
+	defer m.budgets.mu.RUnlock()
+	return m.budgets.b
+}
+
+// errNoBudgets is the refusal of a budgeted session's command on a
+// Manager without a budgets service.
+var errNoBudgets = errdefs.WithCode(errdefs.CodeBudgetsUnavailable, errdefs.ErrUnavailable)
+
+func noBudgetsErr(what string) error {
+	return fmt.Errorf("%w: this session has a budget, and this daemon has no budgets service to hold the %s to it, so it is refused", errNoBudgets, what)
+}
+
+// admit is the admit step's call: unlimited for a session without a
+// budget, else the budgets service's answer (refused when there is none).
+func (m *Manager) admit(ctx context.Context, s *Session, c *client.Client, what Start, timeout int) (*Admission, error) {
+	if s.Budget == nil {
+		return unlimited(what, timeout), nil
+	}
+	b := m.budgetsService()
 	if b == nil {
-		return a, nil
+		return nil, noBudgetsErr(string(what))
 	}
-	if err := m.admitBudget(ctx, s, c, what, a); err != nil {
+	a, err := b.Admit(ctx, s, c, what, timeout)
+	if err != nil {
 		return nil, err
 	}
-	counter, field := store.CounterExecs, "max_execs"
-	if what != startExec {
-		counter, field = store.CounterJobs, "max_jobs"
+	if a.Release == nil {
+		a.Release = func() {}
 	}
-	var gives []func()
-	release := func() {
-		for _, give := range gives {
-			give()
-		}
-	}
-	take := func(counter, field string) (bool, error) {
-		p := *budgetFieldByName(field).get(b)
-		if p == nil {
-			return false, nil
-		}
-		limit := *p
-		before, err := m.st.TakeUsage(ctx, s.ID, counter, 1, limit)
-		if errors.Is(err, store.ErrLimit) {
-			return false, &BudgetError{Budget: field, Limit: limit, Used: float64(before), What: what}
-		}
-		if err != nil {
-			return false, err
-		}
-		gives = append(gives, func() {
-			if err := m.st.GiveBackUsage(context.WithoutCancel(ctx), s.ID, counter, 1); err != nil {
-				m.log.Warn("give back usage", "session", s.ID, "err", err)
-			}
-		})
-		return true, nil
-	}
-	var err error
-	if a.taken, err = take(counter, field); err != nil {
-		return nil, err
-	}
-	if a.streamExec {
-		if a.streamExecTaken, err = take(store.CounterExecs, "max_execs"); err != nil {
-			release()
-			return nil, err
-		}
-	}
-	a.release = release
 	return a, nil
 }
 
-func budgetFieldByName(name string) budgetField {
-	for _, f := range budgetFields {
-		if f.name == name {
-			return f
-		}
-	}
-	panic("session: no budget field " + name)
-}
-
-// admitBudget is admit's checks of time, concurrency and workspace size.
-func (m *Manager) admitBudget(ctx context.Context, s *Session, c *client.Client, what string, a *admission) error {
-	b := s.Budget
-	isJob := what != startExec
-	var running []api.Job
-	if b.MaxComputeSeconds != nil {
-		// What background processes burnt counts too (compute.go).
-		m.chargeCPU(ctx, s.ID)
-		m.watchCompute(s)
-	}
-	if b.MaxComputeSeconds != nil || (isJob && b.MaxConcurrentJobs != nil) {
-		var err error
-		if running, err = m.refreshJobs(ctx, s.ID, c); err != nil {
-			return err
-		}
-	}
-	u := m.usage(ctx, s.ID)
-	// capTo lowers the timeout to the seconds left, rounded up (a
-	// command always gets at least one second).
-	capTo := func(leftMS int64) {
-		secs := int((leftMS + 999) / 1000)
-		if a.timeout == 0 || secs < a.timeout {
-			a.timeout, a.capped = secs, true
-		}
-	}
-	if p := b.MaxComputeSeconds; p != nil {
-		if u.ComputeMS >= *p*1000 {
-			return &BudgetError{Budget: "max_compute_seconds", Limit: *p, Used: float64(u.ComputeMS) / 1000, What: what}
-		}
-		if what != startJob {
-			capTo(*p*1000 - u.ComputeMS)
-		}
-	}
-	if p := b.MaxExecSeconds; p != nil && what == startExec {
-		if u.ExecMS >= *p*1000 {
-			return &BudgetError{Budget: "max_exec_seconds", Limit: *p, Used: float64(u.ExecMS) / 1000, What: what}
-		}
-		capTo(*p*1000 - u.ExecMS)
-	}
-	if p := b.MaxConcurrentJobs; p != nil && isJob {
-		if int64(len(running)) >= *p {
-			return &BudgetError{Budget: "max_concurrent_jobs", Limit: *p, Used: float64(len(running)), What: what}
-		}
-	}
-	if p := b.MaxWorkspaceBytes; p != nil {
-		n, err := m.measureWorkspace(ctx, s, c)
-		if err != nil {
-			return err
-		}
-		if n >= *p {
-			return &BudgetError{Budget: "max_workspace_bytes", Limit: *p, Used: float64(n), What: what}
-		}
-	}
-	if p := b.MaxOutputBytes; p != nil {
-		a.outputCap = *p
-	}
-	return nil
-}
-
-// admitWrite refuses a file write or an upload of n bytes that would
-// take the workspace past budget.max_workspace_bytes: the workspace is
-// measured now (du, as at a command's start) and n added. The write
-// counts wherever its path leads (a link can lead any path into the
-// workspace), and a file it replaces is not taken off (sparse files
-// would make that a way round): delete a file before writing it again
-// when the workspace is close to its limit.
+// admitWrite asks the budgets service about a file write or upload of n
+// bytes to s (nothing for a session without a budget).
 func (m *Manager) admitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error {
-	b := s.Budget
-	if b == nil || b.MaxWorkspaceBytes == nil {
+	if s.Budget == nil {
 		return nil
 	}
-	used, err := m.measureWorkspace(ctx, s, c)
-	if err != nil {
-		return err
+	b := m.budgetsService()
+	if b == nil {
+		return noBudgetsErr(what)
 	}
-	if limit := *b.MaxWorkspaceBytes; used+n > limit {
-		return &BudgetError{Budget: "max_workspace_bytes", Limit: limit, Used: float64(used), What: what, Adds: n}
-	}
-	return nil
+	return b.AdmitWrite(ctx, s, c, n, what)
 }
 
-// measureWorkspace runs du -sk on the workspace in the guest and records
-// the result as usage.workspace_bytes.
-func (m *Manager) measureWorkspace(ctx context.Context, s *Session, c *client.Client) (int64, error) {
-	res, err := c.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: []string{"du", "-sk", s.Workspace.Path}, TimeoutSeconds: 60, MaxOutputBytes: 64 << 10}})
+// tellBudgetsRunning tells the budgets service of every running session
+// that has a budget (at start: the sandboxes a daemon adopted may still
+// run what burns their compute).
+func (m *Manager) tellBudgetsRunning(ctx context.Context) {
+	b := m.budgetsService()
+	if b == nil {
+		return
+	}
+	rows, err := m.st.ListSessions(ctx, "")
 	if err != nil {
-		if strings.Contains(err.Error(), "not found on PATH") {
-			return 0, fmt.Errorf("%w: budget.max_workspace_bytes needs du in the sandbox, and this image has none", ErrConflict)
+		m.log.Warn("list sessions to tell the budgets service", "err", err)
+		return
+	}
+	for _, r := range rows {
+		if r.State != StateRunning {
+			continue
 		}
-		return 0, guestErr(err)
+		var st stored
+		if json.Unmarshal(r.Record, &st) == nil && st.Session != nil && st.Session.Budget != nil {
+			st.Session.ID = r.ID
+			b.Running(ctx, st.Session)
+		}
 	}
-	n, ok := parseDU(res.Stdout)
-	if !ok {
-		return 0, fmt.Errorf("%w: measuring the workspace for budget.max_workspace_bytes failed: du -sk %s exited %d: %s",
-			ErrConflict, s.Workspace.Path, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
-	if err := m.st.SetWorkspaceBytes(ctx, s.ID, n); err != nil {
-		m.log.Warn("record the workspace size", "session", s.ID, "err", err)
-	}
-	return n, nil
-}
-
-// parseDU reads the total of du -sk (its last line's first field, in KiB)
-// as bytes.
-func parseDU(out []byte) (int64, bool) {
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	f := strings.Fields(lines[len(lines)-1])
-	if len(f) == 0 {
-		return 0, false
-	}
-	kib, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil || kib < 0 || kib > math.MaxInt64/1024 {
-		return 0, false
-	}
-	return kib * 1024, true
 }
 
 // execResult turns the guest's answer into the API's. A stream cut at
@@ -592,10 +519,10 @@ func cutToCharacter(b []byte, truncated bool) ([]byte, int64) {
 }
 
 // execLedger is the ledger data of an exec.
-func execLedger(command string, out *ExecResult, a *admission) map[string]any {
+func execLedger(command string, out *ExecResult, a *Admission) map[string]any {
 	d := map[string]any{"command": command, "exit_code": out.ExitCode, "duration_ms": out.DurationMS, "timed_out": out.TimedOut}
-	if a.capped {
-		d["timeout_seconds"] = a.timeout
+	if a.Capped {
+		d["timeout_seconds"] = a.Timeout
 		d["timeout_capped_by_budget"] = true
 	}
 	if out.Truncated {

@@ -1,14 +1,19 @@
 package session
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
 )
 
 func n(v int64) *int64 { return &v }
@@ -118,24 +123,6 @@ func TestBudgetCutToCharacter(t *testing.T) {
 	}
 }
 
-func TestBudgetParseDU(t *testing.T) {
-	for _, tc := range []struct {
-		out  string
-		want int64
-		ok   bool
-	}{
-		{"12\t/workspace\n", 12 << 10, true},
-		{"du: cannot read directory '/workspace/x': Permission denied\n8\t/workspace\n", 8 << 10, true},
-		{"", 0, false},
-		{"many\t/workspace\n", 0, false},
-	} {
-		got, ok := parseDU([]byte(tc.out))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%q: %d %v, want %d %v", tc.out, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestBudgetWorkspaceNeeded(t *testing.T) {
 	b := &Budget{MaxWorkspaceBytes: n(1 << 20)}
 	if err := checkBudgetWorkspace(b, Workspace{Path: "/workspace", Note: workspaceNotCreated + "permission denied"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "max_workspace_bytes") {
@@ -161,5 +148,153 @@ func TestLifecycleTestHooks(t *testing.T) {
 		if _, err := ParseTestHooks(bad); err == nil {
 			t.Errorf("%q was accepted", bad)
 		}
+	}
+}
+
+// budgetsSpy is a Budgets that records what the core asked and answers
+// with refuse (nil: an admission that takes nothing).
+type budgetsSpy struct {
+	mu     sync.Mutex
+	asked  []string
+	refuse error
+}
+
+func (b *budgetsSpy) Admit(_ context.Context, s *Session, _ *client.Client, what Start, timeout int) (*Admission, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, fmt.Sprintf("admit %s %d", what, timeout))
+	if b.refuse != nil {
+		return nil, b.refuse
+	}
+	return &Admission{Timeout: timeout, StreamExec: what == StartStream}, nil
+}
+
+func (b *budgetsSpy) AdmitWrite(_ context.Context, s *Session, _ *client.Client, n int64, what string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, fmt.Sprintf("write %s %d", what, n))
+	return b.refuse
+}
+
+func (b *budgetsSpy) Running(_ context.Context, s *Session) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, "running "+s.ID)
+}
+
+func (b *budgetsSpy) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := strings.Join(b.asked, ", ")
+	b.asked = nil
+	return out
+}
+
+// TestBudgetsSeam holds the core's side of the budgets service: a
+// session without a budget is unlimited and the service is never asked;
+// a session with one asks it at every exec, job and file write, and its
+// refusal stops the command before the guest runs it; and with no service
+// set, a budgeted session's commands and writes fail closed (503
+// budgets_unavailable) while one without a budget runs as before.
+func TestBudgetsSeam(t *testing.T) {
+	m := fakeManager(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	free, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600, Budget: &Budget{MaxExecs: n(100)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A write of two bytes to path, walked as the siblings that write
+	// files (hostd/workspace, hostd/sandboxes) walk it, up to its admit.
+	write := func(id, path string) error {
+		return m.Walk(ctx, CommandFile, "", id, LoadRunningStep(), GateWriteStep("/workspace/"+path),
+			AdmitWriteStep(func() int64 { return 2 }, "file write"))
+	}
+	job := func(id string) error {
+		_, err := m.StartJob(ctx, "", id, JobStart{Command: "true"})
+		return err
+	}
+
+	// No service set: fail closed for the budgeted session only.
+	for what, err := range map[string]error{
+		"exec": func() error {
+			_, err := m.Exec(ctx, "", capped.ID, ExecRequest{Command: "touch unchecked"})
+			return err
+		}(),
+		"job":        job(capped.ID),
+		"file write": write(capped.ID, "unchecked"),
+	} {
+		if !errors.Is(err, errdefs.ErrUnavailable) || errdefs.Code(err) != errdefs.CodeBudgetsUnavailable || !strings.Contains(err.Error(), what) {
+			t.Errorf("%s of a budgeted session without a budgets service: %v, want 503 %s naming it", what, err, errdefs.CodeBudgetsUnavailable)
+		}
+	}
+	if u := m.usage(ctx, capped.ID); u.Execs != 0 || u.Jobs != 0 {
+		t.Errorf("refused starts were counted: %+v", u)
+	}
+	if _, err := m.Exec(ctx, "", free.ID, ExecRequest{Command: "true"}); err != nil {
+		t.Errorf("exec without a budget or a service: %v", err)
+	}
+	if err := write(free.ID, "free"); err != nil {
+		t.Errorf("write without a budget or a service: %v", err)
+	}
+
+	spy := &budgetsSpy{}
+	m.SetBudgets(spy)
+	if _, err := m.Exec(ctx, "", free.ID, ExecRequest{Command: "true", TimeoutSeconds: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := job(free.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(free.ID, "free2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := spy.take(); got != "" {
+		t.Errorf("a session without a budget asked the service: %s", got)
+	}
+	if _, err := m.Exec(ctx, "", capped.ID, ExecRequest{Command: "true", TimeoutSeconds: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := job(capped.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(capped.ID, "counted"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := spy.take(), "admit exec 7, admit job 0, write file write 2"; got != want {
+		t.Errorf("the service was asked %q, want %q", got, want)
+	}
+	if u := m.usage(ctx, capped.ID); u.Execs != 1 || u.Jobs != 1 {
+		t.Errorf("what the service did not take, the core counts: %+v, want 1 exec and 1 job", u)
+	}
+	// At start (RunSweeper), the service is told of the running sessions
+	// with a budget, and of no other.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { m.RunSweeper(sweepCtx); close(swept) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		spy.mu.Lock()
+		told := len(spy.asked)
+		spy.mu.Unlock()
+		if told > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	stopSweep()
+	<-swept
+	if got, want := spy.take(), "running "+capped.ID; got != want {
+		t.Errorf("at start the service was told %q, want %q", got, want)
+	}
+	spy.refuse = &BudgetError{Budget: "max_execs", Limit: 1, Used: 1, What: "exec"}
+	if _, err := m.Exec(ctx, "", capped.ID, ExecRequest{Command: "touch refused"}); !errors.As(err, new(*BudgetError)) {
+		t.Errorf("the service's refusal: %v", err)
+	}
+	spy.refuse = nil
+	if r, err := m.Exec(ctx, "", capped.ID, ExecRequest{Command: "test -e refused; echo $?"}); err != nil || r.Stdout != "1\n" {
+		t.Errorf("a command the service refused ran: %+v %v", r, err)
 	}
 }

@@ -11,13 +11,10 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	apiv1 "paddock.dev/paddock/api"
-	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hypervisor"
@@ -43,6 +40,25 @@ func (m *Manager) LoadSession(ctx context.Context, tenant, id string) (*Session,
 		return nil, notSessionErr(id)
 	}
 	return s, nil
+}
+
+// CreateKind is Create for a record of kind ("" for an agent session,
+// KindSandbox for hostd/sandboxes): the same checks, machine, ledger
+// and adoption; a sandbox's id starts with SandboxIDPrefix.
+func (m *Manager) CreateKind(ctx context.Context, tenant string, req CreateRequest, kind string) (*Session, error) {
+	if kind != "" && kind != KindSandbox {
+		return nil, bad("kind %q is unknown; use %q or leave it out", kind, KindSandbox)
+	}
+	return m.create(ctx, tenant, req, kind)
+}
+
+// MarkExpired marks record id, running at revision rev, expired, and
+// nothing else: its machine and checkpoints stay until the caller deletes
+// it (a sandbox, removed at its TTL). Of two calls that race on the same
+// revision one succeeds; the other gets ErrRevision.
+func (m *Manager) MarkExpired(ctx context.Context, id string, rev int64) error {
+	_, err := m.update(ctx, id, rev, func(s *Session) error { s.State = StateExpired; return nil })
+	return err
 }
 
 // Running is Load for a session that must be running: one in another
@@ -80,20 +96,6 @@ func (m *Manager) Logger() *slog.Logger { return m.log }
 
 // Policy is the policy engine (nil when the daemon has none).
 func (m *Manager) Policy() Decider { return m.policy }
-
-// AdmitWrite refuses a file write or an upload of n bytes into session
-// s that would take its workspace past budget.max_workspace_bytes (a
-// *BudgetError naming what); c is the session's guest client, which
-// measures the workspace.
-func (m *Manager) AdmitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error {
-	return m.admitWrite(ctx, s, c, n, what)
-}
-
-// FileGuard is what every write, delete and upload in s carries to the
-// guest agent, which refuses a change that reaches them by whatever
-// links: deny, its workspace when that is read-only, and exec, the
-// programs its execute allow-list lets start.
-func FileGuard(s *Session) (deny, exec []string) { return denyFor(s), execFor(s) }
 
 // ClipText cuts s to at most n bytes (on a rune boundary), marking a cut
 // with "…".
@@ -163,32 +165,31 @@ func (r StopReason) String() string {
 	return string(r)
 }
 
-// Files is the workspace's file routes as the core's own callers use
-// them (a sandbox's fs/read and small fs/write); hostd/workspace
-// implements it, and hostd/daemon hands it over with SetFiles.
-type Files interface {
-	// ReadFile reads a whole file of at most the agent's single read.
-	ReadFile(ctx context.Context, tenant, id, path string) (*apiv1.FileRead, error)
-	// WriteFile writes a file, walking the command pipeline as a file
-	// change (gated, admitted, hooked, ledgered).
-	WriteFile(ctx context.Context, tenant, id string, req apiv1.FileWrite) (*api.FileInfo, error)
+// Usage is session id's usage as its counters and its unsettled jobs
+// give it now (compute is the larger of exec plus job time and CPU time).
+func (m *Manager) Usage(ctx context.Context, id string) Usage { return m.usage(ctx, id) }
+
+// RefreshJobs asks the guest c of session id for its jobs, settles the
+// ended ones and those the guest no longer knows into the usage, and
+// returns the running ones.
+func (m *Manager) RefreshJobs(ctx context.Context, id string, c *client.Client) ([]api.Job, error) {
+	return m.refreshJobs(ctx, id, c)
 }
 
-// SetFiles gives the Manager the workspace's files service. Set it
-// before the daemon serves. Without one, a sandbox's fs/read and fs/write
-// are refused (500): the core has no file routes of its own.
-func (m *Manager) SetFiles(f Files) {
-	m.sib.mu.Lock()
-	defer m.sib.mu.Unlock()
-	m.sib.files = f
+// ChargeCPU charges session id the CPU time its sandbox used since the
+// last charge and returns usage.cpu_ms; ok is false when its machine
+// does not report CPU time.
+func (m *Manager) ChargeCPU(ctx context.Context, id string) (cpuMS int64, ok bool) {
+	return m.chargeCPU(ctx, id)
 }
 
-// files is the files service, or an error when none was set.
-func (m *Manager) files() (Files, error) {
-	m.sib.mu.RLock()
-	defer m.sib.mu.RUnlock()
-	if m.sib.files == nil {
-		return nil, fmt.Errorf("%w: this daemon has no files service (hostd/workspace)", errdefs.ErrInternal)
-	}
-	return m.sib.files, nil
+// AdmitWrite asks the budgets service whether a file write or upload
+// (what) of n bytes may go to s's workspace: nothing to ask for a session
+// without a budget, and refused (503) when the service is missing.
+func (m *Manager) AdmitWrite(ctx context.Context, s *Session, c *client.Client, n int64, what string) error {
+	return m.admitWrite(ctx, s, c, n, what)
 }
+
+// Stopped reports whether Shutdown or Detach ran: a sibling's background
+// work (a watcher) ends.
+func (m *Manager) Stopped() bool { return m.stopped() }

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/rules"
@@ -24,6 +26,73 @@ type Egress interface {
 	// Intercepts reports whether HTTPS to hosts with method or path
 	// rules is judged per request (TLS interception) rather than refused.
 	Intercepts() bool
+}
+
+// EgressLog is where a sandbox's egress decisions go: hostd/egresslog
+// folds them into the egress log and the session's ledger. The core
+// hands it every decision of a sandbox's proxy and resolver, and tells it
+// when to write what it holds. hostd/daemon sets it (SetEgressLog).
+type EgressLog interface {
+	// Record takes one decision; the proxy and the resolver call it on
+	// their request paths, so it must not wait for the database.
+	Record(ev egress.Event)
+	// Closed says sandbox's egress closed: what is held for it goes to
+	// the log and the ledger before Closed returns.
+	Closed(sandbox string)
+	// Settle waits (briefly) for the decisions recorded so far to reach
+	// the ledger; the core calls it before it reads a ledger.
+	Settle()
+	// Prune removes what is past the log's retention (the sweep).
+	Prune(ctx context.Context)
+	// Flush writes everything held and stops taking decisions (Shutdown,
+	// Detach). It may be called more than once.
+	Flush()
+}
+
+// errNoEgressLog refuses a network to a sandbox when no egress log is
+// set: its decisions would go unrecorded. hostd/daemon always sets one.
+var errNoEgressLog = fmt.Errorf("%w: this daemon keeps no egress log, so it gives no sandbox a network (only an offline policy can be used)", ErrConflict)
+
+type egressLogSlot struct {
+	mu sync.RWMutex
+	l  EgressLog
+}
+
+// SetEgressLog gives the Manager the egress log. Set it before the daemon
+// serves. Without one no sandbox is given a network (a policy that is not
+// offline is refused with 409, whatever its enforcement), so no decision
+// goes unrecorded.
+func (m *Manager) SetEgressLog(l EgressLog) {
+	m.egressLog.mu.Lock()
+	defer m.egressLog.mu.Unlock()
+	m.egressLog.l = l
+}
+
+func (m *Manager) currentEgressLog() EgressLog {
+	m.egressLog.mu.RLock()
+	defer m.egressLog.mu.RUnlock()
+	return m.egressLog.l
+}
+
+// settleEgressLog lets the decisions recorded so far reach the ledger.
+func (m *Manager) settleEgressLog() {
+	if l := m.currentEgressLog(); l != nil {
+		l.Settle()
+	}
+}
+
+// flushEgressLog writes what the egress log holds and stops it.
+func (m *Manager) flushEgressLog() {
+	if l := m.currentEgressLog(); l != nil {
+		l.Flush()
+	}
+}
+
+// pruneEgressLog removes egress log rows past their retention.
+func (m *Manager) pruneEgressLog(ctx context.Context) {
+	if l := m.currentEgressLog(); l != nil {
+		l.Prune(ctx)
+	}
 }
 
 // compilePolicy turns the create body's policy into the compiled policy.
@@ -72,6 +141,9 @@ func (m *Manager) networkFor(id string, pol *rules.Compiled) (network, dir strin
 		}
 		return "", "", fmt.Errorf("%w: this daemon serves no egress, so only an offline policy can be used (or network.enforcement \"best-effort\", which makes the sandbox offline)", ErrConflict)
 	}
+	if m.currentEgressLog() == nil {
+		return "", "", errNoEgressLog
+	}
 	// Transparent: programs that ignore the proxy settings are redirected
 	// to the same proxy, so the policy holds for every program.
 	return hypervisor.NetworkTransparent, m.egressDir(id), nil
@@ -82,6 +154,10 @@ func (m *Manager) openEgress(id string, pol *rules.Compiled) error {
 	if pol == nil || pol.Offline() || m.egress == nil {
 		return nil
 	}
+	rec := m.currentEgressLog()
+	if rec == nil {
+		return errNoEgressLog
+	}
 	dir := m.egressDir(id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -90,7 +166,7 @@ func (m *Manager) openEgress(id string, pol *rules.Compiled) error {
 	if n, ok := m.policy.(networkJudge); ok {
 		judge = n.Network(id, pol) // decided by the http Rego module
 	}
-	return m.egress.Open(id, dir, judge, m.recordEgress)
+	return m.egress.Open(id, dir, judge, rec.Record)
 }
 
 // networkJudge is an engine that decides a sandbox's network requests
@@ -107,7 +183,9 @@ func (m *Manager) closeEgress(id string) {
 	m.egress.Close(id)
 	// What its open window folded goes to the log and the ledger now,
 	// before whatever ends the sandbox is ledgered.
-	m.closeEgressWindow(id)
+	if l := m.currentEgressLog(); l != nil {
+		l.Closed(id)
+	}
 	if err := os.RemoveAll(m.egressDir(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		m.log.Warn("remove egress directory", "session", id, "err", err)
 	}

@@ -118,10 +118,28 @@ func (m *Manager) StartExecStream(ctx context.Context, tenant, id string, req Ex
 		ApprovalID: req.ApprovalID, ApprovalWaitSeconds: req.ApprovalWaitSeconds}, true)
 }
 
+// validateJob is the validate step of a job start (and of the wait for
+// its approval, AwaitApproval).
+func validateJob(p *pipe, req JobStart) pipeStep {
+	return step(StepValidate, func(context.Context) error {
+		p.cmd.Text = req.Command
+		if strings.TrimSpace(req.Command) == "" {
+			return bad("command is empty")
+		}
+		if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
+			return bad("command must be at most %d bytes without NUL", MaxCommandBytes)
+		}
+		if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
+			return bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
+		}
+		return checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds)
+	})
+}
+
 func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart, streamed bool) (*Job, error) {
-	kind, what := CommandJob, startJob
+	kind, what := CommandJob, StartJob
 	if streamed {
-		kind, what = CommandStream, startStream
+		kind, what = CommandStream, StartStream
 	}
 	p := m.newPipe(ctx, kind, tenant, id)
 	var (
@@ -131,19 +149,7 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 		lostErr string
 	)
 	err := p.walk(ctx,
-		step(StepValidate, func(context.Context) error {
-			p.cmd.Text = req.Command
-			if strings.TrimSpace(req.Command) == "" {
-				return bad("command is empty")
-			}
-			if len(req.Command) > MaxCommandBytes || strings.ContainsRune(req.Command, 0) {
-				return bad("command must be at most %d bytes without NUL", MaxCommandBytes)
-			}
-			if req.MaxOutputBytes < 0 || req.MaxOutputBytes > api.MaxMaxOutputBytes {
-				return bad("max_output_bytes must be from 0 to %d", api.MaxMaxOutputBytes)
-			}
-			return checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds)
-		}),
+		validateJob(p, req),
 		loadRunning(),
 		judgeCommand(jobCheck(req)),
 		// In flight from here (a restore or fork refuses), and one job
@@ -155,13 +161,13 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 		runHooks("job"),
 		step(StepRun, func(ctx context.Context) error {
 			maxOut = req.MaxOutputBytes
-			if p.adm.outputCap > 0 && (maxOut == 0 || maxOut > p.adm.outputCap) {
-				maxOut = p.adm.outputCap
+			if p.adm.OutputCap > 0 && (maxOut == 0 || maxOut > p.adm.OutputCap) {
+				maxOut = p.adm.OutputCap
 			}
 			started = m.now()
 			var err error
 			j, err = p.cl.StartJob(ctx, api.JobRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path,
-				TimeoutSeconds: p.adm.timeout, MaxOutputBytes: maxOut, Confine: p.cmd.Confine}, Stdin: req.Stdin})
+				TimeoutSeconds: p.adm.Timeout, MaxOutputBytes: maxOut, Confine: p.cmd.Confine}, Stdin: req.Stdin})
 			if err != nil && refusedBeforeStart(err) {
 				return guestErr(err)
 			}
@@ -181,17 +187,17 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 				return nil
 			}
 			entry := map[string]any{"job": j.ID, "command": req.Command, "stdin": req.Stdin, "policy": p.v.decision.Rule}
-			if p.adm.outputCap > 0 {
+			if p.adm.OutputCap > 0 {
 				entry["max_output_bytes"] = maxOut
 			}
-			if p.adm.capped {
-				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.timeout, true
+			if p.adm.Capped {
+				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.Timeout, true
 			}
 			m.ledgerAppend(ctx, id, "job.start", p.withNotes(entry))
 			return nil
 		}),
 		step(StepUsage, func(context.Context) error {
-			m.addUsage(id, store.UsageRow{Jobs: p.adm.untaken(), Execs: p.adm.untakenStreamExec()})
+			m.addUsage(id, store.UsageRow{Jobs: p.adm.Untaken(), Execs: p.adm.UntakenStreamExec()})
 			return nil
 		}),
 	)

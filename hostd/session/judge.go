@@ -49,8 +49,12 @@ type Approvals interface {
 	// session and gives back the approved request's id.
 	Request(ctx context.Context, s *Session, c ApprovalCheck, d policy.ProcessDecision) (approvalID string, err error)
 	// Spend consumes approval id for command c as bound to s now, or
-	// says (403) why it cannot.
+	// says (403) why it cannot. It is a compare-and-set: of two calls
+	// with one approval, one gets it.
 	Spend(ctx context.Context, s *Session, id string, c ApprovalCheck) error
+	// GiveBack returns approval id, which Spend consumed for c, to its
+	// approved state: the command did not start after all.
+	GiveBack(ctx context.Context, s *Session, id string, c ApprovalCheck) error
 }
 
 type approvalsSlot struct {
@@ -81,6 +85,10 @@ type commandCheck struct {
 	params     map[string]any
 	approvalID string
 	wait       time.Duration
+	// env and cwd are what a sandbox's process is given besides its text
+	// (the policy sees them; exec and jobs have none).
+	env map[string]string
+	cwd string
 }
 
 func (c commandCheck) approvalCheck() ApprovalCheck {
@@ -152,23 +160,32 @@ func (m *Manager) spendFor(ctx context.Context, s *Session, v *verdict) error {
 	return a.Spend(ctx, s, v.approval, v.check.approvalCheck())
 }
 
+// giveBack returns v's approval, spent by spendFor, to the approvals
+// service: the walk stopped before the command started. A failure is
+// logged: the approval then stays spent, which fails safe.
+func (m *Manager) giveBack(ctx context.Context, s *Session, v *verdict) {
+	a := m.approvalsService()
+	if a == nil || v == nil || v.approval == "" {
+		return
+	}
+	if err := a.GiveBack(ctx, s, v.approval, v.check.approvalCheck()); err != nil {
+		m.log.Warn("give an approval back", "session", s.ID, "approval", v.approval, "err", err)
+	}
+}
+
 // AwaitApproval waits (up to wait) for an operator to decide a command
 // that needs approval, holding nothing of the session, and returns the
 // approved request's id for the caller to run the command with; "" when
 // the command needs none. exec/stream waits here before it takes a stream.
+// It walks the first steps of a job start (validate, load, judge: the
+// same step functions), as an exec/stream, so the command is judged here
+// exactly as the start that follows judges it, and a trace sees it.
 func (m *Manager) AwaitApproval(ctx context.Context, tenant, id string, req JobStart) (string, error) {
-	if err := checkApprovalFields(req.ApprovalID, req.ApprovalWaitSeconds); err != nil {
+	p := m.newPipe(ctx, CommandStream, tenant, id)
+	if err := p.walk(ctx, validateJob(p, req), loadRunning(), judgeCommand(jobCheck(req))); err != nil {
 		return "", err
 	}
-	s, _, _, err := m.running(ctx, tenant, id)
-	if err != nil {
-		return "", err
-	}
-	v, err := m.judge(ctx, s, jobCheck(req))
-	if err != nil {
-		return "", err
-	}
-	return v.approval, nil
+	return p.v.approval, nil
 }
 
 // jobCheck is a job start as judge sees it.

@@ -39,3 +39,38 @@ func TestJudgeWithoutApprovals(t *testing.T) {
 		t.Errorf("exec of an allowed command: %v", err)
 	}
 }
+
+// TestAwaitApprovalWalksTheJudgeStep: exec/stream's wait for an approval
+// walks the job start's own validate, load and judge steps (traced as
+// exec/stream), so the command is judged there as the start that follows
+// judges it: a command the policy allows needs no approval, an empty one
+// is refused (400) before the policy is asked, a denied one is 403, and
+// an unknown session 404 at load.
+func TestAwaitApprovalWalksTheJudgeStep(t *testing.T) {
+	m := fakeManager(t)
+	tr := traceSteps(m)
+	ctx := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
+	s, err := m.Create(ctx, "acme", CreateRequest{TTLSeconds: 600, Policy: &PolicyRequest{Process: &policy.ProcessRules{Ask: []string{"deploy*"}, Deny: []string{"rm *"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, id, command string
+		want              error
+		steps             string
+	}{
+		{"allowed", s.ID, "true", nil, "validate load judge"},
+		{"empty", s.ID, "  ", ErrBadRequest, "validate"},
+		{"denied", s.ID, "rm -rf x", ErrForbidden, "validate load judge"},
+		{"held, no approvals service", s.ID, "deploy now", ErrConflict, "validate load judge"},
+		{"unknown session", "ses-0123456789abcdef", "true", ErrNotFound, "validate load"},
+	} {
+		id, err := m.AwaitApproval(ctx, "acme", tc.id, JobStart{Command: tc.command, ApprovalWaitSeconds: 1})
+		if (tc.want == nil && err != nil) || (tc.want != nil && !errors.Is(err, tc.want)) || id != "" {
+			t.Errorf("%s: %q %v, want no approval and %v", tc.name, id, err, tc.want)
+		}
+		if got := tr.take(CommandStream); got != tc.steps {
+			t.Errorf("%s: walked %q, want %q", tc.name, got, tc.steps)
+		}
+	}
+}

@@ -11,6 +11,7 @@ package session
 //	gate      the session's work slot: a restore or fork waits (409)
 //	admit     the budget: limits checked, the unit taken, caps set (403)
 //	spend     an approved request, bound to the session as it is now
+//	          (given back if the walk stops before the command starts)
 //	hooks     the command hooks (AddCommandHook): they may refuse or annotate
 //	run       the guest does the work
 //	record    the ledger entry
@@ -37,6 +38,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"paddock.dev/paddock/errdefs"
@@ -211,7 +213,7 @@ type pipe struct {
 	v  *verdict
 	// adm is the budget's admission (admit); nil before it, or for an
 	// entry that has no admit step.
-	adm *admission
+	adm *Admission
 
 	// ran says run started the command in the guest (or may have):
 	// record and usage follow even when it failed.
@@ -343,23 +345,35 @@ func gateCommand(reload bool) pipeStep {
 // admitStep is the admit step: the session's budget for a start of
 // what with timeout (admit). The unit goes back if the walk stops before
 // the command starts.
-func admitStep(what string, timeout int) pipeStep {
+func admitStep(what Start, timeout int) pipeStep {
 	return pipeStep{StepAdmit, func(ctx context.Context, p *pipe) error {
 		adm, err := p.m.admit(ctx, p.s, p.cl, what, timeout)
 		if err != nil {
 			return err
 		}
 		p.adm = adm
-		p.undo = append(p.undo, adm.release)
+		p.undo = append(p.undo, adm.Release)
 		return nil
 	}}
 }
 
 // spendApproval is the spend step: the verdict's approval, if any, spent
-// for the command as bound to the session now.
+// for the command as bound to the session now. Spending before the hooks
+// and the run makes the approval this walk's alone (a second call with
+// it is refused, 403) before anything acts on it; if the walk then stops
+// before the command starts (a hook refuses, the guest refuses to start
+// it), the undo gives the approval back, so it is not used up for
+// nothing.
 func spendApproval() pipeStep {
 	return pipeStep{StepSpend, func(ctx context.Context, p *pipe) error {
-		return p.m.spendFor(ctx, p.s, p.v)
+		if err := p.m.spendFor(ctx, p.s, p.v); err != nil {
+			return err
+		}
+		if p.v != nil && p.v.approval != "" {
+			s, v := p.s, p.v
+			p.undo = append(p.undo, func() { p.m.giveBack(context.WithoutCancel(ctx), s, v) })
+		}
+		return nil
 	}}
 }
 
@@ -410,7 +424,7 @@ func judgeWithoutApprovals(c commandCheck) pipeStep {
 				why = d.Reason + "; " + why
 			}
 			d.Reason = why
-			p.m.ledgerAppend(ctx, p.s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
+			p.m.ledgerAppend(ctx, p.s.ID, c.kind+".refused", refusedEntry(c, d))
 			return &ProcessRefused{Decision: d}
 		}
 		p.v, p.cmd.Rule = &verdict{decision: d, check: c}, d.Rule
@@ -433,7 +447,7 @@ func (m *Manager) decide(ctx context.Context, s *Session, c commandCheck) (polic
 	if s.Policy.Process != nil {
 		rules = *s.Policy.Process
 	}
-	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules})
+	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules, Env: c.env, Cwd: c.cwd})
 	if err != nil {
 		return d, fmt.Errorf("process policy: %w", err)
 	}
@@ -441,8 +455,42 @@ func (m *Manager) decide(ctx context.Context, s *Session, c commandCheck) (polic
 	case policy.Allow, policy.Ask:
 		return d, nil
 	case policy.Deny:
-		m.ledgerAppend(ctx, s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
+		m.ledgerAppend(ctx, s.ID, c.kind+".refused", refusedEntry(c, d))
 		return d, &ProcessRefused{Decision: d}
 	}
 	return d, fmt.Errorf("process policy: unknown result %q", d.Result)
+}
+
+// refusedEntry is the ledger entry of a command the policy refused: what
+// it judged, and, for a sandbox's process, the directory and the names
+// (never the values) of the variables it was given.
+func refusedEntry(c commandCheck, d policy.ProcessDecision) map[string]any {
+	e := map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason}
+	if len(c.env) > 0 {
+		e["env"] = slices.Sorted(maps.Keys(c.env))
+	}
+	if c.cwd != "" {
+		e["cwd"] = c.cwd
+	}
+	return e
+}
+
+// gateWrite is the gate step of a file write or delete of path: the
+// session's work slot (a restore or fork waits for it), then, on the
+// machine the write will reach, the read-only workspace's refusal
+// (refuseReadOnly) and the lists the agent checks the write against
+// (guardFor).
+func gateWrite(path string, g *guarded) pipeStep {
+	return pipeStep{StepGate, func(ctx context.Context, p *pipe) error {
+		done, err := p.m.commandStarts(p.cmd.Session)
+		if err != nil {
+			return err
+		}
+		p.after = append(p.after, done)
+		if err := refuseReadOnly(ctx, p.cl, p.s, path); err != nil {
+			return err
+		}
+		*g = guardFor(p.s)
+		return nil
+	}}
 }

@@ -120,11 +120,12 @@ func lastEntry(t *testing.T, m *Manager, id, kind string) map[string]any {
 	return nil
 }
 
-// TestPipelineSteps: every entry of the core (exec, exec/stream, job, a
-// sandbox's process) walks the pipeline's named steps in order, and the
-// command hooks see each of them with its kind. (A terminal's walk is
-// hostd/terminals' TestTerminalPipelineSteps; a git verb's and a file
-// change's are hostd/workspace's TestWorkspacePipelineSteps.)
+// TestPipelineSteps: every entry of the core (exec, exec/stream, a
+// job) walks the pipeline's named steps in order, and the command hooks
+// see each of them with its kind. (A terminal's walk is hostd/terminals'
+// TestTerminalPipelineSteps, a sandbox's process and fs/write
+// hostd/sandboxes' TestSandboxPipelineSteps, a git verb's and a file
+// change's hostd/workspace's TestWorkspacePipelineSteps.)
 func TestPipelineSteps(t *testing.T) {
 	m := policyManager(t, nil)
 	tr := traceSteps(m)
@@ -142,10 +143,6 @@ func TestPipelineSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const full = "validate load judge gate admit spend hooks run record usage"
 	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
 		t.Fatal(err)
@@ -156,20 +153,16 @@ func TestPipelineSteps(t *testing.T) {
 	if _, err := m.StartJob(ctx, "", s.ID, JobStart{Command: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct{ name, got, want string }{
 		{"exec", tr.take(CommandExec), full},
 		{"exec/stream", tr.take(CommandStream), full},
 		{"job", tr.take(CommandJob), full},
-		{"process", tr.take(CommandProcess), "validate load judge gate admit hooks run record usage"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s walked %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	want := []string{"exec:true", "exec/stream:true", "job:true", "process:true"}
+	want := []string{"exec:true", "exec/stream:true", "job:true"}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("the hook saw (-want +got):\n%s", diff)
 	}
@@ -178,21 +171,18 @@ func TestPipelineSteps(t *testing.T) {
 	// validate, a session that is not there at load.
 	m.Exec(ctx, "", s.ID, ExecRequest{Command: " "})
 	m.Exec(ctx, "", "ses-0000000000000000", ExecRequest{Command: "true"})
-	m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true", TimeoutSeconds: -1})
 	if got := tr.take(CommandExec); got != "validate validate load" {
 		t.Errorf("refused execs walked %q, want %q", got, "validate validate load")
-	}
-	if got := tr.take(CommandProcess); got != "validate" {
-		t.Errorf("a refused process walked %q, want validate only", got)
 	}
 }
 
 // TestPipelineHookRefuses runs on the fake backend (no root), with
 // relative paths only. A hook that refuses stops the command before
-// the guest sees it, the ledger says which hook and why, and the budget's
-// unit goes back; a hook's annotation lands in the command's entry; a
-// hook's conflict keeps its 409. (A file write and a git verb refused by
-// a hook: hostd/workspace's TestWorkspaceHookRefuses.)
+// the guest sees it and the ledger says which hook and why; a hook's
+// annotation lands in the command's entry; a hook's conflict keeps its
+// 409. (That a refused command's budget unit goes back is
+// hostd/budgets.TestBudgetUnitBackWhenHookRefuses; a file write and a git
+// verb refused by a hook are hostd/workspace's TestWorkspaceHookRefuses.)
 func TestPipelineHookRefuses(t *testing.T) {
 	m := fakeManager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -207,8 +197,7 @@ func TestPipelineHookRefuses(t *testing.T) {
 		c.Annotate("point", 7)
 		return nil
 	})
-	two := int64(2)
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600, Budget: &Budget{MaxExecs: &two}})
+	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +210,7 @@ func TestPipelineHookRefuses(t *testing.T) {
 	if d["hook"] != "rewind" || d["command"] != "touch marker # refuse-me" || !strings.Contains(d["reason"].(string), "no point") {
 		t.Errorf("exec.refused: %v", d)
 	}
-	// The guest never ran it, and its unit went back: two execs still go.
+	// The guest never ran it.
 	r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e marker; echo $?"})
 	if err != nil || r.Stdout != "1\n" {
 		t.Fatalf("the refused command ran: %+v %v", r, err)
@@ -230,102 +219,21 @@ func TestPipelineHookRefuses(t *testing.T) {
 	if n, _ := e["hooks"].(map[string]any); n == nil || n["point"] != float64(7) {
 		t.Errorf("exec entry without the hook's note: %v", e)
 	}
-	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
-		t.Errorf("the second exec of two: %v (the refused one kept its unit?)", err)
-	}
-	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); !errors.As(err, new(*BudgetError)) {
-		t.Errorf("a third exec of two: %v, want the budget's refusal", err)
-	}
 
 	// A hook's own kind of error is kept.
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "echo conflict > x"})
+	_, err = m.Exec(ctx, "", s.ID, ExecRequest{Command: "echo conflict > x"})
 	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrForbidden) {
 		t.Errorf("a hook's conflict: %v, want ErrConflict only", err)
 	}
-	if e := lastEntry(t, m, sb.ID, "exec.refused"); e["hook"] != "rewind" {
-		t.Errorf("sandbox exec.refused: %v", e)
+	if e := lastEntry(t, m, s.ID, "exec.refused"); e["hook"] != "rewind" || e["command"] != "echo conflict > x" {
+		t.Errorf("exec.refused of the conflict: %v", e)
 	}
-	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e x; echo $?"})
-	if err != nil || r2.Stdout != "1\n" {
-		t.Errorf("the refused process ran: %+v %v", r2, err)
+	if r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e x; echo $?"}); err != nil || r.Stdout != "1\n" {
+		t.Errorf("the refused command ran: %+v %v", r, err)
 	}
 }
 
 var errorsJoinConflict = errors.Join(errors.New("a restore is being taken"), ErrConflict)
-
-// TestSandboxProcessJudged: a sandbox's process is judged by the same
-// process policy as a session's exec (the operator's modules: a sandbox
-// has no rules of its own), refused with the same error and ledgered as
-// exec.refused; a command the policy would hold is refused, since the
-// sandbox API has no approvals; and it counts in, and is limited by, the
-// record's exec budget.
-func TestSandboxProcessJudged(t *testing.T) {
-	m := policyManager(t, map[string]string{"guard.rego": `package paddock.ext.guard.process
-
-deny contains "no rm -rf here" if contains(input.command, "rm -rf")
-
-ask contains "deploys need a second pair of eyes" if startswith(input.command, "deploy")
-`})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const bad = "touch /tmp/keep; rm -rf /tmp/keep"
-	_, execErr := m.Exec(ctx, "", s.ID, ExecRequest{Command: bad})
-	_, procErr := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: bad})
-	var a, b *ProcessRefused
-	if !errors.As(execErr, &a) || !errors.As(procErr, &b) {
-		t.Fatalf("exec: %v; process: %v; want both refused by the policy", execErr, procErr)
-	}
-	if diff := cmp.Diff(a.Decision, b.Decision); diff != "" || execErr.Error() != procErr.Error() {
-		t.Errorf("the decisions differ (-exec +process):\n%s\n%v\n%v", diff, execErr, procErr)
-	}
-	if d := lastEntry(t, m, sb.ID, "exec.refused"); d["rule"] != a.Decision.Rule || d["command"] != bad {
-		t.Errorf("sandbox exec.refused: %v", d)
-	}
-	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/keep; echo $?"}); err != nil || r.Stdout != "1\n" {
-		t.Errorf("the refused command ran: %+v %v", r, err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "deploy prod"})
-	if !errors.As(err, &b) || b.Decision.Result != policy.Deny || !strings.Contains(err.Error(), "no approvals") {
-		t.Errorf("a command the policy holds: %v, want a refusal saying the sandbox API has no approvals", err)
-	}
-	if rows, err := m.st.ListApprovals(ctx, sb.ID); err != nil || len(rows) != 0 {
-		t.Errorf("approval rows for a sandbox: %v %v", rows, err)
-	}
-
-	// The budget: the record's max_execs limits the sandbox's processes
-	// (each process so far counted one; the refused ones none).
-	before := m.usage(ctx, sb.ID).Execs
-	if before != 1 {
-		t.Errorf("execs counted before the budget: %d, want 1 (the refused ones are not counted)", before)
-	}
-	limit := before + 1
-	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = &Budget{MaxExecs: &limit}; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"})
-	var be *BudgetError
-	if !errors.As(err, &be) || be.Budget != "max_execs" {
-		t.Errorf("a process past max_execs: %v, want the budget's refusal", err)
-	}
-	if after := m.usage(ctx, sb.ID).Execs; after != limit {
-		t.Errorf("execs counted %d, want %d", after, limit)
-	}
-}
 
 // TestPipelineWalk holds the walk's rules without a sandbox: a step that fails
 // stops the walk and what earlier steps took is given back; once run has

@@ -105,21 +105,19 @@ type Manager struct {
 	// rules are refused); appr is the approvals service (judge.go).
 	policy Decider
 	appr   approvalsSlot
+	// budgets is the budgets service (budget.go).
+	budgets budgetsSlot
 	// cmds are the command hooks every command passes (pipeline.go).
 	cmds commandHooks
+	// sbx are the sandboxes sibling's hooks (sandbox.go).
+	sbx sandboxHooksSlot
 
 	mu        sync.Mutex
 	machines  map[string]hypervisor.Machine // session id → running sandbox
 	gate      map[string]string             // session id → lifecycle op in flight
 	done      bool                          // Shutdown or Detach ran: no more background work
-	expiry    map[string]*time.Timer        // sandbox id → its removal at expiry (removeAtExpiry)
-	egressLog egressLog
-	life      lifecycleState // execs in flight, markers, test hooks (gate.go)
-
-	// egressRetention is Config.EgressLogRetention (egresslog.go).
-	egressRetention time.Duration
-	// compute is the sessions whose CPU time is watched (compute.go).
-	compute computeWatch
+	egressLog egressLogSlot                 // where egress decisions go (egress.go)
+	life      lifecycleState                // execs in flight, markers, test hooks (gate.go)
 
 	// admission settings, and what live machines and checkpoints hold
 	// (admission.go); under mu.
@@ -151,9 +149,6 @@ type Config struct {
 	TrustPEM []byte
 	// Policy is the policy engine; nil refuses process rules.
 	Policy Decider
-	// EgressLogRetention is how long egress log rows are kept (0:
-	// DefaultEgressLogRetention); the sweeper prunes older ones.
-	EgressLogRetention time.Duration
 	// Now is the clock (nil: time.Now); tests move it.
 	Now func() time.Time
 }
@@ -176,11 +171,7 @@ func New(c Config) *Manager {
 	if now == nil {
 		now = time.Now
 	}
-	retention := c.EgressLogRetention
-	if retention <= 0 {
-		retention = DefaultEgressLogRetention
-	}
-	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage, egressRetention: retention,
+	return &Manager{st: c.Store, ledger: c.Ledger, backend: c.Backend, backends: backends, image: c.DefaultImage,
 		egress: c.Egress, egressRoot: c.EgressRoot, trustPEM: c.TrustPEM, policy: c.Policy, images: c.ImagesDir,
 		log: log, now: now, machines: map[string]hypervisor.Machine{}, gate: map[string]string{}}
 }
@@ -242,7 +233,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	defer adm.release()
 	res := effective(req.Runtime, adm.cap)
 	caps := backend.Capabilities()
-	caps.Egress = m.egress != nil && m.egressRoot != ""
+	caps.Egress = m.egress != nil && m.egressRoot != "" && m.currentEgressLog() != nil
 	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
 	if mode == ModeReadOnly && !caps.Confinement {
 		return nil, fmt.Errorf("%w: this backend cannot enforce a read-only workspace (it has no Landlock confinement here); use workspace.mode %q", ErrConflict, ModeWritable)
@@ -487,7 +478,7 @@ func revisionErr(err error, id string, rev int64) error {
 	return err
 }
 
-// Get returns one session. A sandbox's id is not found here (GetSandbox).
+// Get returns one session. A sandbox's id is not found here (hostd/sandboxes).
 func (m *Manager) Get(ctx context.Context, tenant, id string) (*Session, error) {
 	s, _, err := m.load(ctx, tenant, id)
 	if err == nil && s.Kind == KindSandbox {
@@ -617,13 +608,13 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 		// In flight from here, so a restore or fork refuses; the budget
 		// takes this exec's unit and caps its timeout and output.
 		gateCommand(req.ApprovalWaitSeconds > 0),
-		admitStep(startExec, req.TimeoutSeconds),
+		admitStep(StartExec, req.TimeoutSeconds),
 		spendApproval(),
 		runHooks("exec"),
 		step(StepRun, func(ctx context.Context) error {
 			started = m.now()
 			var err error
-			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path, TimeoutSeconds: p.adm.timeout, MaxOutputBytes: p.adm.outputCap, Confine: p.cmd.Confine}})
+			res, err = p.cl.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: p.s.Workspace.Path, TimeoutSeconds: p.adm.Timeout, MaxOutputBytes: p.adm.OutputCap, Confine: p.cmd.Confine}})
 			if err != nil && refusedBeforeStart(err) {
 				return guestErr(err)
 			}
@@ -635,7 +626,7 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 				lostMS, lostErr, p.err = m.now().Sub(started).Milliseconds(), clipText(err.Error(), 300), guestErr(err)
 				return p.err
 			}
-			out = execResult(res, p.adm.outputCap)
+			out = execResult(res, p.adm.OutputCap)
 			return nil
 		}),
 		step(StepRecord, func(ctx context.Context) error {
@@ -650,16 +641,16 @@ func (m *Manager) Exec(ctx context.Context, tenant, id string, req ExecRequest) 
 		}),
 		step(StepUsage, func(context.Context) error {
 			if p.err != nil {
-				m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: lostMS})
+				m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: lostMS})
 				return nil
 			}
 			ms := res.DurationMillis
-			if res.TimedOut && p.adm.capped {
+			if res.TimedOut && p.adm.Capped {
 				// Killed at the timeout the budget cut it to: it spent all
 				// of that (the agent's own clock may read a hair less).
-				ms = max(ms, int64(p.adm.timeout)*1000)
+				ms = max(ms, int64(p.adm.Timeout)*1000)
 			}
-			m.addUsage(id, store.UsageRow{Execs: p.adm.untaken(), ExecMS: ms})
+			m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: ms})
 			return nil
 		}),
 	)
@@ -700,10 +691,6 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	m.mu.Lock()
 	mc := m.machines[id]
 	delete(m.machines, id)
-	if t := m.expiry[id]; t != nil {
-		t.Stop()
-		delete(m.expiry, id)
-	}
 	m.mu.Unlock()
 	if mc != nil {
 		if err := mc.Stop(ctx); err != nil {
@@ -712,7 +699,6 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	}
 	m.closeEgress(id)
 	m.runStopHooks(ctx, id, StopDeleted)
-	m.revokeTokens(ctx, id, "session deleted")
 	if snaps, err := m.snapshots(ctx, id); err == nil {
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
@@ -768,7 +754,6 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	m.done = true
 	machines := m.machines
 	m.machines = map[string]hypervisor.Machine{}
-	m.stopExpiryLocked()
 	m.mu.Unlock()
 	for id, mc := range machines {
 		m.stopMachine(ctx, id, mc)
@@ -810,9 +795,9 @@ func (m *Manager) Probe(ctx context.Context, tenant, id string) (*api.Probe, err
 
 // Sweep marks sessions past their expiry expired and stops their
 // sandboxes (the record and ledger stay until DELETE), and prunes the
-// egress log past its retention. Records of kind sandbox are removed
-// instead (sweepSandbox). hostd runs it 30 s after start and then every
-// minute.
+// egress log past its retention. Records of kind sandbox are handed to
+// the sandboxes sibling instead, which removes them (sweepSandbox).
+// hostd runs it 30 s after start and then every minute.
 func (m *Manager) Sweep(ctx context.Context) (expired int) {
 	// Expiry is the daemon's doing, whichever call noticed it.
 	ctx = auth.WithoutIdentity(ctx)
@@ -858,7 +843,6 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 		}
 		m.closeEgress(r.ID)
 		m.runStopHooks(ctx, r.ID, StopExpired)
-		m.revokeTokens(ctx, r.ID, "session expired")
 		for _, snap := range snaps {
 			m.deleteSnapshot(snap)
 		}
@@ -871,7 +855,7 @@ func (m *Manager) Sweep(ctx context.Context) (expired int) {
 
 // RunSweeper runs Sweep on the schedule above until ctx ends.
 func (m *Manager) RunSweeper(ctx context.Context) {
-	m.watchBudgetedSessions(ctx)
+	m.tellBudgetsRunning(ctx)
 	t := time.NewTimer(30 * time.Second)
 	defer t.Stop()
 	for {

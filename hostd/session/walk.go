@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"paddock.dev/paddock/guest/client"
-	"paddock.dev/paddock/hostd/store"
 )
 
 // PipeStep is one named step of a command's walk (StepLoad, StepJudge, ...).
@@ -73,27 +72,12 @@ func (x Pipe) AtEnd(f func()) { x.p.after = append(x.p.after, f) }
 // before): the walk ends after this step, successfully.
 func (x Pipe) Answered() { x.p.answered = true }
 
-// AdmitExec is the admit step's work for a command that counts as one
-// exec of the session's budget (a git commit): the limits checked, the
-// unit taken if the budget limits execs (given back if the walk stops
-// before Keep), and the timeout in seconds lowered to what the budget
-// leaves, which it returns. A limit reached is a *BudgetError (403).
-func (x Pipe) AdmitExec(ctx context.Context, timeout int) (int, error) {
-	if err := admitStep(startExec, timeout).fn(ctx, x.p); err != nil {
-		return 0, err
-	}
-	return x.p.adm.timeout, nil
-}
-
-// CountExec counts the command in the session's usage as an exec that
-// ran ms milliseconds in the guest (the exec itself only when AdmitExec
-// did not take its unit already).
-func (x Pipe) CountExec(ms int64) {
-	n := int64(1)
-	if x.p.adm != nil {
-		n = x.p.adm.untaken()
-	}
-	x.p.m.addUsage(x.p.cmd.Session, store.UsageRow{Execs: n, ExecMS: ms})
+// Admit is AdmitStep's work, for a sibling whose admit step does more
+// (a git commit names itself in the budget's refusal): the limits
+// checked, the unit taken (given back if the walk stops before Keep),
+// the caps in Admission.
+func (x Pipe) Admit(ctx context.Context, what Start, timeout int) error {
+	return admitStep(what, timeout).fn(ctx, x.p)
 }
 
 // NewStep makes a step named name (one of the Step… names, at its place
@@ -105,6 +89,16 @@ func NewStep(name string, fn func(ctx context.Context, p Pipe) error) PipeStep {
 // LoadRunningStep is the load step of a command on a running session:
 // the session and its machine's guest client (404, 409).
 func LoadRunningStep() PipeStep { return loadRunning() }
+
+// AdmitStep is the admit step of a command or job (what) with timeout:
+// the session's budget, through the budgets service (see Budgets). What
+// it took goes back if the walk stops before the command starts; the
+// later steps read the answer with Pipe.Admission.
+func AdmitStep(what Start, timeout int) PipeStep { return admitStep(what, timeout) }
+
+// Admission is what the admit step allowed (nil before it, or for a walk
+// without one).
+func (x Pipe) Admission() *Admission { return x.p.adm }
 
 // HooksStep is the hooks step: every command hook; a refusal is ledgered
 // as <ledgerKind>.refused.
@@ -172,7 +166,6 @@ type siblingHooks struct {
 	mu       sync.RWMutex
 	busy     []BusyCheck
 	shutdown []func()
-	files    Files // SetFiles (core.go)
 }
 
 // busyBySibling is the first busy check's refusal of op on id.

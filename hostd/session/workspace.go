@@ -308,6 +308,91 @@ func readOnlyVerdict(res *api.ExecResult) error {
 	return nil
 }
 
+// maxResolveLinks bounds the links followed while resolving one path (the
+// guest agent's limit too).
+const maxResolveLinks = 40
+
+// resolveInGuest follows symbolic links in p the way the guest agent does
+// when it writes or deletes p: through the sandbox's root, absolute
+// targets from its "/", components that do not exist kept as they are.
+// The last component is followed only when followLast is set (a write or
+// delete replaces or removes a link there, never what it points to).
+func resolveInGuest(ctx context.Context, c *client.Client, p string, followLast bool) (string, error) {
+	todo := strings.Split(strings.Trim(path.Clean(p), "/"), "/")
+	var done []string
+	links := 0
+	for len(todo) > 0 {
+		part := todo[0]
+		todo = todo[1:]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) > 0 {
+				done = done[:len(done)-1]
+			}
+			continue
+		}
+		if len(todo) == 0 && !followLast {
+			done = append(done, part)
+			break
+		}
+		cur := "/" + strings.Join(append(append([]string{}, done...), part), "/")
+		fi, err := c.Stat(ctx, cur)
+		if client.IsStatus(err, 404) {
+			done = append(done, part)
+			continue
+		}
+		if err != nil {
+			return "", guestErr(err)
+		}
+		if fi.Type != api.TypeSymlink {
+			done = append(done, part)
+			continue
+		}
+		if links++; links > maxResolveLinks {
+			return "", fmt.Errorf("%w: too many symbolic links in %s", ErrBadRequest, p)
+		}
+		if strings.HasPrefix(fi.Target, "/") {
+			done = done[:0]
+		}
+		todo = append(strings.Split(fi.Target, "/"), todo...)
+	}
+	return "/" + strings.Join(done, "/"), nil
+}
+
+// refuseReadOnly answers ErrForbidden when s has a read-only workspace and
+// a write or delete of p would change it: p lies in the workspace or holds
+// it, as written or once the links in its directories are followed. It
+// is a check before the write, so a link swapped in between the two is
+// not caught here: the write itself carries the workspace as Deny
+// (denyFor), and the agent checks the directory it writes in by identity.
+// The agent's own commands are held by Landlock instead.
+func refuseReadOnly(ctx context.Context, c *client.Client, s *Session, p string) error {
+	if s.Workspace.Mode != ModeReadOnly || !strings.HasPrefix(p, "/") {
+		return nil // a relative path is the guest's to refuse
+	}
+	ws := s.Workspace.Path
+	forbidden := fmt.Errorf("%w: the workspace %s of session %s is read-only, and %s would change it", ErrForbidden, ws, s.ID, p)
+	touches := func(q, ws string) bool { return pathWithin(q, ws) || pathWithin(ws, q) }
+	clean := path.Clean(p)
+	if touches(clean, ws) {
+		return forbidden
+	}
+	real, err := resolveInGuest(ctx, c, clean, false)
+	if err != nil {
+		return err
+	}
+	wsReal, err := resolveInGuest(ctx, c, ws, true)
+	if err != nil {
+		return err
+	}
+	if touches(real, ws) || touches(real, wsReal) {
+		return forbidden
+	}
+	return nil
+}
+
 // denyFor is the Deny list (api.MaxDeny) of every write the files API and
 // uploads make in s: its workspace when that is read-only, so the agent
 // refuses a write that lands there by whatever links, checking the
@@ -327,6 +412,14 @@ func denyFor(s *Session) []string {
 func execFor(s *Session) []string {
 	return slices.Clone(s.Policy.ExecPrograms)
 }
+
+// guarded is what a write or delete of the files routes carries to the
+// agent: the Deny and Exec lists of its session.
+type guarded struct {
+	deny, exec []string
+}
+
+func guardFor(s *Session) guarded { return guarded{deny: denyFor(s), exec: execFor(s)} }
 
 // underSystemDir returns the system directory of the image
 // (api.SystemDirs) that p lies under or is, or "".

@@ -243,6 +243,22 @@ func (s *Store) ConsumeApproval(ctx context.Context, sessionID, id, digest strin
 	return out, err
 }
 
+// ReturnApproval gives back a request ConsumeApproval spent, for a command
+// that then did not start: consumed becomes approved again, as a
+// compare-and-set (ErrApprovalState when the request is not consumed).
+// Its expiry stands, so a request past it stays unusable.
+func (s *Store) ReturnApproval(ctx context.Context, sessionID, id string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE approvals SET state = ?, consumed_at = ''
+		WHERE session_id = ? AND id = ? AND state = ?`, ApprovalApproved, sessionID, id, ApprovalConsumed)
+	if err != nil {
+		return fmt.Errorf("store: return approval %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("store: approval %s is not consumed: %w", id, errors.Join(err, ErrApprovalState))
+	}
+	return nil
+}
+
 // DeleteApprovals removes a session's requests (the session ended).
 func (s *Store) DeleteApprovals(ctx context.Context, sessionID string) error {
 	_, err := s.db.ExecContext(ctx, `DELETE FROM approvals WHERE session_id = ?`, sessionID)

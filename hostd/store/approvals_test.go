@@ -167,3 +167,39 @@ func TestApprovalRowsPruned(t *testing.T) {
 		t.Fatalf("kept: %+v", list)
 	}
 }
+
+// TestApprovalReturn: a consumed request given back is approved again and
+// can be consumed once more; giving back one that is not consumed (still
+// approved, given back already, unknown) is refused.
+func TestApprovalReturn(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	mustCreate(t, s, session("s1", "", t0))
+	if _, _, err := s.PutApproval(ctx, newApproval("a1", "d1", t0), t0, 4, 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DecideApproval(ctx, "s1", "a1", ApprovalApproved, "admin", "", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReturnApproval(ctx, "s1", "a1"); !errors.Is(err, ErrApprovalState) {
+		t.Errorf("giving back an approved request: %v, want ErrApprovalState", err)
+	}
+	if _, err := s.ConsumeApproval(ctx, "s1", "a1", "d1", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReturnApproval(ctx, "s1", "a1"); err != nil {
+		t.Fatalf("giving back a consumed request: %v", err)
+	}
+	if got, err := s.GetApproval(ctx, "s1", "a1"); err != nil || got.State != ApprovalApproved || !got.ConsumedAt.IsZero() {
+		t.Errorf("after the give-back: %+v %v, want approved and not consumed", got, err)
+	}
+	if err := s.ReturnApproval(ctx, "s1", "a1"); !errors.Is(err, ErrApprovalState) {
+		t.Errorf("giving back twice: %v, want ErrApprovalState", err)
+	}
+	if got, err := s.ConsumeApproval(ctx, "s1", "a1", "d1", t0.Add(2*time.Minute)); err != nil || got.State != ApprovalConsumed {
+		t.Errorf("consuming it again: %+v %v", got, err)
+	}
+	if err := s.ReturnApproval(ctx, "s1", "nosuch"); !errors.Is(err, ErrApprovalState) {
+		t.Errorf("giving back an unknown request: %v, want ErrApprovalState", err)
+	}
+}

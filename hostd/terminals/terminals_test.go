@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +20,9 @@ import (
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/procbox"
-	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
 
@@ -54,28 +51,13 @@ type testTerms struct {
 	*session.Manager
 }
 
-// sandboxManager is a session manager on procbox with a clock the test
-// moves (skew), and its terminals.
-func sandboxManager(t *testing.T) (testTerms, *store.Store, *ledger.Ledger, *atomic.Int64) {
+// sandboxManager is a session manager on procbox, without a policy
+// engine, with a clock the test moves, and its terminals.
+func sandboxManager(t *testing.T) (testTerms, *store.Store, *ledger.Ledger, *sessiontest.Clock) {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	led := ledger.New(st)
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	skew := new(atomic.Int64)
-	m := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: testutil.MiniImageName,
-		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	return testTerms{New(m), m}, st, led, skew
+	clock := new(sessiontest.Clock)
+	m := sessiontest.New(t, sessiontest.Procbox(), sessiontest.Policy(nil), sessiontest.Now(clock.Now))
+	return testTerms{New(m), m}, m.Store(), sessiontest.Ledger(m), clock
 }
 
 // TestTerminalPipelineSteps: a terminal walks the core's pipeline
@@ -124,19 +106,6 @@ func TestTerminalPipelineSteps(t *testing.T) {
 }
 
 // ledgerKinds lists the kinds of session id's ledger entries.
-func ledgerKinds(t *testing.T, led *ledger.Ledger, id string) string {
-	t.Helper()
-	es, err := led.List(context.Background(), id, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ks []string
-	for _, e := range es {
-		ks = append(ks, e.Kind)
-	}
-	return strings.Join(ks, ",")
-}
-
 func capsWithPTY(on bool) hypervisor.Capabilities { return hypervisor.Capabilities{PTY: on} }
 
 // TestParseTerminalResize: only {"resize":{"cols":N,"rows":N}} with both
@@ -248,7 +217,7 @@ func TestTerminalTickets(t *testing.T) {
 		if !regexp.MustCompile(`^pdk_pty_[0-9a-f]{64}$`).MatchString(tk.Ticket) {
 			t.Errorf("ticket %q: want pdk_pty_ and 64 hex digits", tk.Ticket)
 		}
-		if d := time.Until(tk.ExpiresAt) - time.Duration(skew.Load()); d < 29*time.Second || d > 31*time.Second {
+		if d := time.Until(tk.ExpiresAt) - skew.Offset(); d < 29*time.Second || d > 31*time.Second {
 			t.Errorf("ticket expires in %s, want 30s", d)
 		}
 		return tk.Ticket
@@ -280,11 +249,11 @@ func TestTerminalTickets(t *testing.T) {
 		t.Errorf("after it was shown on another session: %v, want ErrTicket (spent)", err)
 	}
 	tk = mint(a.ID)
-	skew.Store(int64(TerminalTicketTTL))
+	skew.Set(TerminalTicketTTL)
 	if err := redeem(tk, a.ID); !errors.Is(err, ErrTicket) {
 		t.Errorf("after 30 s: %v, want ErrTicket", err)
 	}
-	skew.Store(0)
+	skew.Set(0)
 	if err := redeem("pdk_pty_"+strings.Repeat("0", 64), a.ID); !errors.Is(err, ErrTicket) {
 		t.Errorf("unknown ticket: %v", err)
 	}
@@ -315,7 +284,7 @@ func TestTerminalTickets(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no ticket is waiting: the test proves nothing")
 	}
-	skew.Store(int64(2 * TerminalTicketTTL))
+	skew.Set(2 * TerminalTicketTTL)
 	mint(a.ID)
 	m.terms.mu.Lock()
 	n = len(m.terms.tickets)
@@ -384,7 +353,7 @@ func TestTerminalTicketsPerCaller(t *testing.T) {
 		t.Errorf("beta while acme and the admin are at their limits: %v", err)
 	}
 	// Once acme's expire, acme may have tickets again.
-	skew.Store(int64(2 * TerminalTicketTTL))
+	skew.Set(2 * TerminalTicketTTL)
 	if _, err := m.TerminalTicket(acme, "acme", a.ID); err != nil {
 		t.Errorf("acme after its tickets expired: %v", err)
 	}
@@ -612,7 +581,7 @@ func TestTerminalEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	skew.Store(int64(TerminalMaxAge - 500*time.Millisecond))
+	skew.Set(TerminalMaxAge - 500*time.Millisecond)
 	conn := serveTerminal(t, ctx, term)
 	if ce := readClose(conn); ce.Code != websocket.StatusGoingAway || ce.Reason != reasonMaxAge {
 		t.Errorf("at the limit: close %v %q", ce.Code, ce.Reason)
@@ -620,7 +589,7 @@ func TestTerminalEnds(t *testing.T) {
 	if c := nthClose(t, led, s.ID, 1); c["ended"] != "max_age" || c["exit_code"] != nil || c["duration_ms"].(float64) < float64((TerminalMaxAge-time.Second).Milliseconds()) {
 		t.Errorf("pty.close at the limit: %v", c)
 	}
-	skew.Store(0)
+	skew.Set(0)
 	if n := m.terms.onSession(s.ID); n != 0 {
 		t.Errorf("%d terminals still counted after the limit", n)
 	}

@@ -467,15 +467,14 @@ func (w *Service) GitCommit(ctx context.Context, tenant, id string, req GitReque
 		// counts as exec time. The unit goes back when the commit stops
 		// before it stages anything.
 		session.NewStep(session.StepAdmit, func(ctx context.Context, p Pipe) error {
-			timeout, err := p.AdmitExec(ctx, gitTimeout)
-			if err != nil {
+			if err := p.Admit(ctx, session.StartExec, gitTimeout); err != nil {
 				var be *BudgetError
 				if errors.As(err, &be) {
 					be.What = "git commit"
 				}
 				return err
 			}
-			t.timeout = timeout
+			t.timeout = p.Admission().Timeout
 			return nil
 		}),
 		session.HooksStep("git"),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,14 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/fake"
-	"paddock.dev/paddock/hypervisor/procbox"
-	"paddock.dev/paddock/internal/testutil"
-	"paddock.dev/paddock/policy"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 )
 
 // The session's names the tests use.
@@ -35,57 +28,22 @@ type testWS struct {
 }
 
 // sandboxManager is a session manager on procbox with the built-in
-// policy, and its workspace (registered as the core's files service, as
-// hostd/daemon does).
+// policy (sessiontest), and its workspace.
 func sandboxManager(t *testing.T) testWS {
 	t.Helper()
-	testutil.RequiresRoot(t)
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b, err := procbox.New(hypervisor.Config{StateDir: state, GuestBinary: testutil.GuestBinary(t), ImagesDir: testutil.MiniImages(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	eng, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: testutil.MiniImageName, Policy: eng})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	w := New(m)
-	m.SetFiles(w)
-	return testWS{w, m}
+	m := sessiontest.New(t, sessiontest.Procbox())
+	return testWS{New(m), m}
 }
 
-// fakeManager is a Manager on the fake backend (hypervisor/fake: the real
-// guest agent in the test's process, no namespaces, no root), with a
-// store, a ledger and the built-in policy, and its workspace. Its
-// commands run on the host as the test's user, so the tests give them
-// relative paths only.
+// fakeManager is a session manager on the fake backend (hypervisor/fake:
+// the real guest agent in the test's process, no namespaces, no root)
+// with the built-in policy (sessiontest), and its workspace. Its commands
+// run on the host as the test's user, so the tests give them relative
+// paths only.
 func fakeManager(t *testing.T) testWS {
 	t.Helper()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := fake.New(filepath.Join(state, "fake"))
-	t.Cleanup(func() { b.Close() })
-	eng, err := policy.New(policy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "any", Policy: eng})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	w := New(m)
-	m.SetFiles(w)
-	return testWS{w, m}
+	m := sessiontest.New(t)
+	return testWS{New(m), m}
 }
 
 // ledgerKinds is the kinds of session id's ledger, in order.
@@ -318,7 +276,7 @@ func TestRestoreWaitsForFileWrites(t *testing.T) {
 	if _, err := m.Checkpoint(ctx, "", s.ID, -1, session.CheckpointRequest{Tag: "t1"}); err != nil {
 		t.Fatal(err)
 	}
-	_, _, done, err := m.writeTarget(ctx, "", s.ID, "/workspace/a")
+	_, done, err := m.writeTarget(ctx, "", s.ID, "/workspace/a")
 	if err != nil {
 		t.Fatal(err)
 	}

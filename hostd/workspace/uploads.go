@@ -65,7 +65,7 @@ func (w *Service) OpenUpload(ctx context.Context, tenant, id string, req UploadR
 	if !strings.HasPrefix(req.Path, "/") || strings.Contains(req.Path, "..") || strings.ContainsAny(req.Path, "\x00\n") || len(req.Path) > 4096 {
 		return nil, bad("path %q must be absolute, without .., NUL or newline", req.Path)
 	}
-	c, _, done, err := w.writeTarget(ctx, tenant, id, req.Path)
+	c, done, err := w.writeTarget(ctx, tenant, id, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func (w *Service) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 			p.Command().Text = u.Path
 			// Checked again: the links on the way to the path may have
 			// changed since the upload was opened.
-			if err := refuseReadOnly(ctx, p.Guest(), p.Session(), u.Path); err != nil {
+			if err := session.RefuseReadOnly(ctx, p.Guest(), p.Session(), u.Path); err != nil {
 				return err
 			}
 			if u.Received != u.Size {
@@ -190,12 +190,10 @@ func (w *Service) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 			return nil
 		}),
 		// Measured again: the workspace may have grown since the open.
-		session.NewStep(session.StepAdmit, func(ctx context.Context, p Pipe) error {
-			return w.m.AdmitWrite(ctx, p.Session(), p.Guest(), u.Size, "upload")
-		}),
+		session.AdmitWriteStep(func() int64 { return u.Size }, "upload"),
 		session.HooksStep("file"),
 		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
-			deny, exec := session.FileGuard(p.Session())
+			deny, exec := session.WriteGuard(p.Session())
 			res, err := p.Guest().CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: deny, Exec: exec})
 			if err != nil {
 				return guestErr(err)

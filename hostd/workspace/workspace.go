@@ -19,7 +19,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"path"
 	"strings"
 
 	apiv1 "paddock.dev/paddock/api"
@@ -34,11 +33,8 @@ type Service struct {
 }
 
 // New makes the workspace service of m. It has no side effects;
-// hostd/daemon hands it to the Manager (SetFiles) and to the API.
+// hostd/daemon hands it to the API.
 func New(m *session.Manager) *Service { return &Service{m: m} }
-
-// The core's files hook: a sandbox's fs/read and fs/write go through here.
-var _ session.Files = (*Service)(nil)
 
 // The core's names this package uses.
 type (
@@ -126,7 +122,6 @@ func (w *Service) ReadFile(ctx context.Context, tenant, id, path string) (*FileR
 func (w *Service) WriteFile(ctx context.Context, tenant, id string, req FileWrite) (*api.FileInfo, error) {
 	var (
 		data []byte
-		g    guarded
 		fi   *api.FileInfo
 	)
 	err := w.m.WalkVerb(ctx, session.CommandFile, tenant, id, "write", req.Path,
@@ -141,14 +136,15 @@ func (w *Service) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 			return nil
 		}),
 		session.LoadRunningStep(),
-		gateWrite(w.m, req.Path, &g),
+		session.GateWriteStep(req.Path),
 		session.NewStep(session.StepAdmit, func(ctx context.Context, p Pipe) error {
 			return w.admitWrite(ctx, tenant, id, p.Guest(), int64(len(data)), "file write")
 		}),
 		session.HooksStep("file"),
 		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			deny, exec := session.WriteGuard(p.Session())
 			var err error
-			if fi, err = p.Guest().WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: g.deny, Exec: g.exec}); err != nil {
+			if fi, err = p.Guest().WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: deny, Exec: exec}); err != nil {
 				return guestErr(err)
 			}
 			p.Started()
@@ -167,13 +163,13 @@ func (w *Service) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 
 // DeleteFile removes a file or (recursive) a directory.
 func (w *Service) DeleteFile(ctx context.Context, tenant, id, path string, recursive bool) error {
-	var g guarded
 	return w.m.WalkVerb(ctx, session.CommandFile, tenant, id, "delete", path,
 		session.LoadRunningStep(),
-		gateWrite(w.m, path, &g),
+		session.GateWriteStep(path),
 		session.HooksStep("file"),
 		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
-			if err := p.Guest().DeleteFileGuarded(ctx, path, recursive, g.deny, g.exec); err != nil {
+			deny, exec := session.WriteGuard(p.Session())
+			if err := p.Guest().DeleteFileGuarded(ctx, path, recursive, deny, exec); err != nil {
 				return guestErr(err)
 			}
 			p.Started()
@@ -209,146 +205,30 @@ func (w *Service) admitWrite(ctx context.Context, tenant, id string, c *client.C
 	return w.m.AdmitWrite(ctx, s, c, n, what)
 }
 
-// gateWrite is the gate step of a file write or delete of path: the
-// session's work slot (a restore or fork waits for it), then, on the
-// machine the write will reach, the read-only workspace's refusal
-// (refuseReadOnly) and the lists the agent checks the write against
-// (guardFor).
-func gateWrite(m *session.Manager, path string, g *guarded) session.PipeStep {
-	return session.NewStep(session.StepGate, func(ctx context.Context, p Pipe) error {
-		done, err := m.WorkSlot(p.Command().Session)
-		if err != nil {
-			return err
-		}
-		p.AtEnd(done)
-		if err := refuseReadOnly(ctx, p.Guest(), p.Session(), path); err != nil {
-			return err
-		}
-		*g = guardFor(p.Session())
-		return nil
-	})
-}
-
-// guarded is what a write or delete of the files routes carries to the
-// agent: the Deny and Exec lists of its session (session.FileGuard).
-type guarded struct {
-	deny, exec []string
-}
-
-func guardFor(s *Session) guarded {
-	deny, exec := session.FileGuard(s)
-	return guarded{deny: deny, exec: exec}
-}
-
 // writeTarget is reader for a write of p outside the pipeline (an
 // upload's open): it also refuses paths that would change a read-only
-// workspace (refuseReadOnly, for a clear message), and returns the lists
-// the write must carry to the agent (guardFor), which is the check that
-// holds against links changed in between. The agent itself writes as the
-// guest user and never under the image's system directories
-// (api.SystemDirs).
-func (w *Service) writeTarget(ctx context.Context, tenant, id, p string) (c *client.Client, g guarded, done func(), err error) {
+// workspace (session.RefuseReadOnly, for a clear message); the write
+// itself carries session.WriteGuard's lists to the agent, which is the
+// check that holds against links changed in between. The agent itself
+// writes as the guest user and never under the image's system
+// directories (api.SystemDirs).
+func (w *Service) writeTarget(ctx context.Context, tenant, id, p string) (c *client.Client, done func(), err error) {
 	s, mc, err := w.m.Running(ctx, tenant, id)
 	if err != nil {
-		return nil, g, nil, err
+		return nil, nil, err
 	}
 	// Refused while a lifecycle operation holds the session, and counted
 	// in flight until done, so a restore or fork waits for it.
 	done, err = w.m.WorkSlot(id)
 	if err != nil {
-		return nil, g, nil, err
+		return nil, nil, err
 	}
 	c = session.Guest(mc)
-	if err := refuseReadOnly(ctx, c, s, p); err != nil {
+	if err := session.RefuseReadOnly(ctx, c, s, p); err != nil {
 		done()
-		return nil, g, nil, err
+		return nil, nil, err
 	}
-	return c, guardFor(s), done, nil
-}
-
-// maxResolveLinks bounds the links followed while resolving one path (the
-// guest agent's limit too).
-const maxResolveLinks = 40
-
-// resolveInGuest follows symbolic links in p the way the guest agent does
-// when it writes or deletes p: through the sandbox's root, absolute
-// targets from its "/", components that do not exist kept as they are.
-// The last component is followed only when followLast is set (a write or
-// delete replaces or removes a link there, never what it points to).
-func resolveInGuest(ctx context.Context, c *client.Client, p string, followLast bool) (string, error) {
-	todo := strings.Split(strings.Trim(path.Clean(p), "/"), "/")
-	var done []string
-	links := 0
-	for len(todo) > 0 {
-		part := todo[0]
-		todo = todo[1:]
-		switch part {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
-			}
-			continue
-		}
-		if len(todo) == 0 && !followLast {
-			done = append(done, part)
-			break
-		}
-		cur := "/" + strings.Join(append(append([]string{}, done...), part), "/")
-		fi, err := c.Stat(ctx, cur)
-		if client.IsStatus(err, 404) {
-			done = append(done, part)
-			continue
-		}
-		if err != nil {
-			return "", guestErr(err)
-		}
-		if fi.Type != api.TypeSymlink {
-			done = append(done, part)
-			continue
-		}
-		if links++; links > maxResolveLinks {
-			return "", fmt.Errorf("%w: too many symbolic links in %s", ErrBadRequest, p)
-		}
-		if strings.HasPrefix(fi.Target, "/") {
-			done = done[:0]
-		}
-		todo = append(strings.Split(fi.Target, "/"), todo...)
-	}
-	return "/" + strings.Join(done, "/"), nil
-}
-
-// refuseReadOnly answers ErrForbidden when s has a read-only workspace and
-// a write or delete of p would change it: p lies in the workspace or holds
-// it, as written or once the links in its directories are followed. It
-// is a check before the write, so a link swapped in between the two is
-// not caught here: the write itself carries the workspace as Deny
-// (session.FileGuard), and the agent checks the directory it writes in by
-// identity. The agent's own commands are held by Landlock instead.
-func refuseReadOnly(ctx context.Context, c *client.Client, s *Session, p string) error {
-	if s.Workspace.Mode != session.ModeReadOnly || !strings.HasPrefix(p, "/") {
-		return nil // a relative path is the guest's to refuse
-	}
-	ws := s.Workspace.Path
-	forbidden := fmt.Errorf("%w: the workspace %s of session %s is read-only, and %s would change it", ErrForbidden, ws, s.ID, p)
-	touches := func(q, ws string) bool { return pathWithin(q, ws) || pathWithin(ws, q) }
-	clean := path.Clean(p)
-	if touches(clean, ws) {
-		return forbidden
-	}
-	real, err := resolveInGuest(ctx, c, clean, false)
-	if err != nil {
-		return err
-	}
-	wsReal, err := resolveInGuest(ctx, c, ws, true)
-	if err != nil {
-		return err
-	}
-	if touches(real, ws) || touches(real, wsReal) {
-		return forbidden
-	}
-	return nil
+	return c, done, nil
 }
 
 // pathWithin reports whether p is dir or lies under it (both clean and

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -226,4 +228,26 @@ func privateCache(dir string) error {
 		return fmt.Errorf("test cache %s is not a directory owned by uid %d that only it can write (mode %v): remove it", dir, os.Geteuid(), fi.Mode())
 	}
 	return nil
+}
+
+// KillSandbox kills every process of procbox sandbox id (its cgroup's,
+// cgroup v1 or v2), behind the daemon's back, as a crash would.
+func KillSandbox(t testing.TB, id string) {
+	t.Helper()
+	procs, _ := filepath.Glob("/sys/fs/cgroup/pids/paddock/" + id + "/cgroup.procs")
+	if len(procs) == 0 {
+		procs, _ = filepath.Glob("/sys/fs/cgroup/paddock/" + id + "/cgroup.procs")
+	}
+	if len(procs) == 0 {
+		t.Fatalf("no cgroup for sandbox %s", id)
+	}
+	raw, err := os.ReadFile(procs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(raw)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }

@@ -33,11 +33,18 @@ const (
 	// guest takes, as base64, plus room for the JSON around it.
 	FileWriteBody = (api.MaxFileWriteBytes/3+1)*4 + 4096
 	// SandboxFileBytes is the largest file POST /v1/sandboxes/{id}/fs/write
-	// writes (hostd/session.MaxSandboxFileBytes; a test holds them equal).
+	// writes (hostd/sandboxes.MaxSandboxFileBytes; a test holds them equal).
 	SandboxFileBytes = 32 << 20
 	// SandboxWriteBody bounds POST /v1/sandboxes/{id}/fs/write: the
 	// largest file as base64, plus room for the JSON around it.
 	SandboxWriteBody = (SandboxFileBytes/3+1)*4 + 64<<10
+
+	// PreviewBody bounds one request body sent through a preview URL
+	// (hostd/previews' proxy). Previews are not rows of the table (they
+	// are served under /preview/ and the preview host, not the API), but
+	// their limit lives here beside the API's so the gateway takes it from
+	// the same place, with the same room (EdgeLimit).
+	PreviewBody = 64 << 20
 )
 
 // Route is one row of the table.

@@ -1,8 +1,9 @@
-package session
+package egresslog
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -11,7 +12,9 @@ import (
 
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor/fake"
 )
 
 // fakeClock is a clock a test moves; safe to read from the egress log's
@@ -23,7 +26,10 @@ func (c *fakeClock) now() time.Time       { return *c.t.Load() }
 func (c *fakeClock) set(t time.Time)      { c.t.Store(&t) }
 func (c *fakeClock) add(d time.Duration)  { c.set(c.now().Add(d)) }
 
-func egressLogManager(t *testing.T, clock *fakeClock) (*Manager, *store.Store, *ledger.Ledger) {
+// egressLogManager is a session core without a backend and its egress
+// log, wired as hostd/daemon wires them, on a clock the test moves. The
+// decisions are fed straight to the Service, as the proxy would.
+func egressLogManager(t *testing.T, clock *fakeClock) (*session.Manager, *Service, *store.Store, *ledger.Ledger) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "paddock.db"))
 	if err != nil {
@@ -31,9 +37,10 @@ func egressLogManager(t *testing.T, clock *fakeClock) (*Manager, *store.Store, *
 	}
 	t.Cleanup(func() { st.Close() })
 	led := ledger.New(st)
-	m := New(Config{Store: st, Ledger: led, EgressLogRetention: 2 * time.Hour})
-	m.now = clock.now
-	return m, st, led
+	m := session.New(session.Config{Store: st, Ledger: led, Now: clock.now})
+	s := New(m, 2*time.Hour)
+	m.SetEgressLog(s)
+	return m, s, st, led
 }
 
 // egressCounts sums an egress log by kind, and counts its rows.
@@ -56,29 +63,29 @@ func egressCounts(t *testing.T, st *store.Store, id string) (rows int, byKind ma
 // entries add up to what was decided. The ledger verifies throughout.
 func TestEgressLogFoldsAFlood(t *testing.T) {
 	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	m, st, led := egressLogManager(t, clock)
+	_, s, st, led := egressLogManager(t, clock)
 	ctx := context.Background()
 	const id = "ses-flood"
 	const same, distinct = 5000, 300
 	for i := range same {
-		m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Port: 80, Method: "GET",
+		s.Record(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Port: 80, Method: "GET",
 			Path: fmt.Sprintf("/%d", i), Reason: "no rule allows denied.test"})
 	}
 	for i := range distinct {
 		h := fmt.Sprintf("h%d.test", i)
-		m.recordEgress(egress.Event{Sandbox: id, Kind: "dns.deny", Host: h, Reason: "name not allowed by policy"})
+		s.Record(egress.Event{Sandbox: id, Kind: "dns.deny", Host: h, Reason: "name not allowed by policy"})
 	}
-	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: "ok.test", Port: 443})
+	s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: "ok.test", Port: 443})
 	// Before the window closes: a row for the first of each key in the
 	// session while the refusals' ledger budget lasts (1 + 255), and the
 	// allow, which has a budget of its own.
-	m.settleEgressLog()
+	s.Settle()
 	if rows, _ := egressCounts(t, st, id); rows != egressChainKeys+1 {
 		t.Errorf("%d rows while the window is open, want %d (the first of each key in the session, up to the budget)", rows, egressChainKeys+1)
 	}
 	clock.add(egressWindow)
-	m.closeEgressWindows(false)
-	m.settleEgressLog()
+	s.closeWindows(false)
+	s.Settle()
 	rows, byKind := egressCounts(t, st, id)
 	if rows > egressChainKeys+1+egressKeysPerWindow+3 {
 		t.Errorf("%d log rows for one window", rows)
@@ -126,9 +133,9 @@ func TestEgressLogFoldsAFlood(t *testing.T) {
 	}
 	// The next window: the host already in the ledger is not itemised
 	// again; its log row is.
-	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Reason: "no rule allows denied.test"})
+	s.Record(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Reason: "no rule allows denied.test"})
 	clock.add(egressWindow)
-	m.flushEgressLog()
+	s.Flush()
 	es2, _ := led.List(ctx, id, 0, 0)
 	if len(es2) != len(es)+1 || es2[len(es2)-1].Kind != "egress.summary" {
 		t.Errorf("the second window added %d entries (last %s), want one summary", len(es2)-len(es), es2[len(es2)-1].Kind)
@@ -142,18 +149,18 @@ func TestEgressLogFoldsAFlood(t *testing.T) {
 // the ledger's entries stay and the chain still verifies.
 func TestEgressLogRetention(t *testing.T) {
 	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	m, st, led := egressLogManager(t, clock)
+	m, s, st, led := egressLogManager(t, clock)
 	ctx := context.Background()
 	const id = "ses-old"
 	for range 10 {
-		m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "old.test", Reason: "no"})
+		s.Record(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "old.test", Reason: "no"})
 	}
 	clock.add(egressWindow)
-	m.closeEgressWindows(false)
-	m.settleEgressLog()
+	s.closeWindows(false)
+	s.Settle()
 	clock.add(time.Hour)
-	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "new.test", Reason: "no"})
-	m.settleEgressLog()
+	s.Record(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "new.test", Reason: "no"})
+	s.Settle()
 	before, _ := led.List(ctx, id, 0, 0)
 	if rows, _ := egressCounts(t, st, id); rows != 3 {
 		t.Fatalf("%d rows before the prune, want 3", rows)
@@ -172,8 +179,72 @@ func TestEgressLogRetention(t *testing.T) {
 	if res, err := led.Verify(ctx, id); err != nil || !res.OK {
 		t.Errorf("verify after the prune: %+v %v", res, err)
 	}
-	if err := CheckEgressLogRetention(time.Minute); err == nil {
+	if err := CheckRetention(time.Minute); err == nil {
 		t.Error("a retention of a minute was accepted")
 	}
-	m.flushEgressLog()
+	s.Flush()
+}
+
+// TestListIsScoped: List reads a session's egress log as its caller may
+// see it: the session's tenant (and the admin) get its rows, another
+// tenant a 404, and so does an id with no session.
+func TestListIsScoped(t *testing.T) {
+	state := t.TempDir()
+	st, err := store.Open(filepath.Join(state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := fake.New(filepath.Join(state, "fake"))
+	t.Cleanup(func() { b.Close() })
+	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "any"})
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	s := New(m, 0)
+	m.SetEgressLog(s)
+	ctx := context.Background()
+	ses, err := m.Create(ctx, "acme", session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record(egress.Event{Sandbox: ses.ID, Kind: "egress.deny", Host: "denied.test", Reason: "no rule allows denied.test"})
+	for _, tenant := range []string{"acme", ""} {
+		rows, err := s.List(ctx, tenant, ses.ID, 0, 0)
+		if err != nil || len(rows) != 1 || rows[0].Host != "denied.test" {
+			t.Errorf("List as %q: %+v %v, want the one decision", tenant, rows, err)
+		}
+	}
+	if rows, err := s.List(ctx, "other", ses.ID, 0, 0); !errors.Is(err, session.ErrNotFound) || rows != nil {
+		t.Errorf("List as another tenant: %+v %v, want 404", rows, err)
+	}
+	if _, err := s.List(ctx, "", "ses-0123456789abcdef", 0, 0); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("List of no session: %v, want 404", err)
+	}
+	s.Flush()
+}
+
+// TestClosedWritesTheWindow: when a sandbox's egress closes, what its
+// open window folded is in the log and the ledger by the time Closed
+// returns, without waiting for the window to end: the core ledgers the
+// session's end right after, and the summary must come before it.
+func TestClosedWritesTheWindow(t *testing.T) {
+	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	_, s, st, led := egressLogManager(t, clock)
+	ctx := context.Background()
+	const id = "ses-closing"
+	for range 5 {
+		s.Record(egress.Event{Sandbox: id, Kind: "egress.deny", Host: "denied.test", Reason: "no rule allows denied.test"})
+	}
+	s.Closed(id)
+	rows, byKind := egressCounts(t, st, id)
+	if rows != 2 || byKind["egress.deny"] != 5 {
+		t.Errorf("after Closed: %d rows counting %v, want the first decision and one row for the 4 more", rows, byKind)
+	}
+	es, err := led.List(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].Kind != "egress.deny" || es[1].Kind != "egress.summary" {
+		t.Errorf("after Closed the ledger has %d entries, want egress.deny then egress.summary", len(es))
+	}
+	s.Flush()
 }

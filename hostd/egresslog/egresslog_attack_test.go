@@ -1,4 +1,4 @@
-package session
+package egresslog
 
 import (
 	"context"
@@ -71,22 +71,22 @@ func logNames(t *testing.T, st *store.Store, id, host string) int {
 // bound the overflow is ledgered as egress.hosts_overflow.
 func TestAttackEgressAllowHiddenByFlood(t *testing.T) {
 	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	m, st, led := egressLogManager(t, clock)
+	_, s, st, led := egressLogManager(t, clock)
 	ctx := context.Background()
 	const exfil = "exfil.allowed.test"
 
 	t.Run("window full", func(t *testing.T) {
 		const id = "ses-hide"
 		for i := range 32 {
-			m.recordEgress(egress.Event{Sandbox: id, Kind: "dns.deny", Host: fmt.Sprintf("junk%d.test", i), Reason: "name not allowed by policy"})
+			s.Record(egress.Event{Sandbox: id, Kind: "dns.deny", Host: fmt.Sprintf("junk%d.test", i), Reason: "name not allowed by policy"})
 		}
 		for i := range 8 {
-			m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("decoy%d.allowed.test", i), Port: 443, Method: "GET", Path: "/"})
+			s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("decoy%d.allowed.test", i), Port: 443, Method: "GET", Path: "/"})
 		}
-		m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: exfil, Port: 443, Method: "POST", Path: "/upload", Rule: "*.allowed.test"})
+		s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: exfil, Port: 443, Method: "POST", Path: "/upload", Rule: "*.allowed.test"})
 		clock.add(egressWindow)
-		m.closeEgressWindows(false)
-		m.settleEgressLog()
+		s.closeWindows(false)
+		s.Settle()
 		if itemised, _ := ledgerNames(t, led, id, exfil); !itemised {
 			t.Errorf("the allowed POST to %s has no egress.allow entry in the ledger", exfil)
 		}
@@ -102,16 +102,16 @@ func TestAttackEgressAllowHiddenByFlood(t *testing.T) {
 		const id = "ses-hide-budget"
 		// Refusals spend theirs; they must not spend the allows'.
 		for i := range 300 {
-			m.recordEgress(egress.Event{Sandbox: id, Kind: "dns.deny", Host: fmt.Sprintf("junk%d.test", i), Reason: "name not allowed by policy"})
+			s.Record(egress.Event{Sandbox: id, Kind: "dns.deny", Host: fmt.Sprintf("junk%d.test", i), Reason: "name not allowed by policy"})
 		}
 		const first = "first.allowed.test"
-		m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: first, Port: 443})
+		s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: first, Port: 443})
 		for i := range 300 {
-			m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("decoy%d.allowed.test", i), Port: 443})
+			s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("decoy%d.allowed.test", i), Port: 443})
 		}
 		clock.add(egressWindow)
-		m.closeEgressWindows(false)
-		m.settleEgressLog()
+		s.closeWindows(false)
+		s.Settle()
 		if itemised, _ := ledgerNames(t, led, id, first); !itemised {
 			t.Errorf("300 refusals first: the first allowed host %s was not itemised", first)
 		}
@@ -119,24 +119,24 @@ func TestAttackEgressAllowHiddenByFlood(t *testing.T) {
 		// comes once.
 		for i := range 40 {
 			for range 5 {
-				m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("busy%d.allowed.test", i), Port: 443})
+				s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("busy%d.allowed.test", i), Port: 443})
 			}
 		}
-		m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: exfil, Port: 443, Method: "POST", Path: "/upload"})
+		s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: exfil, Port: 443, Method: "POST", Path: "/upload"})
 		clock.add(egressWindow)
-		m.closeEgressWindows(false)
-		m.settleEgressLog()
+		s.closeWindows(false)
+		s.Settle()
 		// The allows' budget is spent: the summary names it.
 		if _, summarised := ledgerNames(t, led, id, exfil); !summarised {
 			t.Errorf("past the itemised budget, %s is not among the window's egress.summary allowed hosts", exfil)
 		}
 		// Past what a summary names: counted and ledgered as overflow.
 		for i := range 200 {
-			m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("many%d.allowed.test", i), Port: 443})
+			s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: fmt.Sprintf("many%d.allowed.test", i), Port: 443})
 		}
 		clock.add(egressWindow)
-		m.closeEgressWindows(false)
-		m.settleEgressLog()
+		s.closeWindows(false)
+		s.Settle()
 		es, _ := led.List(ctx, id, 0, 0)
 		var overflow struct {
 			Named     int   `json:"named"`
@@ -159,7 +159,7 @@ func TestAttackEgressAllowHiddenByFlood(t *testing.T) {
 			t.Errorf("verify: %+v %v", res, err)
 		}
 	})
-	m.flushEgressLog()
+	s.Flush()
 }
 
 // TestEgressLogByteBudget: the flood of the review (40 distinct hosts, 4
@@ -170,7 +170,7 @@ func TestAttackEgressAllowHiddenByFlood(t *testing.T) {
 // itemised budget is spent.
 func TestEgressLogByteBudget(t *testing.T) {
 	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	m, st, led := egressLogManager(t, clock)
+	_, s, st, led := egressLogManager(t, clock)
 	ctx := context.Background()
 	const id = "ses-bytes"
 	long := func(prefix string, n int) string { return prefix + strings.Repeat("x", n-len(prefix)) }
@@ -194,13 +194,13 @@ func TestEgressLogByteBudget(t *testing.T) {
 				kind, reason = "egress.allow", ""
 			}
 			for r := range 4 {
-				m.recordEgress(egress.Event{Sandbox: id, Kind: kind, Host: host, Port: 443, Method: "POST",
+				s.Record(egress.Event{Sandbox: id, Kind: kind, Host: host, Port: 443, Method: "POST",
 					Path: long(fmt.Sprintf("/%d/", r), 1024), Rule: long("rule ", 300), Reason: reason})
 			}
 		}
 		clock.add(egressWindow)
-		m.closeEgressWindows(false)
-		m.settleEgressLog()
+		s.closeWindows(false)
+		s.Settle()
 		after := ledgerBytes()
 		// Past the itemised budgets (256 keys each, 20 a window), what
 		// a window adds is its summary and an overflow entry at most.
@@ -239,7 +239,7 @@ func TestEgressLogByteBudget(t *testing.T) {
 	if res, err := led.Verify(ctx, id); err != nil || !res.OK {
 		t.Errorf("verify: %+v %v", res, err)
 	}
-	m.flushEgressLog()
+	s.Flush()
 }
 
 // TestEgressDroppedNamesAllowedHosts: when the writer's queue is full, an
@@ -248,24 +248,24 @@ func TestEgressLogByteBudget(t *testing.T) {
 // unledgered, so its next decision is itemised again.
 func TestEgressDroppedNamesAllowedHosts(t *testing.T) {
 	clock := newFakeClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	m, _, led := egressLogManager(t, clock)
+	_, s, _, led := egressLogManager(t, clock)
 	ctx := context.Background()
 	const id, host = "ses-dropped", "exfil.allowed.test"
 	// A writer that never reads: every batch finds the queue full.
-	l := &m.egressLog
+	l := s
 	l.once.Do(func() {
-		l.ch, l.done, l.stop = make(chan egressWrite), make(chan struct{}), make(chan struct{})
+		l.ch, l.done = make(chan egressWrite), make(chan struct{})
 		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]*egressChain{}, map[string]int64{}
 		l.logBytes, l.droppedAllowed = map[string]int64{}, map[string]map[string]int64{}
 	})
-	m.recordEgress(egress.Event{Sandbox: id, Kind: "egress.allow", Host: host, Port: 443, Method: "POST", Path: "/upload"})
+	s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: host, Port: 443, Method: "POST", Path: "/upload"})
 	l.mu.Lock()
 	chained := l.chained[id].keys[egressKey{kind: "egress.allow", host: host}]
 	l.mu.Unlock()
 	if chained {
 		t.Error("the dropped decision's key is still marked as ledgered")
 	}
-	m.writeEgressDropped(ctx)
+	s.writeDropped(ctx)
 	es, err := led.List(ctx, id, 0, 0)
 	if err != nil {
 		t.Fatal(err)

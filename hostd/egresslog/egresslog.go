@@ -1,6 +1,10 @@
-package session
-
-// The egress log: where a sandbox's network decisions go, bounded.
+// Package egresslog is where a sandbox's network decisions go, bounded:
+// the egress log (store.EgressLogRow, outside the hash chain) and the
+// session's ledger. The session core hands every decision of a sandbox's
+// proxy and resolver to the Service (it is the core's session.EgressLog,
+// set by hostd/daemon), tells it when a sandbox's egress closes, asks it
+// to settle before the ledger is read, to prune in the sweep and to flush
+// at shutdown.
 //
 // A sandbox decides how many requests it makes, so recording each
 // decision as a ledger entry let one sandbox write thousands of rows a
@@ -31,7 +35,7 @@ package session
 //     one summary row ("N more like this", with a few samples), and the
 //     decisions past the key limit one row per kind. A session's log is
 //     kept under egressLogBytes (its oldest rows trimmed, counted in an
-//     egress.pruned row); retention (Config.EgressLogRetention, paddock
+//     egress.pruned row); retention (New's retention, paddock
 //     serve --egress-log-retention) prunes it by age; the chain is
 //     untouched.
 //
@@ -39,6 +43,7 @@ package session
 // entries in its life, then at most egressLedgerWindowBytes of ledger
 // per window, and at most egressLogBytes of log, whatever its rate; every
 // decision is counted somewhere: an itemised entry or a summary's count.
+package egresslog
 
 import (
 	"context"
@@ -50,6 +55,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/egress"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 )
 
@@ -98,15 +104,15 @@ const (
 
 // Retention of the egress log.
 const (
-	DefaultEgressLogRetention = 7 * 24 * time.Hour
-	MinEgressLogRetention     = time.Hour
-	MaxEgressLogRetention     = 10 * 365 * 24 * time.Hour
+	DefaultRetention = 7 * 24 * time.Hour
+	MinRetention     = time.Hour
+	MaxRetention     = 10 * 365 * 24 * time.Hour
 )
 
-// CheckEgressLogRetention refuses a retention out of its bounds.
-func CheckEgressLogRetention(d time.Duration) error {
-	if d < MinEgressLogRetention || d > MaxEgressLogRetention {
-		return fmt.Errorf("the egress log retention %s must be from %s to %s", d, MinEgressLogRetention, MaxEgressLogRetention)
+// CheckRetention refuses a retention out of its bounds.
+func CheckRetention(d time.Duration) error {
+	if d < MinRetention || d > MaxRetention {
+		return fmt.Errorf("the egress log retention %s must be from %s to %s", d, MinRetention, MaxRetention)
 	}
 	return nil
 }
@@ -121,17 +127,17 @@ func keyOf(ev egress.Event) egressKey {
 	if code == "" {
 		code = ev.Reason
 	}
-	return egressKey{ev.Kind, ev.Host, clipText(code, egressCodeBytes), ev.Grant}
+	return egressKey{ev.Kind, ev.Host, session.ClipText(code, egressCodeBytes), ev.Grant}
 }
 
 // clipEvent bounds what a decision carries into the log and the ledger.
 func clipEvent(ev egress.Event) egress.Event {
-	ev.Host = clipText(ev.Host, 255)
-	ev.Method = clipText(ev.Method, 32)
-	ev.Path = clipText(ev.Path, egressTextBytes)
-	ev.Reason = clipText(ev.Reason, egressTextBytes)
-	ev.Rule = clipText(ev.Rule, egressCodeBytes)
-	ev.Grant = clipText(ev.Grant, 64)
+	ev.Host = session.ClipText(ev.Host, 255)
+	ev.Method = session.ClipText(ev.Method, 32)
+	ev.Path = session.ClipText(ev.Path, egressTextBytes)
+	ev.Reason = session.ClipText(ev.Reason, egressTextBytes)
+	ev.Rule = session.ClipText(ev.Rule, egressCodeBytes)
+	ev.Grant = session.ClipText(ev.Grant, 64)
 	return ev
 }
 
@@ -227,17 +233,19 @@ type egressEntry struct {
 	data any
 }
 
-// egressLog folds decisions and hands the result to one writer
-// goroutine, off the request path (each write is a transaction synced to
-// disk, which a request should not wait for). A batch that finds the
-// queue full is counted per sandbox and the count ledgered as
-// egress.dropped.
-type egressLog struct {
+// Service folds decisions and hands the result to one writer goroutine,
+// off the request path (each write is a transaction synced to disk, which
+// a request should not wait for). A batch that finds the queue full is
+// counted per sandbox and the count ledgered as egress.dropped. It is the
+// core's session.EgressLog.
+type Service struct {
+	m         *session.Manager
+	retention time.Duration
+
 	pending atomic.Int64 // queued and not yet written
 	once    sync.Once
 	ch      chan egressWrite
 	done    chan struct{}
-	stop    chan struct{}
 	mu      sync.Mutex
 	windows map[string]*egressWindowState
 	chained map[string]*egressChain // sandbox → keys with a ledger entry
@@ -252,23 +260,35 @@ type egressLog struct {
 	logBytes map[string]int64
 }
 
-func (m *Manager) startEgressLog() {
-	l := &m.egressLog
+var _ session.EgressLog = (*Service)(nil)
+
+// New returns the egress log of m's sandboxes, keeping rows for
+// retention (0: DefaultRetention; CheckRetention says what is allowed).
+// It starts nothing: the writer starts with the first decision. Give it
+// to m with m.SetEgressLog.
+func New(m *session.Manager, retention time.Duration) *Service {
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	return &Service{m: m, retention: retention}
+}
+
+func (l *Service) start() {
 	l.once.Do(func() {
 		l.mu.Lock()
-		l.ch, l.done, l.stop = make(chan egressWrite, egressQueue), make(chan struct{}), make(chan struct{})
+		l.ch, l.done = make(chan egressWrite, egressQueue), make(chan struct{})
 		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]*egressChain{}, map[string]int64{}
 		l.logBytes, l.droppedAllowed = map[string]int64{}, map[string]map[string]int64{}
 		l.mu.Unlock()
-		go m.writeEgressLog()
+		go l.write()
 	})
 }
 
-// recordEgress takes one decision of the proxy or the resolver.
-func (m *Manager) recordEgress(ev egress.Event) {
-	m.startEgressLog()
-	l := &m.egressLog
-	now := m.now().UTC()
+// Record takes one decision of the proxy or the resolver. It never
+// waits for the database.
+func (l *Service) Record(ev egress.Event) {
+	l.start()
+	now := l.m.Now().UTC()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || ev.Sandbox == "" || ev.Kind == "" {
@@ -276,7 +296,7 @@ func (m *Manager) recordEgress(ev egress.Event) {
 	}
 	w := l.windows[ev.Sandbox]
 	if w != nil && now.Sub(w.start) >= egressWindow {
-		m.closeWindowLocked(ev.Sandbox, w)
+		l.closeWindowLocked(ev.Sandbox, w)
 		w = nil
 	}
 	if w == nil {
@@ -347,7 +367,7 @@ func (m *Manager) recordEgress(ev egress.Event) {
 }
 
 // queueLocked hands a batch to the writer, or counts it as dropped.
-func (l *egressLog) queueLocked(wr egressWrite) {
+func (l *Service) queueLocked(wr egressWrite) {
 	l.pending.Add(1)
 	select {
 	case l.ch <- wr:
@@ -361,7 +381,7 @@ func (l *egressLog) queueLocked(wr egressWrite) {
 // droppedLocked keeps what a batch lost to a full queue must not lose:
 // the keys it itemised go back to unledgered (the next decision of each
 // is itemised again), and its allowed hosts are named in egress.dropped.
-func (l *egressLog) droppedLocked(wr egressWrite) {
+func (l *Service) droppedLocked(wr egressWrite) {
 	var hosts []string
 	for _, e := range wr.entries {
 		switch d := e.data.(type) {
@@ -419,8 +439,7 @@ type egressHostCount struct {
 // closeWindowLocked writes what a window folded: a summary row per key
 // that repeated, one per kind past the key limit, and an egress.summary
 // ledger entry when some decisions have no entry of their own.
-func (m *Manager) closeWindowLocked(sandbox string, w *egressWindowState) {
-	l := &m.egressLog
+func (l *Service) closeWindowLocked(sandbox string, w *egressWindowState) {
 	delete(l.windows, sandbox)
 	keys := make([]egressKey, 0, len(w.keys))
 	for k := range w.keys {
@@ -449,7 +468,7 @@ func (m *Manager) closeWindowLocked(sandbox string, w *egressWindowState) {
 		}
 		raw, _ := json.Marshal(map[string]any{"more_like_this": t.more, "samples": t.samples})
 		wr.rows = append(wr.rows, store.EgressLogRow{Session: sandbox, Time: t.from, LastTime: t.last, Kind: k.kind,
-			Host: k.host, Reason: clipText(k.code, egressCodeBytes), Count: t.more, Summary: true, Data: raw})
+			Host: k.host, Reason: session.ClipText(k.code, egressCodeBytes), Count: t.more, Summary: true, Data: raw})
 		wr.decisions += t.more
 	}
 	kinds := make([]string, 0, len(w.overflow))
@@ -515,13 +534,13 @@ func (m *Manager) closeWindowLocked(sandbox string, w *egressWindowState) {
 	}
 }
 
-// closeEgressWindow closes sandbox's open window now (its egress is
-// closing) and forgets what its ledger has.
-func (m *Manager) closeEgressWindow(sandbox string) {
-	l := &m.egressLog
+// Closed closes sandbox's open window now (its egress closed), so what
+// it folded reaches the log and the ledger before whatever ended the
+// sandbox is ledgered, and forgets what its ledger has.
+func (l *Service) Closed(sandbox string) {
 	l.mu.Lock()
 	if w := l.windows[sandbox]; w != nil && !l.closed {
-		m.closeWindowLocked(sandbox, w)
+		l.closeWindowLocked(sandbox, w)
 	}
 	if l.chained != nil {
 		delete(l.chained, sandbox)
@@ -530,14 +549,13 @@ func (m *Manager) closeEgressWindow(sandbox string) {
 		l.queueLocked(egressWrite{sandbox: sandbox, forget: true})
 	}
 	l.mu.Unlock()
-	m.settleEgressLog()
+	l.Settle()
 }
 
-// closeEgressWindows closes the windows older than egressWindow (all
-// of them when all is set).
-func (m *Manager) closeEgressWindows(all bool) {
-	l := &m.egressLog
-	now := m.now()
+// closeWindows closes the windows older than egressWindow (all of them
+// when all is set).
+func (l *Service) closeWindows(all bool) {
+	now := l.m.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -545,21 +563,22 @@ func (m *Manager) closeEgressWindows(all bool) {
 	}
 	for sb, w := range l.windows {
 		if all || now.Sub(w.start) >= egressWindow {
-			m.closeWindowLocked(sb, w)
+			l.closeWindowLocked(sb, w)
 		}
 	}
 }
 
-// settleEgressLog waits (a little) for queued writes to reach the
-// database, so a read of the ledger shows what was decided before it.
-func (m *Manager) settleEgressLog() {
-	for deadline := time.Now().Add(2 * time.Second); m.egressLog.pending.Load() > 0 && time.Now().Before(deadline); {
+// Settle waits (a little) for queued writes to reach the database, so a
+// read of the ledger shows what was decided before it.
+func (l *Service) Settle() {
+	for deadline := time.Now().Add(2 * time.Second); l.pending.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 }
 
-func (m *Manager) writeEgressLog() {
-	l := &m.egressLog
+// write is the writer goroutine: it writes the batches in order, closes
+// old windows every second, and ledgers what was dropped.
+func (l *Service) write() {
 	defer close(l.done)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -567,43 +586,43 @@ func (m *Manager) writeEgressLog() {
 	for {
 		select {
 		case <-tick.C:
-			m.closeEgressWindows(false)
+			l.closeWindows(false)
 			continue
 		case wr, ok := <-l.ch:
 			if !ok {
-				m.writeEgressDropped(ctx)
+				l.writeDropped(ctx)
 				return
 			}
 			if wr.forget {
 				delete(l.logBytes, wr.sandbox)
 			}
 			if len(wr.rows) > 0 {
-				if err := m.st.AppendEgressLog(ctx, wr.rows); err != nil {
-					m.log.Error("egress log append", "session", wr.sandbox, "err", err)
+				if err := l.m.Store().AppendEgressLog(ctx, wr.rows); err != nil {
+					l.m.Logger().Error("egress log append", "session", wr.sandbox, "err", err)
 				} else {
-					m.boundEgressLog(ctx, wr.sandbox, wr.rows)
+					l.bound(ctx, wr.sandbox, wr.rows)
 				}
 			}
 			for _, e := range wr.entries {
-				m.ledgerAppend(ctx, wr.sandbox, e.kind, e.data)
+				l.m.LedgerAppend(ctx, wr.sandbox, e.kind, e.data)
 			}
 			l.pending.Add(-1)
 		}
 		if len(l.ch) == 0 {
-			m.writeEgressDropped(ctx)
+			l.writeDropped(ctx)
 		}
 	}
 }
 
-// boundEgressLog keeps a session's egress log under egressLogBytes after
-// rows were added: past it, the oldest rows go (store.TrimEgressLog).
-func (m *Manager) boundEgressLog(ctx context.Context, sandbox string, rows []store.EgressLogRow) {
-	l := &m.egressLog
+// bound keeps a session's egress log under egressLogBytes after rows
+// were added: past it, the oldest rows go (store.TrimEgressLog).
+func (l *Service) bound(ctx context.Context, sandbox string, rows []store.EgressLogRow) {
+	st, log := l.m.Store(), l.m.Logger()
 	n, ok := l.logBytes[sandbox]
 	if !ok {
 		var err error
-		if n, err = m.st.EgressLogBytes(ctx, sandbox); err != nil {
-			m.log.Warn("egress log size", "session", sandbox, "err", err)
+		if n, err = st.EgressLogBytes(ctx, sandbox); err != nil {
+			log.Warn("egress log size", "session", sandbox, "err", err)
 			return
 		}
 	} else {
@@ -612,24 +631,23 @@ func (m *Manager) boundEgressLog(ctx context.Context, sandbox string, rows []sto
 		}
 	}
 	if n > egressLogBytes {
-		removed, size, err := m.st.TrimEgressLog(ctx, sandbox, egressLogBytes*3/4, m.now().UTC())
+		removed, size, err := st.TrimEgressLog(ctx, sandbox, egressLogBytes*3/4, l.m.Now().UTC())
 		if err != nil {
-			m.log.Warn("trim the egress log", "session", sandbox, "err", err)
+			log.Warn("trim the egress log", "session", sandbox, "err", err)
 			delete(l.logBytes, sandbox)
 			return
 		}
 		if removed > 0 {
-			m.log.Info("trimmed the egress log", "session", sandbox, "rows", removed, "bytes", size)
+			log.Info("trimmed the egress log", "session", sandbox, "rows", removed, "bytes", size)
 		}
 		n = size
 	}
 	l.logBytes[sandbox] = n
 }
 
-// writeEgressDropped ledgers the decisions whose batches found the queue
-// full, per sandbox.
-func (m *Manager) writeEgressDropped(ctx context.Context) {
-	l := &m.egressLog
+// writeDropped ledgers the decisions whose batches found the queue full,
+// per sandbox.
+func (l *Service) writeDropped(ctx context.Context) {
 	l.mu.Lock()
 	dropped, allowed := l.dropped, l.droppedAllowed
 	l.dropped, l.droppedAllowed = map[string]int64{}, map[string]map[string]int64{}
@@ -649,19 +667,19 @@ func (m *Manager) writeEgressDropped(ctx context.Context) {
 				d["allowed_hosts_unnamed"] = named[""]
 			}
 		}
-		m.ledgerAppend(ctx, id, "egress.dropped", d)
+		l.m.LedgerAppend(ctx, id, "egress.dropped", d)
 	}
 }
 
-// flushEgressLog closes every window, writes what is queued and stops
-// the writer (Shutdown, Detach).
-func (m *Manager) flushEgressLog() {
-	l := &m.egressLog
+// Flush closes every window, writes what is queued and stops the writer
+// (the core's Shutdown and Detach). Decisions after it are dropped; a
+// second Flush does nothing.
+func (l *Service) Flush() {
 	l.mu.Lock()
 	started := l.ch != nil && !l.closed
 	if started {
 		for sb, w := range l.windows {
-			m.closeWindowLocked(sb, w)
+			l.closeWindowLocked(sb, w)
 		}
 	}
 	l.closed = true
@@ -672,24 +690,26 @@ func (m *Manager) flushEgressLog() {
 	}
 }
 
-// pruneEgressLog removes egress log rows older than the retention.
-func (m *Manager) pruneEgressLog(ctx context.Context) {
-	n, err := m.st.PruneEgressLog(ctx, m.now().Add(-m.egressRetention))
+// Prune removes egress log rows older than the retention (the core's
+// sweep).
+func (l *Service) Prune(ctx context.Context) {
+	n, err := l.m.Store().PruneEgressLog(ctx, l.m.Now().Add(-l.retention))
 	if err != nil {
-		m.log.Warn("prune the egress log", "err", err)
+		l.m.Logger().Warn("prune the egress log", "err", err)
 		return
 	}
 	if n > 0 {
-		m.log.Info("pruned the egress log", "rows", n, "retention", m.egressRetention.String())
+		l.m.Logger().Info("pruned the egress log", "rows", n, "retention", l.retention.String())
 	}
 }
 
-// EgressLog returns the session's egress log rows after afterID (at
-// most limit; ≤ 0 means store.MaxEgressLogList).
-func (m *Manager) EgressLog(ctx context.Context, tenant, id string, afterID int64, limit int) ([]store.EgressLogRow, error) {
-	if _, _, err := m.load(ctx, tenant, id); err != nil {
+// List returns session id's egress log rows after afterID (at most
+// limit; ≤ 0 means store.MaxEgressLogList), as the caller with tenant
+// may see them: another tenant's session is ErrNotFound.
+func (l *Service) List(ctx context.Context, tenant, id string, afterID int64, limit int) ([]store.EgressLogRow, error) {
+	if _, err := l.m.Load(ctx, tenant, id); err != nil {
 		return nil, err
 	}
-	m.settleEgressLog()
-	return m.st.ListEgressLog(ctx, id, afterID, limit)
+	l.Settle()
+	return l.m.Store().ListEgressLog(ctx, id, afterID, limit)
 }

@@ -1,0 +1,11 @@
+package api
+
+import "time"
+
+// SetIdempotencyWait sets how long a retry waits for the first request
+// with its Idempotency-Key (idemWait), for a test; the func puts it back.
+func SetIdempotencyWait(d time.Duration) (restore func()) {
+	old := idemWait
+	idemWait = d
+	return func() { idemWait = old }
+}
