@@ -8,6 +8,7 @@ import (
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // Services are the session core's sibling packages whose routes this
@@ -20,6 +21,7 @@ type Services struct {
 	Sandboxes *sandboxes.Service
 	Terminals *terminals.Service
 	Tokens    *tokens.Service
+	Workspace *workspace.Service
 }
 
 // SetServices gives the server the sibling services, serves preview
