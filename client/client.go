@@ -208,10 +208,23 @@ func (c *Client) Restore(ctx context.Context, id string, rev int64, tag string) 
 
 // Fork starts count children from the session's current state.
 func (c *Client) Fork(ctx context.Context, id string, rev int64, count int) ([]*api.Session, error) {
-	var out struct {
-		Children []*api.Session `json:"children"`
+	out, err := c.ForkWith(ctx, id, rev, api.ForkRequest{Count: count})
+	if err != nil {
+		return nil, err
 	}
-	return out.Children, c.do(ctx, http.MethodPost, sp(id)+"/fork", ifMatch(rev), api.ForkRequest{Count: count}, &out)
+	return out.Children, nil
+}
+
+// ForkWith forks with the whole request (count, identity, a checkpoint
+// to start from) and returns the whole answer: the children, whether
+// they started from memory, the parent's jobs they do not carry and each
+// child's identity.
+func (c *Client) ForkWith(ctx context.Context, id string, rev int64, req api.ForkRequest) (*api.ForkResult, error) {
+	var out api.ForkResult
+	if err := c.do(ctx, http.MethodPost, sp(id)+"/fork", ifMatch(rev), req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Artifacts returns the workspace changes since the baseline.

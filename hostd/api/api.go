@@ -434,11 +434,11 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.sessions.Fork(r.Context(), tenant(r), r.PathValue("id"), rev, req)
+	out, err := s.sessions.ForkDetail(r.Context(), tenant(r), r.PathValue("id"), rev, req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"children": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
