@@ -182,9 +182,35 @@ type ExecResult struct {
 type Step struct {
 	Step   int             `json:"step"`
 	Time   time.Time       `json:"time"`
-	Source string          `json:"source"` // "ledger" (VM events join when backends report them)
+	Source string          `json:"source"` // "ledger" or "vm"
 	Kind   string          `json:"kind"`
 	Data   json.RawMessage `json:"data"`
+}
+
+// VMEvent is one thing that happened to the session's machine: boot,
+// checkpoint, restore, fork, stop, oom or death (VMEvent* kinds).
+type VMEvent struct {
+	ID   int64           `json:"id"`
+	Time time.Time       `json:"time"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+// The kinds of VMEvent.
+const (
+	VMEventBoot       = "boot"       // the machine started (create, restore, a fork child)
+	VMEventCheckpoint = "checkpoint" // a snapshot of it was taken
+	VMEventRestore    = "restore"    // it was put back to a snapshot
+	VMEventFork       = "fork"       // children started from a snapshot of it
+	VMEventStop       = "stop"       // the daemon stopped it (delete, expiry)
+	VMEventOOM        = "oom"        // the kernel killed processes in it for want of memory
+	VMEventDeath      = "death"      // it ended on its own
+)
+
+// Events answers GET .../events.
+type Events struct {
+	Ledger   []LedgerEntry `json:"ledger"`
+	VMEvents []VMEvent     `json:"vm_events"`
 }
 
 // Trajectory is the session's history as one numbered, time-ordered list.

@@ -241,6 +241,20 @@ func (c *Client) Events(ctx context.Context, id string) ([]api.LedgerEntry, erro
 	return out.Ledger, c.do(ctx, http.MethodGet, sp(id)+"/events", nil, nil, &out)
 }
 
+// EventsSince returns the session's ledger entries and VM events newer
+// than since (the zero time: all of them).
+func (c *Client) EventsSince(ctx context.Context, id string, since time.Time) (*api.Events, error) {
+	p := sp(id) + "/events"
+	if !since.IsZero() {
+		p += "?since=" + url.QueryEscape(since.UTC().Format(time.RFC3339Nano))
+	}
+	var out api.Events
+	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Call does one JSON request against a session route (path relative to
 // /v1/agents/sessions/{id}, query already encoded) and decodes the answer
 // into out. The typed methods above cover the common verbs; Call reaches

@@ -105,6 +105,7 @@ func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, 
 		return nil, err
 	}
 	m.ledgerAppend(ctx, id, "checkpoint", map[string]any{"tag": req.Tag, "memory": snap.Memory, "snapshot_id": snap.ID})
+	m.vmEvent(id, apiv1.VMEventCheckpoint, map[string]any{"tag": req.Tag, "memory": snap.Memory, "snapshot_id": snap.ID, "bytes": snap.Bytes})
 	return &c, nil
 }
 
@@ -148,6 +149,8 @@ func (m *Manager) Restore(ctx context.Context, tenant, id string, rev int64, req
 		return nil, err
 	}
 	m.ledgerAppend(ctx, id, "restore", map[string]any{"tag": req.Tag, "snapshot_id": snap.ID})
+	m.vmEvent(id, apiv1.VMEventRestore, map[string]any{"tag": req.Tag, "snapshot_id": snap.ID, "memory": snap.Memory})
+	m.vmEvent(id, apiv1.VMEventBoot, map[string]any{"sandbox_id": mc.ID(), "from_snapshot": snap.ID})
 	return out, nil
 }
 
@@ -319,6 +322,7 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 		}
 		m.track(child.ID, k)
 		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id, "from": req.From, "memory": snap.Memory, "identity": mode})
+		m.vmEvent(child.ID, apiv1.VMEventBoot, map[string]any{"sandbox_id": k.ID(), "from_snapshot": snap.ID, "fork_of": id, "memory": snap.Memory})
 		out = append(out, child)
 		ids = append(ids, res.Identities[i])
 	}
@@ -339,6 +343,7 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 	}
 	m.ledgerAppend(ctx, id, "fork", map[string]any{"count": req.Count, "children": kidIDs, "from": req.From,
 		"memory": snap.Memory, "identity": mode, "not_carried": nc})
+	m.vmEvent(id, apiv1.VMEventFork, map[string]any{"children": kidIDs, "snapshot_id": snap.ID, "memory": snap.Memory, "from": req.From})
 	return res, nil
 }
 
