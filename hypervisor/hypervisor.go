@@ -59,11 +59,11 @@ type MachineSpec struct {
 	// Empty: a new random one. A fork whose children keep their parent's
 	// identity sets it (see IdentityForker).
 	MachineID string
-	CPUs     float64
-	MemoryMB int64
-	DiskMB   int64 // writable layer size
-	PIDs     int64 // process limit
-	Network  string
+	CPUs      float64
+	MemoryMB  int64
+	DiskMB    int64 // writable layer size
+	PIDs      int64 // process limit
+	Network   string
 	// EgressDir is the host directory for the unix sockets of this
 	// machine's egress (proxy.sock, dns.sock, redirect.sock; see
 	// guest/egressfwd); required by NetworkProxy and NetworkTransparent.
