@@ -195,6 +195,9 @@ type jobRow struct {
 	StartedAt      time.Time `json:"started_at"`
 	MaxOutputBytes int64     `json:"max_output_bytes,omitempty"`
 	Streamed       bool      `json:"streamed,omitempty"`
+	// HandedOn marks a record a memory fork gave a child (handOnJobs):
+	// StartedAt is then the fork, and the child is charged from there.
+	HandedOn bool `json:"handed_on,omitempty"`
 }
 
 // usage reads the session's counters and the time of its unsettled jobs.
@@ -234,10 +237,15 @@ func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 	if j.EndedAt == nil {
 		return
 	}
-	if _, err := m.st.GetJob(ctx, id, j.ID); err != nil {
+	row, err := m.st.GetJob(ctx, id, j.ID)
+	if err != nil {
 		return // not ours to settle, or settled already
 	}
 	ms := max(0, j.EndedAt.Sub(j.StartedAt).Milliseconds())
+	var jr jobRow
+	if json.Unmarshal(row.Record, &jr) == nil && jr.HandedOn {
+		ms = max(0, j.EndedAt.Sub(jr.StartedAt).Milliseconds())
+	}
 	first, err := m.st.SettleJob(ctx, id, j.ID, ms)
 	if err != nil {
 		m.log.Warn("settle a job", "session", id, "job", j.ID, "err", err)

@@ -131,7 +131,7 @@ func (m *Manager) handOnJobs(ctx context.Context, parent, child string) {
 	for _, r := range rows {
 		var jr jobRow
 		json.Unmarshal(r.Record, &jr)
-		jr.StartedAt = now
+		jr.StartedAt, jr.HandedOn = now, true
 		raw, _ := json.Marshal(jr)
 		if err := m.st.PutJob(ctx, store.JobRow{SessionID: child, JobID: r.JobID, Command: r.Command, Record: raw}); err != nil {
 			m.log.Warn("hand a job record to a fork child", "session", child, "job", r.JobID, "err", err)
