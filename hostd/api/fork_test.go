@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -316,6 +318,30 @@ func TestEventsSinceAndVMEventsLive(t *testing.T) {
 	de, err := d.c.EventsSince(ctx, s.ID, time.Time{})
 	if err != nil || !strings.HasSuffix(kinds(de.VMEvents), ",stop") {
 		t.Errorf("after delete: %+v %v, want a stop last", de, err)
+	}
+	// The events stream with ?since= replays only the newer entries (the
+	// session has ended, so the stream sends them and ends).
+	q := "/events/stream?since=" + url.QueryEscape(mark.Format(time.RFC3339Nano))
+	req, _ := http.NewRequest("GET", d.url+sp(s.ID)+q, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed []string
+	for _, ev := range readSSE(t, resp) {
+		if ev.name == "ledger" {
+			var e apiv1.LedgerEntry
+			json.Unmarshal([]byte(ev.data), &e)
+			streamed = append(streamed, e.Kind)
+		}
+	}
+	resp.Body.Close()
+	if len(streamed) < 3 || streamed[0] != "exec" || streamed[1] != "checkpoint" || streamed[len(streamed)-1] != "session.delete" {
+		t.Errorf("events/stream since the fork: %v, want exec, checkpoint … session.delete", streamed)
+	}
+	if code := call(t, d.url, "GET", sp(s.ID)+"/events/stream?since=soon", nil, &e); code != 400 {
+		t.Errorf("events/stream?since=soon: %d, want 400", code)
 	}
 }
 

@@ -403,8 +403,9 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// eventsStream replays the session's ledger (after ?since= or
-// Last-Event-ID, a ledger seq), then sends new entries as they come,
+// eventsStream replays the session's ledger (after Last-Event-ID, a
+// ledger seq, or else only entries newer than ?since=, an RFC 3339
+// time), then sends new entries as they come,
 // about every 500 ms. It ends with an error event once the session is
 // gone or after its MaxAge (StreamLimits).
 func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
@@ -416,6 +417,12 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("%w: Last-Event-ID %q must be a ledger sequence number", session.ErrBadRequest, last)
 		}
 		after = n
+	} else if since, err := querySince(r); err != nil {
+		return err
+	} else if !since.IsZero() {
+		if after, err = s.sessions.LedgerSeqBefore(r.Context(), tenant(r), id, since); err != nil {
+			return err
+		}
 	}
 	sess, err := s.sessions.Get(r.Context(), tenant(r), id)
 	if err != nil {

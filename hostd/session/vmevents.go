@@ -124,3 +124,30 @@ func mergeVMEvents(steps []Step, evs []VMEvent) []Step {
 
 // VMEventStop is the kind of a stop the daemon made (delete, expiry).
 const VMEventStop = apiv1.VMEventStop
+
+// LedgerSeqBefore is the events stream's cursor for ?since=: the seq
+// after which the ledger entries newer than since begin (the newest seq
+// when there are none yet).
+func (m *Manager) LedgerSeqBefore(ctx context.Context, tenant, id string, since time.Time) (int64, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return 0, err
+	}
+	es, err := m.ledger.Since(ctx, id, since)
+	if err != nil {
+		return 0, err
+	}
+	if len(es) > 0 {
+		return es[0].Seq - 1, nil
+	}
+	var after int64
+	for {
+		page, err := m.ledger.List(ctx, id, after, 10000)
+		if err != nil {
+			return 0, err
+		}
+		if len(page) == 0 {
+			return after, nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
