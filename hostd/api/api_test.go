@@ -174,8 +174,20 @@ func TestWalkthrough(t *testing.T) {
 		t.Errorf("timeline %v, want %s", kinds, want)
 	}
 	var traj session.Trajectory
-	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/trajectory", nil, &traj); code != 200 || len(traj.Steps) != len(es) || traj.Steps[0].Step != 1 || traj.Steps[0].Kind != "session.create" || traj.Session.ID != s.ID {
+	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/trajectory", nil, &traj); code != 200 || len(traj.Steps) < len(es) || traj.Steps[0].Step != 1 || traj.Steps[0].Kind != "session.create" || traj.Session.ID != s.ID {
 		t.Errorf("trajectory: %d %+v", code, traj.Steps)
+	}
+	// Every ledger entry is a step; the machine's events join them.
+	var fromLedger, fromVM []string
+	for _, st := range traj.Steps {
+		if st.Source == "ledger" {
+			fromLedger = append(fromLedger, st.Kind)
+		} else {
+			fromVM = append(fromVM, st.Source+":"+st.Kind)
+		}
+	}
+	if strings.Join(fromLedger, ",") != want || strings.Join(fromVM, ",") != "vm:boot,vm:checkpoint,vm:restore,vm:boot,vm:fork" {
+		t.Errorf("trajectory: ledger steps %v, vm steps %v", fromLedger, fromVM)
 	}
 	list, err := c.ListSessions(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != s.ID {

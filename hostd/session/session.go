@@ -363,9 +363,9 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 		return nil, err
 	}
 	m.track(id, mc)
-	m.vmEvent(id, apiv1.VMEventBoot, map[string]any{"sandbox_id": mc.ID(), "backend": s.Backend, "image": rt.Image})
 	adm.commit([]string{id}, res)
 	m.ledgerAppend(ctx, id, "session.create", map[string]any{"agent": s.Agent, "image": rt.Image, "workspace": ws, "workspace_mode": mode, "sandbox_id": mc.ID(), "ttl_seconds": req.TTLSeconds})
+	m.vmEvent(id, apiv1.VMEventBoot, map[string]any{"sandbox_id": mc.ID(), "backend": s.Backend, "image": rt.Image})
 	if clone != nil {
 		m.ledgerAppend(ctx, id, "workspace.clone", map[string]any{"url": src.Redacted, "ok": clone.note == "", "duration_ms": clone.took.Milliseconds(), "note": clone.note})
 	}
