@@ -710,11 +710,26 @@ func TestEventsStream(t *testing.T) {
 	}
 	resp.Body.Close()
 	var ids []string
+	var ledgerEvs []sseEvent
+	var vmKinds []string
 	for _, e := range evs {
 		ids = append(ids, e.name+":"+e.id)
+		switch e.name {
+		case "ledger":
+			ledgerEvs = append(ledgerEvs, e)
+		case "vm":
+			var v session.VMEvent
+			json.Unmarshal([]byte(e.data), &v)
+			vmKinds = append(vmKinds, v.Kind)
+		}
 	}
-	if len(evs) < 3 || evs[0].id != "2" || evs[1].id != "3" || !strings.Contains(evs[1].data, "echo live") || evs[len(evs)-1].name != "error" {
+	if len(ledgerEvs) < 2 || ledgerEvs[0].id != "2" || ledgerEvs[1].id != "3" || !strings.Contains(ledgerEvs[1].data, "echo live") || evs[len(evs)-1].name != "error" {
 		t.Errorf("events: %v", ids)
+	}
+	// The machine's events come too (from the time of the entry resumed
+	// after): its boot, and the stop of the delete.
+	if strings.Join(vmKinds, ",") != "boot,stop" {
+		t.Errorf("vm events in the stream: %v, want boot,stop", vmKinds)
 	}
 }
 

@@ -328,17 +328,28 @@ func TestEventsSinceAndVMEventsLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var streamed []string
+	var streamed, streamedVM []string
 	for _, ev := range readSSE(t, resp) {
-		if ev.name == "ledger" {
+		switch ev.name {
+		case "ledger":
 			var e apiv1.LedgerEntry
 			json.Unmarshal([]byte(ev.data), &e)
 			streamed = append(streamed, e.Kind)
+		case "vm":
+			var e apiv1.VMEvent
+			json.Unmarshal([]byte(ev.data), &e)
+			if ev.id != "" {
+				t.Errorf("a vm event with an event id %q (Last-Event-ID is a ledger seq)", ev.id)
+			}
+			streamedVM = append(streamedVM, e.Kind)
 		}
 	}
 	resp.Body.Close()
 	if len(streamed) < 3 || streamed[0] != "exec" || streamed[1] != "checkpoint" || streamed[len(streamed)-1] != "session.delete" {
 		t.Errorf("events/stream since the fork: %v, want exec, checkpoint … session.delete", streamed)
+	}
+	if strings.Join(streamedVM, ",") != "checkpoint,stop" {
+		t.Errorf("events/stream vm events since the fork: %v, want checkpoint,stop", streamedVM)
 	}
 	if code := call(t, d.url, "GET", sp(s.ID)+"/events/stream?since=soon", nil, &e); code != 400 {
 		t.Errorf("events/stream?since=soon: %d, want 400", code)

@@ -151,3 +151,24 @@ func (m *Manager) LedgerSeqBefore(ctx context.Context, tenant, id string, since 
 		after = page[len(page)-1].Seq
 	}
 }
+
+// VMEventsFor is the events stream's read of the VM events: those with a
+// row id over afterID, or, when afterID is 0, those after since (the
+// zero time: all).
+func (m *Manager) VMEventsFor(ctx context.Context, tenant, id string, afterID int64, since time.Time) ([]VMEvent, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	if afterID == 0 {
+		return m.vmEvents(ctx, id, since)
+	}
+	rows, err := m.st.ListVMEventsAfter(ctx, id, afterID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VMEvent, len(rows))
+	for i, r := range rows {
+		out[i] = VMEvent{ID: r.ID, Time: r.Time, Kind: r.Kind, Data: r.Data}
+	}
+	return out, nil
+}

@@ -53,13 +53,21 @@ func (s *Store) AppendVMEvent(ctx context.Context, r VMEventRow) error {
 // ListVMEvents returns up to MaxVMEventList rows of session whose time is
 // after since (the zero time: all), oldest first.
 func (s *Store) ListVMEvents(ctx context.Context, session string, since time.Time) ([]VMEventRow, error) {
-	q := `SELECT id, session, time, kind, data FROM vm_events WHERE session = ? ORDER BY id LIMIT ?`
-	args := []any{session, MaxVMEventList}
-	if !since.IsZero() {
-		q = `SELECT id, session, time, kind, data FROM vm_events WHERE session = ? AND time > ? ORDER BY id LIMIT ?`
-		args = []any{session, formatTime(since), MaxVMEventList}
+	if since.IsZero() {
+		return s.listVMEvents(ctx, `WHERE session = ? ORDER BY id LIMIT ?`, session, MaxVMEventList)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	return s.listVMEvents(ctx, `WHERE session = ? AND time > ? ORDER BY id LIMIT ?`, session, formatTime(since), MaxVMEventList)
+}
+
+// ListVMEventsAfter returns up to MaxVMEventList rows of session with an
+// ID over afterID, oldest first.
+func (s *Store) ListVMEventsAfter(ctx context.Context, session string, afterID int64) ([]VMEventRow, error) {
+	return s.listVMEvents(ctx, `WHERE session = ? AND id > ? ORDER BY id LIMIT ?`, session, afterID, MaxVMEventList)
+}
+
+func (s *Store) listVMEvents(ctx context.Context, where string, args ...any) ([]VMEventRow, error) {
+	session := args[0]
+	rows, err := s.db.QueryContext(ctx, `SELECT id, session, time, kind, data FROM vm_events `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: vm events of %s: %w", session, err)
 	}
