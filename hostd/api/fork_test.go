@@ -152,6 +152,10 @@ func TestForkLive(t *testing.T) {
 	if _, err := d.c.Restore(ctx, fa.Children[0].ID, -1, "ck-a"); status(err) != 404 {
 		t.Errorf("a child restoring its parent's checkpoint: %v, want 404", err)
 	}
+	// from names only the forking session's own checkpoints.
+	if _, err := d.c.ForkWith(ctx, fa.Children[0].ID, -1, session.ForkRequest{Count: 1, From: "ck-a"}); status(err) != 404 {
+		t.Errorf("a child forking from its parent's checkpoint: %v, want 404", err)
+	}
 	got, err := d.c.GetSession(ctx, s.ID)
 	if err != nil || len(got.Checkpoints) != 1 || got.Checkpoints[0].Tag != "ck-a" {
 		t.Errorf("the parent's checkpoints after a fork from one: %+v %v", got, err)
