@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/hostd/approvals"
@@ -325,5 +326,32 @@ func TestReplayLimits(t *testing.T) {
 	out, err = rp.Replay(acme, "acme", src.ID, replay.Request{DryRun: true, Since: r.Steps[10].Seq})
 	if err != nil || len(out.Result.Skipped) != replay.MaxSkipped || out.Result.SkippedOmitted == 0 {
 		t.Errorf("skipped past the limit: %d listed, %d omitted, %v", len(out.Result.Skipped), out.Result.SkippedOmitted, err)
+	}
+}
+
+// TestReplayDeadline: no step starts once the replay has run for
+// MaxDuration; it stops at a limit with where to go on.
+func TestReplayDeadline(t *testing.T) {
+	var clock sessiontest.Clock
+	m := sessiontest.New(t, sessiontest.Now(clock.Now))
+	rp := replay.New(m)
+	acme := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
+	src := create(t, m, acme, "acme", nil)
+	seqs := run(t, m, acme, src, "echo one", "echo two", "echo three")
+	tgt := create(t, m, acme, "acme", nil)
+	// The first step takes (as the clock says) longer than a replay may.
+	m.AddCommandHook("slow", func(ctx context.Context, c *session.Command) error {
+		if c.Session == tgt.ID && c.Text == "echo one" {
+			clock.Set(replay.MaxDuration + time.Second)
+		}
+		return nil
+	})
+	out, err := rp.Replay(acme, "acme", src.ID, replay.Request{Target: tgt.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Result
+	if got := steps(r); got != "echo one:ok:0:same" || r.Stopped == nil || r.Stopped.Reason != apiv1.ReplayStopLimit || r.NextSince != seqs[1] {
+		t.Errorf("past the deadline: %s %+v next %d", got, r.Stopped, r.NextSince)
 	}
 }
