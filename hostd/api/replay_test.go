@@ -208,3 +208,62 @@ func TestReplayRouteAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackReplayDoesNoMoreThanExec: a replay cannot do what the
+// caller's exec on the target could not. The target's budget stops it
+// (403 with the budget's body); the target's own session token, which
+// has exec there, cannot pull another session's commands into it (the
+// route needs read on the source); and a caller with an approval for
+// one command cannot spend it on another step.
+func TestAttackReplayDoesNoMoreThanExec(t *testing.T) {
+	d := fakeDaemon(t)
+	ctx := context.Background()
+	src, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, src.ID)
+	for _, cmd := range []string{"echo one", "echo two", "echo three"} {
+		if _, err := d.c.Exec(ctx, src.ID, session.ExecRequest{Command: cmd}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tgt := budgetSession(t, d, `{"max_execs":1}`)
+	r, err := d.c.Replay(ctx, src.ID, apiv1.ReplayRequest{Target: tgt.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b budgetBody
+	if r.Ran != 1 || r.Stopped == nil || r.Stopped.Reason != apiv1.ReplayStopRefused || r.Stopped.Status != 403 ||
+		json.Unmarshal(r.Stopped.Body, &b) != nil || b.Budget != "max_execs" || b.Limit != 1 {
+		t.Errorf("past the target's budget: %s %+v", replayLine(r), r.Stopped)
+	}
+
+	_, tgtTok := mint(t, d.url, token, tgt.ID, map[string]any{"ops": []string{"read", "exec"}})
+	if _, err := client.New(d.url, tgtTok.Token).Replay(ctx, src.ID, apiv1.ReplayRequest{Target: tgt.ID}); status(err) != 403 {
+		t.Errorf("the target's token pulling another session's commands: %v, want 403", err)
+	}
+
+	// An approval granted for "echo deploy" on a held target cannot run
+	// "echo one" in its place.
+	held, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600, Policy: &session.PolicyRequest{Process: &policy.ProcessRules{Ask: []string{"echo*"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, held.ID)
+	_, err = d.c.Exec(ctx, held.ID, session.ExecRequest{Command: "echo deploy"})
+	h := client.HoldOf(err)
+	if h == nil {
+		t.Fatalf("exec of an ask command: %v", err)
+	}
+	if _, err := d.c.Approve(ctx, held.ID, h.ApprovalID, ""); err != nil {
+		t.Fatal(err)
+	}
+	r, err = d.c.Replay(ctx, src.ID, apiv1.ReplayRequest{Target: held.ID, ApprovalID: h.ApprovalID})
+	if err != nil || r.Ran != 0 || r.Stopped == nil || r.Stopped.Status != 403 {
+		t.Errorf("another command's approval: %+v %v", r, err)
+	}
+	if _, err := d.c.Exec(ctx, held.ID, session.ExecRequest{Command: "echo deploy", ApprovalID: h.ApprovalID}); err != nil {
+		t.Errorf("the approval, given back unspent, still runs its own command: %v", err)
+	}
+}
