@@ -3,9 +3,11 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
@@ -66,13 +68,26 @@ func TestReplayLive(t *testing.T) {
 	if _, err := c.Exec(ctx, src.ID, session.ExecRequest{Command: "cat /workspace/note"}); err != nil {
 		t.Fatal(err)
 	}
+	// An exec/stream: a job.start (marked streamed) now, its exec entry
+	// at its exit, which the daemon writes once the stream has ended.
+	if code, err := c.ExecStream(ctx, src.ID, session.ExecRequest{Command: "echo streamed"}, io.Discard, io.Discard); err != nil || code != 0 {
+		t.Fatalf("exec/stream: %d %v", code, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		es, _ := c.Events(ctx, src.ID)
+		if es[len(es)-1].Kind == "exec" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	dry, err := c.Replay(ctx, src.ID, apiv1.ReplayRequest{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dry.Steps) != 6 || dry.Steps[2].Status != apiv1.ReplayPlanned || *dry.Steps[2].RecordedExitCode != 4 ||
-		len(dry.Skipped) != 1 || dry.Skipped[0].Kind != "file.write" || dry.Ran != 0 {
+	if len(dry.Steps) != 7 || dry.Steps[2].Status != apiv1.ReplayPlanned || *dry.Steps[2].RecordedExitCode != 4 || dry.Steps[6].Command != "echo streamed" ||
+		len(dry.Skipped) != 2 || dry.Skipped[0].Kind != "file.write" || dry.Skipped[1].Kind != "job.start" ||
+		!strings.Contains(dry.Skipped[1].Reason, "streamed exec") || dry.Ran != 0 {
 		t.Errorf("dry run: %s, skipped %+v", replayLine(dry), dry.Skipped)
 	}
 
