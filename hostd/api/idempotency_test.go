@@ -134,3 +134,62 @@ func TestIdempotencyConcurrent(t *testing.T) {
 		t.Errorf("a retry after the first ended: %d replayed=%v %q, want the first's %q", a.code, a.replayed, a.body, f.body)
 	}
 }
+
+// TestIdempotencyWaitersCapped: a client that sends many copies of a slow
+// request with one Idempotency-Key cannot have them all wait on the
+// daemon. While the first runs, MaxIdemWaitersPerCaller retries wait for
+// it and replay its answer; the ones past that answer 409
+// idempotency_in_flight at once, without waiting.
+func TestIdempotencyWaitersCapped(t *testing.T) {
+	d := fakeDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.SetIdempotencyWait(20 * time.Second)()
+	exec := d.url + "/v1/agents/sessions/" + s.ID + "/exec"
+	slow := `{"command":"sleep 3; echo slow"}`
+	first := make(chan idemAnswer)
+	go func() { first <- idemPost(t, exec, "pin", slow, nil) }()
+	time.Sleep(500 * time.Millisecond) // the first has the key
+	const extra = 4
+	type timed struct {
+		idemAnswer
+		took time.Duration
+	}
+	got := make([]timed, api.MaxIdemWaitersPerCaller+extra)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			a := idemPost(t, exec, "pin", slow, nil)
+			got[i] = timed{a, time.Since(start)}
+		}()
+	}
+	wg.Wait()
+	f := <-first
+	if f.code != 200 {
+		t.Fatalf("the first request: %d %s", f.code, f.body)
+	}
+	fast, replays := 0, 0
+	for i, a := range got {
+		var body struct {
+			Code string `json:"code"`
+		}
+		json.Unmarshal([]byte(a.body), &body)
+		switch {
+		case a.code == 409 && body.Code == errdefs.CodeIdempotencyInFlight && a.took < time.Second:
+			fast++
+		case a.code == 200 && a.replayed && a.body == f.body:
+			replays++
+		default:
+			t.Errorf("retry %d: %d %s after %v", i, a.code, a.body, a.took)
+		}
+	}
+	if fast != extra || replays != api.MaxIdemWaitersPerCaller {
+		t.Errorf("%d retries refused at once and %d replays, want %d and %d", fast, replays, extra, api.MaxIdemWaitersPerCaller)
+	}
+}
