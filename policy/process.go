@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 		d, hits, err = l.process.eval(ctx, processInput(in, cr))
 	}
 	if err != nil {
+		// A module's runtime error may quote what it read (to_number's
+		// `parsing "..."`): the environment's values never leave here,
+		// not to the log, the ledger or the caller's error.
+		err = scrubEnv(err, in.Env)
 		e.log.Warn("policy: process decision failed; denied", "session", in.Session, "err", err)
 		return ProcessDecision{Result: Deny, Rule: RuleError, Reason: "the policy could not decide (" + err.Error() + "), so the command was refused"}, err
 	}
@@ -76,6 +81,54 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 	}
 	return out, nil
 }
+
+// scrubEnv returns err with every value of env in its text (as it is,
+// and as Go quotes it) replaced by "<value of NAME>", keeping what err
+// wraps (errors.Is still sees ErrEval). Values shorter than 3 bytes are
+// left: they say little, and replacing them would garble the message
+// (line numbers). err itself when env is empty or its text has none.
+func scrubEnv(err error, env map[string]string) error {
+	if err == nil || len(env) == 0 {
+		return err
+	}
+	names := make([]string, 0, len(env))
+	for k, v := range env {
+		if len(v) >= 3 {
+			names = append(names, k)
+		}
+	}
+	// Longest values first, so one that contains another goes whole.
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := len(env[names[i]]), len(env[names[j]]); a != b {
+			return a > b
+		}
+		return names[i] < names[j]
+	})
+	msg := err.Error()
+	for _, k := range names {
+		v, mark := env[k], "<value of "+k+">"
+		msg = strings.ReplaceAll(msg, v, mark)
+		if q := strconv.Quote(v); q[1:len(q)-1] != v {
+			msg = strings.ReplaceAll(msg, q[1:len(q)-1], mark)
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+// scrubbedError is an error whose text had the environment's values taken
+// out; it unwraps to the kinds (ErrEval) the original wraps, not to the
+// original itself, whose text still has them.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
 
 // envBytes is the size of a command's environment (as NAME=value lines)
 // and directory.
