@@ -73,11 +73,13 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 		err := fmt.Errorf("%w: process.rego answered result %q", ErrEval, out.Result)
 		return ProcessDecision{Result: Deny, Rule: RuleError, Reason: err.Error()}, err
 	}
+	// An operator's message may quote the environment; the ledger gets
+	// the reason, so its values are taken out here too.
 	if h, ok := firstHit(hits, "deny"); ok {
-		return ProcessDecision{Result: Deny, Rule: h.rule.name, Reason: h.reasons[0]}, nil
+		return ProcessDecision{Result: Deny, Rule: h.rule.name, Reason: scrubText(h.reasons[0], in.Env)}, nil
 	}
 	if h, ok := firstHit(hits, "ask"); ok && out.Result == Allow {
-		return ProcessDecision{Result: Ask, Rule: h.rule.name, Reason: h.reasons[0]}, nil
+		return ProcessDecision{Result: Ask, Rule: h.rule.name, Reason: scrubText(h.reasons[0], in.Env)}, nil
 	}
 	return out, nil
 }
@@ -90,6 +92,18 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 func scrubEnv(err error, env map[string]string) error {
 	if err == nil || len(env) == 0 {
 		return err
+	}
+	msg := scrubText(err.Error(), env)
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+// scrubText is s with env's values taken out, as scrubEnv does.
+func scrubText(s string, env map[string]string) string {
+	if len(env) == 0 {
+		return s
 	}
 	names := make([]string, 0, len(env))
 	for k, v := range env {
@@ -104,18 +118,14 @@ func scrubEnv(err error, env map[string]string) error {
 		}
 		return names[i] < names[j]
 	})
-	msg := err.Error()
 	for _, k := range names {
 		v, mark := env[k], "<value of "+k+">"
-		msg = strings.ReplaceAll(msg, v, mark)
+		s = strings.ReplaceAll(s, v, mark)
 		if q := strconv.Quote(v); q[1:len(q)-1] != v {
-			msg = strings.ReplaceAll(msg, q[1:len(q)-1], mark)
+			s = strings.ReplaceAll(s, q[1:len(q)-1], mark)
 		}
 	}
-	if msg == err.Error() {
-		return err
-	}
-	return &scrubbedError{msg: msg, err: err}
+	return s
 }
 
 // scrubbedError is an error whose text had the environment's values taken

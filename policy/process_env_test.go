@@ -40,3 +40,20 @@ deny contains "port too high" if to_number(input.env.PORT) > 1000
 		t.Errorf("the reason does not name the variable: %s", d.Reason)
 	}
 }
+
+// TestProcessReasonHidesEnvValues: an operator's deny message that quotes
+// a variable's value reaches the decision (and so the ledger) with the
+// value replaced by its name.
+func TestProcessReasonHidesEnvValues(t *testing.T) {
+	e := extEngine(t, map[string]string{"envguard.rego": `package paddock.ext.envguard.process
+
+deny contains sprintf("LD_PRELOAD=%s loads code the command does not show", [input.env.LD_PRELOAD]) if input.env.LD_PRELOAD
+`})
+	d, err := e.Process(context.Background(), ProcessInput{Kind: KindExec, Command: "ls", Env: map[string]string{"LD_PRELOAD": "/tmp/s3cret.so"}})
+	if err != nil || d.Result != Deny {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if strings.Contains(d.Reason, "s3cret") || !strings.Contains(d.Reason, "LD_PRELOAD=<value of LD_PRELOAD>") {
+		t.Errorf("reason: %s", d.Reason)
+	}
+}
