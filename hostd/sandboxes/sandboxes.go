@@ -392,6 +392,10 @@ func (s *Service) Process(ctx context.Context, tenant, id string, req ProcessReq
 				if err := checkPath("cwd", req.Cwd); err != nil {
 					return err
 				}
+				// The policy judges the directory the guest will use, so
+				// it gets it in one spelling: "/./secrets" and
+				// "//secrets/" are "/secrets" to a rule as to the kernel.
+				req.Cwd = path.Clean(req.Cwd)
 			}
 			var err error
 			env, err = sandboxEnv(req.Env)
