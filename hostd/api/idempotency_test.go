@@ -15,6 +15,7 @@ import (
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 )
 
 // idemAnswer is one answer to a request with an Idempotency-Key.
@@ -191,5 +192,44 @@ func TestIdempotencyWaitersCapped(t *testing.T) {
 	}
 	if fast != extra || replays != api.MaxIdemWaitersPerCaller {
 		t.Errorf("%d retries refused at once and %d replays, want %d and %d", fast, replays, extra, api.MaxIdemWaitersPerCaller)
+	}
+}
+
+// TestIdempotencyKeysPerCaller: one Idempotency-Key on one session's exec
+// from the admin and from two session tokens of that session is three
+// keys: each runs its own command (none replays another caller's
+// answer, which would hand one caller what another ran), and a retry by
+// the same token replays its own.
+func TestIdempotencyKeysPerCaller(t *testing.T) {
+	d := fakeDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := d.url + "/v1/agents/sessions/" + s.ID + "/exec"
+	body := `{"command":"echo run >> runs; wc -l < runs"}`
+	var toks []string
+	for range 2 {
+		tk, err := d.c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: []string{"exec"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, tk.Token)
+	}
+	admin := idemPost(t, exec, "shared", body, nil)
+	t1 := idemPost(t, exec, "shared", body, map[string]string{"Authorization": "Bearer " + toks[0]})
+	t2 := idemPost(t, exec, "shared", body, map[string]string{"Authorization": "Bearer " + toks[1]})
+	again := idemPost(t, exec, "shared", body, map[string]string{"Authorization": "Bearer " + toks[0]})
+	for name, a := range map[string]idemAnswer{"admin": admin, "token 1": t1, "token 2": t2} {
+		if a.code != 200 || a.replayed {
+			t.Errorf("%s: %d replayed=%v %s, want its own run", name, a.code, a.replayed, a.body)
+		}
+	}
+	if admin.body == t1.body || t1.body == t2.body || admin.body == t2.body {
+		t.Errorf("two callers got the same answer: %s / %s / %s", admin.body, t1.body, t2.body)
+	}
+	if again.code != 200 || !again.replayed || again.body != t1.body {
+		t.Errorf("token 1's retry: %d replayed=%v %s, want its first answer %s", again.code, again.replayed, again.body, t1.body)
 	}
 }
