@@ -8,6 +8,7 @@ import (
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // Services are the session core's sibling packages whose routes this
@@ -20,6 +21,7 @@ type Services struct {
 	Sandboxes *sandboxes.Service
 	Terminals *terminals.Service
 	Tokens    *tokens.Service
+	Workspace *workspace.Service
 }
 
 // Missing names the services svc lacks. Every route of a service needs
@@ -32,6 +34,7 @@ func (svc Services) Missing() []string {
 	}{
 		{"approvals", svc.Approvals == nil}, {"grants", svc.Grants == nil}, {"previews", svc.Previews == nil},
 		{"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
+		{"workspace", svc.Workspace == nil},
 	} {
 		if x.nil_ {
 			out = append(out, x.name)

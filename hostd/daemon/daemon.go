@@ -45,6 +45,7 @@ import (
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
@@ -170,6 +171,7 @@ type Daemon struct {
 	sbx      *sandboxes.Service
 	terms    *terminals.Service
 	tokens   *tokens.Service
+	ws       *workspace.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -305,6 +307,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	// token.revoke after theirs, as the core did.
 	d.tokens = tokens.New(d.mgr)
 	d.mgr.SetEgressLog(egresslog.New(d.mgr, cfg.EgressLogRetention)) // where the proxy's decisions go
+	d.ws = workspace.New(d.mgr)
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -313,7 +316,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens}
+	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws}
 	if missing := append(d.mgr.Unwired(), svc.Missing()...); len(missing) > 0 {
 		// A sibling left out fails closed, but silently turns its
 		// feature off: a wiring mistake, not a configuration.
@@ -387,7 +390,7 @@ func (d *Daemon) newEgress(c EgressConfig) error {
 // names a preview domain).
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-// Manager, Store, Grants, Previews, Sandboxes, Terminals, API, Egress and Policy are the daemon's parts, for
+// Manager, Store, Grants, Previews, Sandboxes, Terminals, Workspace, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
 func (d *Daemon) Manager() *session.Manager     { return d.mgr }
 func (d *Daemon) Store() *store.Store           { return d.st }
@@ -395,6 +398,7 @@ func (d *Daemon) Grants() *grants.Service       { return d.grants }
 func (d *Daemon) Previews() *previews.Service   { return d.previews }
 func (d *Daemon) Sandboxes() *sandboxes.Service { return d.sbx }
 func (d *Daemon) Terminals() *terminals.Service { return d.terms }
+func (d *Daemon) Workspace() *workspace.Service { return d.ws }
 func (d *Daemon) Ledger() *ledger.Ledger        { return d.led }
 func (d *Daemon) API() *api.Server              { return d.api }
 func (d *Daemon) Egress() *hegress.Host         { return d.eg }

@@ -475,45 +475,6 @@ func refusedEntry(c commandCheck, d policy.ProcessDecision) map[string]any {
 	return e
 }
 
-// newGitPipe starts git verb on session id; the target is filled by the
-// load step (gitLoad).
-func (m *Manager) newGitPipe(ctx context.Context, tenant, id, verb string) (*pipe, *gitTarget) {
-	p := m.newPipe(ctx, CommandGit, tenant, id)
-	p.cmd.Verb, p.cmd.Text = verb, "git "+verb
-	return p, &gitTarget{}
-}
-
-// gitLoad is the load step of a git verb: the session, running, and the
-// repository (gitRepo); write refuses a read-only workspace's.
-func gitLoad(t *gitTarget, repo string, write bool) pipeStep {
-	return pipeStep{StepLoad, func(ctx context.Context, p *pipe) error {
-		s, nt, err := p.m.gitRepo(ctx, p.cmd.Tenant, p.cmd.Session, repo, write)
-		if err != nil {
-			return err
-		}
-		*t = *nt
-		p.s, p.cl, p.cmd.Confine = s, nt.c, nt.confine
-		return nil
-	}}
-}
-
-// gitRecord is the record step of a git verb: git.<verb>, once git ran
-// (gitLedger).
-func gitRecord(t *gitTarget, fields map[string]any) pipeStep {
-	return pipeStep{StepRecord, func(ctx context.Context, p *pipe) error {
-		p.m.gitLedger(ctx, p.cmd.Session, p.cmd.Verb, t, p.withNotes(fields), p.err)
-		return nil
-	}}
-}
-
-// newFilePipe starts a file change (verb write, delete or upload) of
-// path on session id.
-func (m *Manager) newFilePipe(ctx context.Context, tenant, id, verb, path string) *pipe {
-	p := m.newPipe(ctx, CommandFile, tenant, id)
-	p.cmd.Verb, p.cmd.Text = verb, path
-	return p
-}
-
 // gateWrite is the gate step of a file write or delete of path: the
 // session's work slot (a restore or fork waits for it), then, on the
 // machine the write will reach, the read-only workspace's refusal

@@ -41,43 +41,6 @@ func sandboxManager(t *testing.T) (*Manager, *store.Store, *ledger.Ledger, *atom
 	return m, st, led, skew
 }
 
-// TestRestoreWaitsForFileWrites: a file write (or delete, or upload
-// chunk) in flight keeps a restore or fork from replacing the machine
-// under it (409 naming it), and lets them go once it is done.
-func TestRestoreWaitsForFileWrites(t *testing.T) {
-	m, _, _, _ := sandboxManager(t)
-	ctx := context.Background()
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Checkpoint(ctx, "", s.ID, -1, CheckpointRequest{Tag: "t1"}); err != nil {
-		t.Fatal(err)
-	}
-	_, _, done, err := m.writeTarget(ctx, "", s.ID, "/workspace/a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Restore(ctx, "", s.ID, -1, RestoreRequest{Tag: "t1"}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "file write") {
-		t.Errorf("restore during a file write: %v, want 409 naming it", err)
-	}
-	if _, err := m.Fork(ctx, "", s.ID, -1, ForkRequest{Count: 1}); !errors.Is(err, ErrConflict) {
-		t.Errorf("fork during a file write: %v, want 409", err)
-	}
-	_, wdone, err := m.machineForWrite(ctx, "", s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done()
-	if _, err := m.Restore(ctx, "", s.ID, -1, RestoreRequest{Tag: "t1"}); !errors.Is(err, ErrConflict) {
-		t.Errorf("restore during an upload chunk: %v, want 409", err)
-	}
-	wdone()
-	if _, err := m.Restore(ctx, "", s.ID, -1, RestoreRequest{Tag: "t1"}); err != nil {
-		t.Errorf("restore once the writes are done: %v", err)
-	}
-}
-
 // sandboxHooksRecorder records what the core hands the sandboxes
 // sibling.
 type sandboxHooksRecorder struct {

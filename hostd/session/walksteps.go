@@ -12,6 +12,7 @@ import (
 	"context"
 
 	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
 )
 
@@ -94,6 +95,15 @@ func (x Pipe) CountExec(ms int64) {
 func GateWriteStep(path string) PipeStep {
 	var g guarded
 	return gateWrite(path, &g)
+}
+
+// RefuseReadOnly is GateWriteStep's refusal on its own, for a write of
+// p in s that does not walk the pipeline yet (an upload's open) or whose
+// gate does more (an upload's completion): 403 when p would change s's
+// read-only workspace, as written or once the links on the way are
+// followed through the guest c.
+func RefuseReadOnly(ctx context.Context, c *client.Client, s *Session, p string) error {
+	return refuseReadOnly(ctx, c, s, p)
 }
 
 // WriteGuard is what a write in s carries to the guest agent: the
