@@ -115,6 +115,13 @@ func (s *Service) Replay(ctx context.Context, tenant, src string, req Request) (
 		if _, err := s.m.LoadSession(ctx, tenant, req.Target); err != nil {
 			return nil, err
 		}
+		if !req.DryRun {
+			// A target that is not running refuses here (409), before
+			// anything is read or ledgered.
+			if _, _, err := s.m.Running(ctx, tenant, req.Target); err != nil {
+				return nil, err
+			}
+		}
 	}
 	plan, err := s.plan(ctx, tenant, src, req)
 	if err != nil {

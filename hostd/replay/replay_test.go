@@ -276,6 +276,22 @@ func TestReplayAccess(t *testing.T) {
 	if n := len(entries(t, m, mine.ID)); n != 1 {
 		t.Errorf("the refused replays reached the target: %d entries", n)
 	}
+	// A target that is not running is 409 before anything is ledgered;
+	// a dry run may still name it.
+	gone := create(t, m, acme, "acme", nil)
+	if err := m.Delete(acme, "acme", gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	n := len(entries(t, m, gone.ID))
+	if _, err := rp.Replay(acme, "acme", src.ID, replay.Request{Target: gone.ID}); !errors.Is(err, session.ErrConflict) {
+		t.Errorf("a deleted target: %v, want 409", err)
+	}
+	if _, err := rp.Replay(acme, "acme", src.ID, replay.Request{Target: gone.ID, DryRun: true}); err != nil {
+		t.Errorf("a dry run naming a deleted target: %v", err)
+	}
+	if len(entries(t, m, gone.ID)) != n {
+		t.Error("the deleted target's ledger grew")
+	}
 }
 
 // TestReplayLimits: every field is checked (400); a range with more than
