@@ -11,7 +11,10 @@ import (
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/session"
+	_ "paddock.dev/paddock/hypervisor/qemu" // registers qemu for TestReplayLiveQEMU
+	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
 
@@ -280,5 +283,47 @@ func TestAttackReplayDoesNoMoreThanExec(t *testing.T) {
 	}
 	if _, err := d.c.Exec(ctx, held.ID, session.ExecRequest{Command: "echo deploy", ApprovalID: h.ApprovalID}); err != nil {
 		t.Errorf("the approval, given back unspent, still runs its own command: %v", err)
+	}
+}
+
+// TestReplayLiveQEMU is the refusal case of TestReplayLive on qemu (TCG
+// where there is no KVM): the replay is the same code over any backend's
+// exec, so one run shows the walk through a VM's guest.
+func TestReplayLiveQEMU(t *testing.T) {
+	testutil.RequiresRoot(t)
+	images, _ := testutil.DebianImages(t)
+	dd := daemontest.New(t, daemontest.WithToken(token), daemontest.WithBackend("qemu"), daemontest.WithImage(testutil.DebianImageName, images))
+	c, ctx := dd.Client, context.Background()
+	newSession := func(proc *policy.ProcessRules) *session.Session {
+		req := session.CreateRequest{TTLSeconds: 600}
+		if proc != nil {
+			req.Policy = &session.PolicyRequest{Process: proc}
+		}
+		s, err := c.CreateSession(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.DeleteSession(context.Background(), s.ID) })
+		return s
+	}
+	src := newSession(nil)
+	for _, cmd := range []string{"echo one > /workspace/f", "exit 3", "uname -s"} {
+		if _, err := c.Exec(ctx, src.ID, session.ExecRequest{Command: cmd}); err != nil {
+			t.Fatalf("source exec %q: %v", cmd, err)
+		}
+	}
+	tgt := newSession(&policy.ProcessRules{Deny: []string{"uname*"}})
+	no := false
+	r, err := c.Replay(ctx, src.ID, apiv1.ReplayRequest{Target: tgt.ID, StopOnFailure: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct{ Rule, Pattern string }
+	if got := replayLine(r); got != "echo one > /workspace/f:ok:0:same | exit 3:failed:3:same | uname -s:not_run:-:-" ||
+		r.Stopped == nil || r.Stopped.Status != 403 || json.Unmarshal(r.Stopped.Body, &body) != nil || body.Rule != "process.deny" {
+		t.Errorf("replay on qemu: %s %+v", got, r.Stopped)
+	}
+	if out, err := c.Exec(ctx, tgt.ID, session.ExecRequest{Command: "cat /workspace/f"}); err != nil || out.Stdout != "one\n" {
+		t.Errorf("the replayed write in the target VM: %+v %v", out, err)
 	}
 }
