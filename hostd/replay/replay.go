@@ -80,11 +80,10 @@ func check(src string, req *Request) error {
 	if req.Until != 0 && req.Until < req.Since {
 		return session.BadRequest("until %d is before since %d", req.Until, req.Since)
 	}
-	if req.TimeoutSeconds == 0 {
-		req.TimeoutSeconds = apiv1.DefaultExecTimeout
-	}
-	if req.TimeoutSeconds < 1 || req.TimeoutSeconds > apiv1.MaxExecTimeout {
-		return session.BadRequest("timeout_seconds %d must be from 1 to %d", req.TimeoutSeconds, apiv1.MaxExecTimeout)
+	// 0 stays 0: exec then takes its default, and the command is judged
+	// (and an approval matched) exactly as a plain exec without a timeout.
+	if req.TimeoutSeconds < 0 || req.TimeoutSeconds > apiv1.MaxExecTimeout {
+		return session.BadRequest("timeout_seconds %d must be from 1 to %d (0 or absent: exec's default, %d)", req.TimeoutSeconds, apiv1.MaxExecTimeout, apiv1.DefaultExecTimeout)
 	}
 	if req.ApprovalID != "" && req.DryRun {
 		return session.BadRequest("approval_id spends an approval, and a dry run runs nothing")

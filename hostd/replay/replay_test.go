@@ -245,6 +245,20 @@ func TestReplayApproval(t *testing.T) {
 	if out == nil || out.Result.Stopped == nil || out.Result.Stopped.Status != 403 || out.Result.Ran != 0 {
 		t.Errorf("a spent approval: %+v", out)
 	}
+	// An approval filed by a plain exec of the command serves the replay
+	// as well: the replay runs it with the same parameters.
+	_, err = m.Exec(acme, "acme", tgt.ID, session.ExecRequest{Command: "echo deploy"})
+	var h *session.Hold
+	if !errors.As(err, &h) {
+		t.Fatalf("a plain exec of the held command: %v", err)
+	}
+	if _, err := a.Decide(auth.WithIdentity(context.Background(), auth.Admin()), "", tgt.ID, h.ApprovalID, true, approvals.Decision{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = rp.Replay(acme, "acme", src.ID, replay.Request{Target: tgt.ID, Since: seqs[1], Until: seqs[1], ApprovalID: h.ApprovalID})
+	if err != nil || steps(out.Result) != "echo deploy:ok:0:same" {
+		t.Errorf("an exec's approval spent by the replay: %+v %v", out.Result.Stopped, err)
+	}
 }
 
 // TestReplayAccess: another tenant's source or target is 404; a session
