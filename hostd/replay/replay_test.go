@@ -107,6 +107,7 @@ func TestReplaySteps(t *testing.T) {
 	m.LedgerAppend(acme, src.ID, "job.start", map[string]any{"job": "job-1", "command": "sleep 1"})
 	m.LedgerAppend(acme, src.ID, "job.start", map[string]any{"job": "job-2", "command": "echo s", "streamed": true})
 	m.LedgerAppend(acme, src.ID, "checkpoint", map[string]any{"tag": "t"}) // nothing to redo: not listed
+	m.LedgerAppend(acme, src.ID, "grant.create", map[string]any{"grant": "gr-1", "ref": "GH_SECRET_REF", "hosts": []string{"api.example"}})
 	seqs = append(seqs, run(t, m, acme, src, "rm -f gone", "echo three")...)
 
 	dry, err := rp.Replay(acme, "acme", src.ID, replay.Request{DryRun: true})
@@ -129,6 +130,14 @@ func TestReplaySteps(t *testing.T) {
 	}
 	if strings.Join(sk, ",") != "file.write,git.commit,job.start,job.start" || !strings.Contains(d.Skipped[3].Reason, "streamed") {
 		t.Errorf("skipped: %+v", d.Skipped)
+	}
+	if !strings.Contains(kinds(entries(t, m, src.ID)), "grant.create") {
+		t.Fatal("the grant entry was not ledgered")
+	}
+	// Nothing of the entries that are not commands reaches the answer
+	// but their seq, kind and the reason.
+	if b, _ := json.Marshal(d); strings.Contains(string(b), "GH_SECRET_REF") || strings.Contains(string(b), "api.example") || strings.Contains(string(b), "/workspace/a") {
+		t.Errorf("the dry run carries data of entries it does not replay: %s", b)
 	}
 
 	// Into a target whose policy denies rm: stop_on_failure false goes
