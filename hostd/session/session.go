@@ -876,11 +876,14 @@ func (m *Manager) RunSweeper(ctx context.Context) {
 }
 
 // EventsAfter returns ledger entries after seq (for the events stream).
-// Deleted sessions keep their ledger but are no longer served.
+// Deleted sessions keep their ledger but are no longer served. Like
+// Events, it lets the egress decisions recorded so far reach the ledger
+// first.
 func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int64) ([]ledger.Entry, error) {
 	if _, _, err := m.load(ctx, tenant, id); err != nil {
 		return nil, err
 	}
+	m.settleEgressLog()
 	return m.ledger.List(ctx, id, after, 1000)
 }
 
