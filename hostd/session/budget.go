@@ -39,6 +39,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
 )
 
 // Budget is the public wire type api.Budget, kept under this name here.
@@ -278,6 +279,23 @@ func (m *Manager) recordStreamed(ctx context.Context, id, command string, j api.
 	m.ledgerAppend(ctx, id, "exec", entry)
 }
 
+// followStreamedAgain follows the streamed jobs of an adopted sandbox
+// that the host has not settled: the daemon that started them stopped
+// while they ran, and its followers with it.
+func (m *Manager) followStreamedAgain(ctx context.Context, id string, mc hypervisor.Machine) {
+	rows, err := m.st.ListJobs(ctx, id)
+	if err != nil {
+		m.log.Warn("reattach: list jobs", "session", id, "err", err)
+		return
+	}
+	for _, r := range rows {
+		var jr jobRow
+		if json.Unmarshal(r.Record, &jr) == nil && jr.Streamed {
+			go m.followStreamed(id, clientFor(mc), r.JobID)
+		}
+	}
+}
+
 // followStreamed follows a streamed job from the host until the guest
 // reports it ended, then settles it (settleJob): so a streamed command
 // is ledgered and its time counted when it ends, whether or not its
@@ -292,6 +310,9 @@ func (m *Manager) followStreamed(id string, c *client.Client, job string) {
 	var off, eoff int64
 	for fails := 0; fails < 3 && !m.stopped(); {
 		r, err := c.ReadJob(ctx, job, client.ReadOptions{Offset: off, StderrOffset: eoff, Wait: api.MaxWaitMillis * time.Millisecond, Limit: 1})
+		if m.stopped() {
+			return // shut down or detached meanwhile: the next daemon follows it
+		}
 		if err != nil {
 			if refusedBeforeStart(err) {
 				return // the guest does not know the job (any more)
