@@ -57,11 +57,14 @@ NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolatio
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
 	./errdefs ./client ./cmd/paddock:TestExitCode \
 	'./internal/testutil:^TestRequiresRootInTheNonrootRun$$' \
-	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineHookSeesSessionTenant|TestPipelineWalk|TestJudgeWithoutApprovals|TestBudgetsSeam|TestAwaitApprovalWalksTheJudgeStep)$$' ./hostd/grants ./hostd/approvals ./hostd/budgets ./hostd/session/sessiontest \
+	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineHookSeesSessionTenant|TestPipelineWalk|TestJudgeWithoutApprovals|TestBudgetsSeam|TestAwaitApprovalWalksTheJudgeStep|TestSweepHandsSandboxesToHooks)$$' ./hostd/grants ./hostd/approvals ./hostd/budgets ./hostd/session/sessiontest \
+	'./hostd/sandboxes:^(TestSandboxPipelineSteps|TestSandboxHookRefuses|TestSandboxProcessJudgedOnEnv|TestSandboxProcessNeedsBudgets|TestCheckPath)$$' \
 	'./hostd/previews:^(TestPreviewConnTable|TestRewriteDevTools|TestPreviewLocation|TestPreviewHostToken|FuzzRewriteDevTools)$$' \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'
 # The route table, its binding, the handlers' fail-closed identity and the gateway's use of the table.
 NONROOT_PKGS += './hostd/api/routes:TestTable|TestMatch|TestEdgeLimit' './hostd/api:^(TestRouteTableBound|TestRouteBodyLimits|TestHandlersNeedCaller|TestWhoamiNeedsCaller)$$' './hostd/session:^TestCallerFailsClosed$$' ./gateway/limits './gateway/auth:TestIsTicketRequest'
+# The workspace's file change and git verb refused by a command hook, and its git config parsing.
+NONROOT_PKGS += './hostd/workspace:^(TestWorkspaceHookRefuses|TestAttackFileRecordAfterDisconnect|TestKeepGitKey|TestSafeGitConfigRoundTrip|TestCleanMessage)$$'
 
 test-nonroot: ## run the tests that need no root as uid 65534 (setpriv when run by root)
 	GO=$(GO) ./scripts/test-nonroot.sh $(NONROOT_PKGS)

@@ -20,6 +20,12 @@ const (
 	// MaxCommandSeparators bounds the pieces of a command: a command with
 	// more separator characters (; & | and line breaks) is refused.
 	MaxCommandSeparators = 1024
+	// MaxEnvBytes bounds a command's environment (ProcessInput.Env, every
+	// NAME=value together) and its directory; past it the command is
+	// refused (rule process.limit), as a longer command would be. (A
+	// sandbox's process takes at most 64 KiB of environment and a 4 KiB
+	// directory, so its requests always fit.)
+	MaxEnvBytes = 128 << 10
 
 	// Credential grants.
 	MaxGrantHosts = 32

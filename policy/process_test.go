@@ -241,3 +241,43 @@ func TestProcessRulesCache(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessSeesEnvAndCwd: an operator's rule reads a command's
+// environment and directory (input.env, input.cwd) when the caller gives
+// them, and sees neither when it does not (an exec); an environment past
+// MaxEnvBytes is refused before any rule runs.
+func TestProcessSeesEnvAndCwd(t *testing.T) {
+	e := extEngine(t, map[string]string{"envguard.rego": `package paddock.ext.envguard.process
+
+deny contains "LD_PRELOAD loads code the command text does not show" if input.env.LD_PRELOAD
+
+deny contains "nothing runs from /secrets" if startswith(input.cwd, "/secrets")
+`})
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		in   ProcessInput
+		want Result
+	}{
+		{"no env", ProcessInput{Kind: KindExec, Command: "ls"}, Allow},
+		{"harmless env", ProcessInput{Kind: KindExec, Command: "ls", Env: map[string]string{"GREETING": "hi"}, Cwd: "/workspace"}, Allow},
+		{"LD_PRELOAD", ProcessInput{Kind: KindExec, Command: "ls", Env: map[string]string{"GREETING": "hi", "LD_PRELOAD": "/tmp/x.so"}}, Deny},
+		{"cwd", ProcessInput{Kind: KindExec, Command: "ls", Cwd: "/secrets/a"}, Deny},
+	} {
+		d, err := e.Process(ctx, c.in)
+		if err != nil || d.Result != c.want {
+			t.Errorf("%s: %+v %v, want %s", c.name, d, err, c.want)
+		}
+		if c.want == Deny && d.Rule != "ext.envguard.process" {
+			t.Errorf("%s: decided by %s, want ext.envguard.process", c.name, d.Rule)
+		}
+	}
+	big := map[string]string{"A": strings.Repeat("x", MaxEnvBytes)}
+	if d, err := e.Process(ctx, ProcessInput{Kind: KindExec, Command: "ls", Env: big}); err != nil || d.Result != Deny || d.Rule != RuleLimit {
+		t.Errorf("an environment past MaxEnvBytes: %+v %v", d, err)
+	}
+	fits := map[string]string{"A": strings.Repeat("x", MaxEnvBytes-100)}
+	if d, err := e.Process(ctx, ProcessInput{Kind: KindExec, Command: "ls", Env: fits, Cwd: "/workspace"}); err != nil || d.Result != Allow {
+		t.Errorf("an environment under MaxEnvBytes: %+v %v", d, err)
+	}
+}

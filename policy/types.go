@@ -37,6 +37,15 @@ type ProcessInput struct {
 	Kind    string       `json:"kind"` // KindExec or KindJob
 	Command string       `json:"command"`
 	Rules   ProcessRules `json:"rules"`
+	// Env and Cwd are what the caller gave the command besides its text:
+	// the variables it adds to the environment (names to values) and the
+	// directory it starts in. Only a sandbox's process
+	// (POST /v1/sandboxes/{id}/process) takes them; a session's exec and
+	// jobs run in the workspace with the sandbox's own environment and
+	// leave both empty. The module sees them as input.env and input.cwd,
+	// present only when set.
+	Env map[string]string `json:"env,omitempty"`
+	Cwd string            `json:"cwd,omitempty"`
 }
 
 // ProcessDecision is the answer for one command. Rule names the rule that

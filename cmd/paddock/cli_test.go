@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/client"
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor/image"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -637,8 +637,8 @@ func TestCLIServeRestart(t *testing.T) {
 	// An upload left half done, through the SDK.
 	sdk := daemonSDK(t, state, addr, "pdk_cli_test_token_0123456789")
 	ctx := context.Background()
-	var up session.Upload
-	if err := sdk.Call(ctx, http.MethodPost, a, "/uploads", nil, session.UploadRequest{Path: "/workspace/big.bin", Size: 8}, &up); err != nil {
+	var up workspace.Upload
+	if err := sdk.Call(ctx, http.MethodPost, a, "/uploads", nil, workspace.UploadRequest{Path: "/workspace/big.bin", Size: 8}, &up); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sdk.UploadChunk(ctx, a, up.ID, 0, []byte("half")); err != nil {
@@ -663,7 +663,7 @@ func TestCLIServeRestart(t *testing.T) {
 	if out, _ := pd("session", "jobs", a); !strings.Contains(out, job.ID) || !strings.Contains(out, "running") {
 		t.Errorf("the running job did not survive the restart: %q", out)
 	}
-	var again session.Upload
+	var again workspace.Upload
 	if err := sdk.Call(ctx, http.MethodGet, a, "/uploads/"+up.ID, nil, nil, &again); err != nil || again.Received != 4 {
 		t.Errorf("the open upload did not survive the restart: %+v %v", again, err)
 	}

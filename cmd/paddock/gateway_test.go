@@ -29,6 +29,7 @@ import (
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -181,7 +182,7 @@ func TestCLIGateway(t *testing.T) {
 		}
 		// A 6 MiB file write (8 MiB as base64) passes the gateway.
 		data := bytes.Repeat([]byte("0123456789abcdef"), 6<<20/16)
-		if err := sdk.Call(ctx, "PUT", s.ID, "/files/content", nil, session.FileWrite{Path: "/workspace/big", ContentBase64: base64.StdEncoding.EncodeToString(data)}, nil); err != nil {
+		if err := sdk.Call(ctx, "PUT", s.ID, "/files/content", nil, workspace.FileWrite{Path: "/workspace/big", ContentBase64: base64.StdEncoding.EncodeToString(data)}, nil); err != nil {
 			t.Errorf("a 6 MiB file write through the gateway: %v", err)
 		}
 	})
@@ -191,7 +192,7 @@ func TestCLIGateway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sdk.Call(ctx, "PUT", s.ID, "/files/content", nil, session.FileWrite{Path: "/tmp/echoserver", ContentBase64: base64.StdEncoding.EncodeToString(echo), Mode: "0755"}, nil); err != nil {
+		if err := sdk.Call(ctx, "PUT", s.ID, "/files/content", nil, workspace.FileWrite{Path: "/tmp/echoserver", ContentBase64: base64.StdEncoding.EncodeToString(echo), Mode: "0755"}, nil); err != nil {
 			t.Fatalf("write the echo server into the sandbox: %v", err)
 		}
 		if err := sdk.Call(ctx, "POST", s.ID, "/jobs", nil, session.JobStart{Command: "/tmp/echoserver -addr 127.0.0.1:8000"}, nil); err != nil {

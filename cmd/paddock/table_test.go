@@ -20,6 +20,7 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/tokens"
 )
@@ -104,7 +105,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		tok       tokens.SessionToken
 		appr      approvals.Approval
 		prev      previews.Preview
-		sbx       session.Sandbox
+		sbx       sandboxes.Sandbox
 		who       auth.WhoAmI
 	)
 	for _, v := range []any{&sess, &artifacts, &entry, &listing, &job, &grant, &tok, &appr, &prev, &sbx, &who} {
@@ -124,7 +125,7 @@ func TestEveryTableEscapes(t *testing.T) {
 		sp + "/approvals":              map[string]any{"approvals": []approvals.Approval{appr}},
 		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
 		sp + "/approvals/ap-1/approve": &appr,
-		"/v1/sandboxes":                map[string]any{"sandboxes": []*session.Sandbox{&sbx}},
+		"/v1/sandboxes":                map[string]any{"sandboxes": []*sandboxes.Sandbox{&sbx}},
 		"/v1/sandboxes/sbx-1":          &sbx,
 		"/v1/whoami":                   &who,
 	}

@@ -128,28 +128,13 @@ func (s *Server) handlers() map[string]handler {
 	bind("GET /v1/agents/sessions/{id}/events", s.events)
 	bind("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
 	bind("GET /v1/agents/sessions/{id}/trajectory", s.trajectory)
-	bind("GET /v1/agents/sessions/{id}/git/status", s.gitStatus)
-	bind("GET /v1/agents/sessions/{id}/git/diff", s.gitDiff)
-	bind("GET /v1/agents/sessions/{id}/git/log", s.gitLog)
-	bind("POST /v1/agents/sessions/{id}/git/commit", s.gitCommit)
-	bind("POST /v1/agents/sessions/{id}/git/branch", s.gitBranch)
 	bind("GET /v1/agents/sessions/{id}/probe", s.probe)
-	bind("POST /v1/agents/sessions/{id}/uploads", s.openUpload)
-	bind("GET /v1/agents/sessions/{id}/uploads", s.listUploads)
-	bind("GET /v1/agents/sessions/{id}/uploads/{upload}", s.getUpload)
-	bind("PUT /v1/agents/sessions/{id}/uploads/{upload}", s.uploadChunk)
-	bind("POST /v1/agents/sessions/{id}/uploads/{upload}/complete", s.completeUpload)
-	bind("DELETE /v1/agents/sessions/{id}/uploads/{upload}", s.abortUpload)
-	bind("GET /v1/agents/sessions/{id}/files", s.listFiles)
-	bind("DELETE /v1/agents/sessions/{id}/files", s.deleteFile)
-	bind("GET /v1/agents/sessions/{id}/files/content", s.readFile)
-	bind("PUT /v1/agents/sessions/{id}/files/content", s.writeFile)
-	bind("GET /v1/agents/sessions/{id}/files/range", s.readRange)
 	bind("POST /v1/agents/sessions/{id}/jobs", s.startJob)
 	bind("GET /v1/agents/sessions/{id}/jobs", s.listJobs)
 	bind("GET /v1/agents/sessions/{id}/jobs/{job}", s.readJob)
 	bind("POST /v1/agents/sessions/{id}/jobs/{job}/stdin", s.jobStdin)
 	bind("DELETE /v1/agents/sessions/{id}/jobs/{job}", s.killJob)
+	s.workspaceRoutes(bind)
 	s.grantRoutes(bind)
 	s.tokenRoutes(bind)
 	s.approvalRoutes(bind)
@@ -498,70 +483,6 @@ func queryBool(r *http.Request, name string) (bool, error) {
 	}
 }
 
-func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.ListFiles(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) readFile(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.ReadFile(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
-	var req session.FileWrite
-	if err := decode(w, r, &req); err != nil {
-		return err
-	}
-	out, err := s.sessions.WriteFile(r.Context(), tenant(r), r.PathValue("id"), req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
-	rec, err := queryBool(r, "recursive")
-	if err != nil {
-		return err
-	}
-	if err := s.sessions.DeleteFile(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"), rec); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) readRange(w http.ResponseWriter, r *http.Request) error {
-	off, err := queryInt(r, "offset", 0, 0, 1<<40)
-	if err != nil {
-		return err
-	}
-	n, err := queryInt(r, "length", 4<<20, 1, 4<<20)
-	if err != nil {
-		return err
-	}
-	sum, err := queryBool(r, "checksum")
-	if err != nil {
-		return err
-	}
-	out, err := s.sessions.ReadRange(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("path"), off, n, sum)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
 func (s *Server) startJob(w http.ResponseWriter, r *http.Request) error {
 	var req session.JobStart
 	if err := decode(w, r, &req); err != nil {
@@ -640,141 +561,8 @@ func (s *Server) probe(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) openUpload(w http.ResponseWriter, r *http.Request) error {
-	var req session.UploadRequest
-	if err := decode(w, r, &req); err != nil {
-		return err
-	}
-	out, err := s.sessions.OpenUpload(r.Context(), tenant(r), r.PathValue("id"), req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, out)
-	return nil
-}
-
-func (s *Server) listUploads(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.ListUploads(r.Context(), tenant(r), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"uploads": out})
-	return nil
-}
-
-func (s *Server) getUpload(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.GetUpload(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) uploadChunk(w http.ResponseWriter, r *http.Request) error {
-	if r.URL.Query().Get("offset") == "" {
-		return fmt.Errorf("%w: offset= is required", session.ErrBadRequest)
-	}
-	off, err := queryInt(r, "offset", 0, 0, session.MaxUploadBytes)
-	if err != nil {
-		return err
-	}
-	limit := bodyLimit(r)
-	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return fmt.Errorf("%w: reading the chunk: %v", session.ErrBadRequest, err)
-	}
-	if int64(len(data)) > limit {
-		return fmt.Errorf("%w: a chunk is at most %d bytes", errTooLarge, limit)
-	}
-	out, err := s.sessions.UploadChunk(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload"), off, data)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) completeUpload(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.CompleteUpload(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) abortUpload(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sessions.AbortUpload(r.Context(), tenant(r), r.PathValue("id"), r.PathValue("upload")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) error {
 	out, err := s.sessions.Trajectory(r.Context(), tenant(r), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) gitStatus(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.GitStatus(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("repo"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) gitDiff(w http.ResponseWriter, r *http.Request) error {
-	staged, err := queryBool(r, "staged")
-	if err != nil {
-		return err
-	}
-	out, err := s.sessions.GitDiff(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("repo"), r.URL.Query().Get("path"), staged)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) gitLog(w http.ResponseWriter, r *http.Request) error {
-	n, err := queryInt(r, "n", 10, 1, session.MaxGitLog)
-	if err != nil {
-		return err
-	}
-	out, err := s.sessions.GitLog(r.Context(), tenant(r), r.PathValue("id"), r.URL.Query().Get("repo"), int(n))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) gitCommit(w http.ResponseWriter, r *http.Request) error {
-	var req session.GitRequest
-	if err := decode(w, r, &req); err != nil {
-		return err
-	}
-	out, err := s.sessions.GitCommit(r.Context(), tenant(r), r.PathValue("id"), req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) gitBranch(w http.ResponseWriter, r *http.Request) error {
-	var req session.GitRequest
-	if err := decode(w, r, &req); err != nil {
-		return err
-	}
-	out, err := s.sessions.GitBranch(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/fake"
 	"paddock.dev/paddock/internal/testutil"
@@ -55,6 +56,7 @@ type testDaemon struct {
 	c     *client.Client
 	url   string
 	mgr   *session.Manager
+	ws    *workspace.Service
 	gr    *grants.Service   // the credential grants (hostd/grants)
 	pv    *previews.Service // the preview URLs (hostd/previews)
 	st    *store.Store
@@ -70,7 +72,7 @@ type testDaemon struct {
 func newTestDaemon(t *testing.T, opts ...daemontest.Option) *testDaemon {
 	t.Helper()
 	dd := daemontest.New(t, append([]daemontest.Option{daemontest.WithToken(token)}, opts...)...)
-	return &testDaemon{c: dd.Client, url: dd.URL, mgr: dd.Manager(), gr: dd.Grants(), pv: dd.Previews(), st: dd.Store(), led: dd.Ledger(), state: dd.StateDir, api: dd.API(), close: dd.Close}
+	return &testDaemon{c: dd.Client, url: dd.URL, mgr: dd.Manager(), ws: dd.Workspace(), gr: dd.Grants(), pv: dd.Previews(), st: dd.Store(), led: dd.Ledger(), state: dd.StateDir, api: dd.API(), close: dd.Close}
 }
 
 // fakeDaemon is newTestDaemon on the fake backend (hypervisor/fake):
@@ -318,7 +320,7 @@ func TestFilesAndJobs(t *testing.T) {
 	if code := call(t, url, "PUT", p+"/files/content", map[string]any{"path": "/workspace/d/f.txt", "content_base64": base64.StdEncoding.EncodeToString(content), "mode": "0600"}, nil); code != 200 {
 		t.Fatalf("write: %d", code)
 	}
-	var rd session.FileRead
+	var rd workspace.FileRead
 	if code := call(t, url, "GET", p+"/files/content?path=/workspace/d/f.txt", nil, &rd); code != 200 || rd.ContentBase64 != base64.StdEncoding.EncodeToString(content) || rd.Mode != "0600" {
 		t.Errorf("read: %d %+v", code, rd)
 	}
@@ -329,7 +331,7 @@ func TestFilesAndJobs(t *testing.T) {
 	if code := call(t, url, "GET", p+"/files?path=/workspace/d", nil, &ls); code != 200 || ls.Kind != "dir" || len(ls.Entries) != 1 || ls.Entries[0].Name != "f.txt" {
 		t.Errorf("list: %d %+v", code, ls)
 	}
-	var rg session.FileRange
+	var rg workspace.FileRange
 	if code := call(t, url, "GET", p+"/files/range?path=/workspace/d/f.txt&offset=7&length=5&checksum=true", nil, &rg); code != 200 || rg.DataBase64 != base64.StdEncoding.EncodeToString(content[7:12]) || rg.SHA256 == "" {
 		t.Errorf("range: %d %+v", code, rg)
 	}
@@ -477,7 +479,7 @@ func TestUploads(t *testing.T) {
 		return resp.StatusCode
 	}
 	// A wrong checksum is refused at complete, and nothing is written.
-	var bad session.Upload
+	var bad workspace.Upload
 	if code := call(t, url, "POST", p, map[string]any{"path": "/workspace/big.bin", "size": len(data), "sha256": strings.Repeat("0", 64)}, &bad); code != 201 {
 		t.Fatalf("open: %d", code)
 	}
@@ -495,7 +497,7 @@ func TestUploads(t *testing.T) {
 	if code := call(t, url, "DELETE", p+"/"+bad.ID, nil, nil); code != 204 {
 		t.Errorf("abort: %d", code)
 	}
-	var up session.Upload
+	var up workspace.Upload
 	if code := call(t, url, "POST", p, map[string]any{"path": "/workspace/big.bin", "size": len(data), "sha256": hex.EncodeToString(sum[:])}, &up); code != 201 {
 		t.Fatalf("open: %d", code)
 	}
@@ -510,7 +512,7 @@ func TestUploads(t *testing.T) {
 	if code := chunk(up.ID, 0, data[:4<<20]); code != 200 {
 		t.Fatalf("first chunk: %d", code)
 	}
-	var status session.Upload
+	var status workspace.Upload
 	if code := call(t, url, "GET", p+"/"+up.ID, nil, &status); code != 200 || status.Received != 4<<20 {
 		t.Fatalf("status after the interruption: %d received %d", code, status.Received)
 	}
@@ -522,7 +524,7 @@ func TestUploads(t *testing.T) {
 			t.Fatalf("chunk at %d: %d", off, code)
 		}
 	}
-	var done session.Upload
+	var done workspace.Upload
 	if code := call(t, url, "POST", p+"/"+up.ID+"/complete", nil, &done); code != 200 || !done.Verified || done.State != "complete" {
 		t.Fatalf("complete: %d %+v", code, done)
 	}
@@ -733,11 +735,11 @@ func TestGit(t *testing.T) {
 	if _, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "git init -q -b main . && echo one > a.txt"}); err != nil {
 		t.Fatal(err)
 	}
-	var st session.GitResult
+	var st workspace.GitResult
 	if code := call(t, url, "GET", p+"/status", nil, &st); code != 200 || !strings.Contains(st.Output, "?? a.txt") {
 		t.Errorf("status: %d %q", code, st.Output)
 	}
-	var cm session.GitResult
+	var cm workspace.GitResult
 	if code := call(t, url, "POST", p+"/commit", map[string]any{"message": "first"}, &cm); code != 200 || len(cm.Commit) != 40 {
 		t.Fatalf("commit: %d %+v", code, cm)
 	}
@@ -745,7 +747,7 @@ func TestGit(t *testing.T) {
 		t.Errorf("nothing to commit: %d, want 409", code)
 	}
 	c.Exec(ctx, s.ID, session.ExecRequest{Command: "echo two >> a.txt"})
-	var d session.GitResult
+	var d workspace.GitResult
 	if code := call(t, url, "GET", p+"/diff?path=a.txt", nil, &d); code != 200 || !strings.Contains(d.Output, "+two") {
 		t.Errorf("diff: %d %q", code, d.Output)
 	}
@@ -763,7 +765,7 @@ func TestGit(t *testing.T) {
 	if code := call(t, url, "POST", p+"/branch", map[string]any{"name": "--force"}, nil); code != 400 {
 		t.Errorf("option-like branch: %d, want 400", code)
 	}
-	var lg session.GitResult
+	var lg workspace.GitResult
 	if code := call(t, url, "GET", p+"/log?n=5", nil, &lg); code != 200 || len(lg.Entries) != 1 || lg.Entries[0].Subject != "first" || lg.Entries[0].ID != cm.Commit {
 		t.Fatalf("log: %d %+v", code, lg.Entries)
 	}
@@ -795,16 +797,16 @@ func TestGit(t *testing.T) {
 		t.Fatalf("growing a.txt: %+v %v", r, err)
 	}
 	full, err := c.Exec(ctx, s.ID, session.ExecRequest{Command: "git diff -- a.txt"})
-	if err != nil || full.ExitCode != 0 || len(full.Stdout) <= session.MaxGitDiffBytes || full.Truncated {
-		t.Fatalf("the whole diff through exec: %d bytes %v, want more than %d", len(full.Stdout), err, session.MaxGitDiffBytes)
+	if err != nil || full.ExitCode != 0 || len(full.Stdout) <= workspace.MaxGitDiffBytes || full.Truncated {
+		t.Fatalf("the whole diff through exec: %d bytes %v, want more than %d", len(full.Stdout), err, workspace.MaxGitDiffBytes)
 	}
-	d = session.GitResult{}
-	if code := call(t, url, "GET", p+"/diff?path=a.txt", nil, &d); code != 200 || !d.Truncated || len(d.Output) != session.MaxGitDiffBytes || d.Output != full.Stdout[:session.MaxGitDiffBytes] {
+	d = workspace.GitResult{}
+	if code := call(t, url, "GET", p+"/diff?path=a.txt", nil, &d); code != 200 || !d.Truncated || len(d.Output) != workspace.MaxGitDiffBytes || d.Output != full.Stdout[:workspace.MaxGitDiffBytes] {
 		t.Errorf("a %d-byte diff: %d, truncated %v, %d bytes (the real diff's first %d: %v)", len(full.Stdout), code, d.Truncated, len(d.Output),
-			session.MaxGitDiffBytes, len(d.Output) <= len(full.Stdout) && d.Output == full.Stdout[:len(d.Output)])
+			workspace.MaxGitDiffBytes, len(d.Output) <= len(full.Stdout) && d.Output == full.Stdout[:len(d.Output)])
 	}
-	if session.MaxGitDiffBytes != 256<<10 {
-		t.Errorf("MaxGitDiffBytes is %d; the docs say 256 KiB", session.MaxGitDiffBytes)
+	if workspace.MaxGitDiffBytes != 256<<10 {
+		t.Errorf("MaxGitDiffBytes is %d; the docs say 256 KiB", workspace.MaxGitDiffBytes)
 	}
 	es, _ := c.Events(ctx, s.ID)
 	kinds := []string{}

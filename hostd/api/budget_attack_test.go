@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // TestAttackBudgetBackgroundCompute runs the escape of issue 16: a
@@ -178,7 +179,7 @@ func TestAttackBudgetWorkspaceBytesFiles(t *testing.T) {
 	p := sp(s.ID) + "/uploads"
 	code = call(t, d.url, "POST", p, map[string]any{"path": "/workspace/huge.bin", "size": 100 << 10}, &b)
 	refused(t, "opening a 100 KiB upload", code, b, "max_workspace_bytes", limit, 0)
-	var up session.Upload
+	var up workspace.Upload
 	if code := call(t, d.url, "POST", p, map[string]any{"path": "/workspace/up.bin", "size": 30 << 10}, &up); code != 201 {
 		t.Fatalf("open a 30 KiB upload: %d", code)
 	}

@@ -12,7 +12,9 @@ import (
 	"testing"
 
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/policy"
 )
@@ -56,13 +58,13 @@ var attackPayload = []byte("#!/bin/sh\necho PWNED\n")
 
 func (a attackFiles) write(p string) error {
 	return a.c.Call(a.ctx, "PUT", a.id, "/files/content", nil,
-		session.FileWrite{Path: p, ContentBase64: base64.StdEncoding.EncodeToString(attackPayload), Mode: "0755"}, nil)
+		workspace.FileWrite{Path: p, ContentBase64: base64.StdEncoding.EncodeToString(attackPayload), Mode: "0755"}, nil)
 }
 
 func (a attackFiles) upload(p string) error {
 	a.t.Helper()
-	var up session.Upload
-	if err := a.c.Call(a.ctx, "POST", a.id, "/uploads", nil, session.UploadRequest{Path: p, Size: int64(len(attackPayload)), Mode: "0755"}, &up); err != nil {
+	var up workspace.Upload
+	if err := a.c.Call(a.ctx, "POST", a.id, "/uploads", nil, workspace.UploadRequest{Path: p, Size: int64(len(attackPayload)), Mode: "0755"}, &up); err != nil {
 		return err
 	}
 	if _, err := a.c.UploadChunk(a.ctx, a.id, up.ID, 0, attackPayload); err != nil {
@@ -91,7 +93,7 @@ func (a attackFiles) exec(line string) *session.ExecResult {
 // checksum is the sha256 of p in the sandbox, through files/range.
 func (a attackFiles) checksum(p string) string {
 	a.t.Helper()
-	var r session.FileRange
+	var r workspace.FileRange
 	if err := a.c.Call(a.ctx, "GET", a.id, "/files/range", url.Values{"path": {p}, "length": {"1"}, "checksum": {"true"}}, nil, &r); err != nil || r.SHA256 == "" {
 		a.t.Fatalf("checksum of %s: %v", p, err)
 	}
@@ -128,7 +130,7 @@ func TestAttackFilesOverExecAllowList(t *testing.T) {
 
 	// Links planted by the sandbox, with the one program it may run.
 	for name, target := range map[string]string{"sys": "/usr/bin", "gitlink": "/usr/bin/git"} {
-		if err := d.c.Call(ctx, "PUT", s.ID, "/files/content", nil, session.FileWrite{Path: "/workspace/" + name + ".target", ContentBase64: base64.StdEncoding.EncodeToString([]byte(target))}, nil); err != nil {
+		if err := d.c.Call(ctx, "PUT", s.ID, "/files/content", nil, workspace.FileWrite{Path: "/workspace/" + name + ".target", ContentBase64: base64.StdEncoding.EncodeToString([]byte(target))}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -228,14 +230,14 @@ func TestAttackFilesOverExecProgramInWorkspace(t *testing.T) {
 func TestAttackFilesSandboxWrite(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := context.Background()
-	sb, err := d.c.CreateSandbox(ctx, session.SandboxRequest{})
+	sb, err := d.c.CreateSandbox(ctx, sandboxes.SandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.c.DeleteSandbox(ctx, sb.ID)
 	run := func(line string) string {
 		t.Helper()
-		r, err := d.c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: line})
+		r, err := d.c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: line})
 		if err != nil || r.ExitCode != 0 {
 			t.Fatalf("%q: %+v %v", line, r, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -65,7 +66,7 @@ func (g *gitAttack) plant(t *testing.T, files map[string]string) {
 // markers lists /tmp/pwned-* in the sandbox.
 func (g *gitAttack) markers(t *testing.T) []string {
 	t.Helper()
-	l, err := g.d.mgr.ListFiles(context.Background(), "", g.id, "/tmp")
+	l, err := g.d.ws.ListFiles(context.Background(), "", g.id, "/tmp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,23 +103,23 @@ func (g *gitAttack) verbs(t *testing.T, repo, branch string, commit int) {
 		name, method, path string
 		body               any
 		want               int
-		check              func(session.GitResult) bool
+		check              func(workspace.GitResult) bool
 	}{
-		{"status", "GET", "/git/status" + q, nil, 200, func(r session.GitResult) bool { return strings.Contains(r.Output, "a.txt") }},
-		{"diff", "GET", "/git/diff" + q, nil, 200, func(r session.GitResult) bool { return strings.Contains(r.Output, "+two") }},
+		{"status", "GET", "/git/status" + q, nil, 200, func(r workspace.GitResult) bool { return strings.Contains(r.Output, "a.txt") }},
+		{"diff", "GET", "/git/diff" + q, nil, 200, func(r workspace.GitResult) bool { return strings.Contains(r.Output, "+two") }},
 		{"diff --staged", "GET", "/git/diff" + q + "&staged=true", nil, 200, nil},
-		{"log", "GET", "/git/log" + q + "&n=5", nil, 200, func(r session.GitResult) bool {
+		{"log", "GET", "/git/log" + q + "&n=5", nil, 200, func(r workspace.GitResult) bool {
 			return len(r.Entries) >= 1 && r.Entries[len(r.Entries)-1].Subject == "one"
 		}},
-		{"commit", "POST", "/git/commit", map[string]any{"repo": repo, "message": "agent work"}, commit, func(r session.GitResult) bool { return commit != 200 || len(r.Commit) == 40 }},
-		{"branch", "POST", "/git/branch", map[string]any{"repo": repo, "name": branch}, 200, func(r session.GitResult) bool { return r.Branch == branch }},
-		{"status after", "GET", "/git/status" + q, nil, 200, func(r session.GitResult) bool { return strings.HasPrefix(r.Output, "## "+branch) }},
-		{"log after", "GET", "/git/log" + q + "&n=5", nil, 200, func(r session.GitResult) bool {
+		{"commit", "POST", "/git/commit", map[string]any{"repo": repo, "message": "agent work"}, commit, func(r workspace.GitResult) bool { return commit != 200 || len(r.Commit) == 40 }},
+		{"branch", "POST", "/git/branch", map[string]any{"repo": repo, "name": branch}, 200, func(r workspace.GitResult) bool { return r.Branch == branch }},
+		{"status after", "GET", "/git/status" + q, nil, 200, func(r workspace.GitResult) bool { return strings.HasPrefix(r.Output, "## "+branch) }},
+		{"log after", "GET", "/git/log" + q + "&n=5", nil, 200, func(r workspace.GitResult) bool {
 			return len(r.Entries) >= 1 && (commit != 200 || r.Entries[0].Subject == "agent work")
 		}},
 	}
 	for _, s := range steps {
-		var r session.GitResult
+		var r workspace.GitResult
 		code, body := g.call(t, g.tok, s.method, s.path, s.body, &r)
 		if code != s.want || (code == 200 && s.check != nil && !s.check(r)) {
 			t.Errorf("git %s: %d %s (want %d)", s.name, code, clipBody(body), s.want)
@@ -393,14 +394,14 @@ func TestAttackGitVerbsCountAndLedger(t *testing.T) {
 		r + "/a.txt":                            "one\n",
 	})
 	q := "?repo=" + url.QueryEscape(r)
-	var st session.GitResult
+	var st workspace.GitResult
 	if code, body := g.call(t, g.tok, "GET", "/git/status"+q, nil, &st); code != 200 || !strings.Contains(st.Output, "?? a.txt") {
 		t.Errorf("status: %d %s", code, body)
 	}
 	if code, body := g.call(t, g.tok, "GET", "/git/log"+q, nil, nil); code != 200 {
 		t.Errorf("log of an empty repository: %d %s", code, body)
 	}
-	var cm session.GitResult
+	var cm workspace.GitResult
 	if code, body := g.call(t, g.tok, "POST", "/git/commit", map[string]any{"repo": r, "message": "first"}, &cm); code != 200 || len(cm.Commit) != 40 {
 		t.Errorf("commit: %d %s", code, body)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -55,7 +56,7 @@ func TestAttackTenantCannotReachDaemonHost(t *testing.T) {
 				t.Errorf("files read of %s holds the daemon's environment: %d %s", p, a.status, a.body)
 			}
 		}
-		sbx, err := acme.CreateSandbox(ctx, session.SandboxRequest{TTLSeconds: 600})
+		sbx, err := acme.CreateSandbox(ctx, sandboxes.SandboxRequest{TTLSeconds: 600})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // rawDo is one API request with headers, answering the status and the
@@ -58,8 +59,8 @@ func TestLifecycleWritesRefusedWhileCheckpointing(t *testing.T) {
 	if _, err := d.c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "base"}); err != nil {
 		t.Fatal(err)
 	}
-	var up session.Upload
-	if code := call(t, d.url, "POST", p+"/uploads", session.UploadRequest{Path: "/workspace/up.bin", Size: 4}, &up); code != 201 {
+	var up workspace.Upload
+	if code := call(t, d.url, "POST", p+"/uploads", workspace.UploadRequest{Path: "/workspace/up.bin", Size: 4}, &up); code != 201 {
 		t.Fatalf("open upload: %d", code)
 	}
 	d.mgr.SetTestHooks(session.TestHooks{Pause: map[string]time.Duration{"checkpoint": 3 * time.Second}})
@@ -86,7 +87,7 @@ func TestLifecycleWritesRefusedWhileCheckpointing(t *testing.T) {
 		{"job start", "POST", "/jobs", map[string]any{"command": "true"}},
 		{"file write", "PUT", "/files/content", map[string]any{"path": "/workspace/f", "content_base64": "aGk="}},
 		{"file delete", "DELETE", "/files?path=/workspace/f", nil},
-		{"upload open", "POST", "/uploads", session.UploadRequest{Path: "/workspace/u2", Size: 1}},
+		{"upload open", "POST", "/uploads", workspace.UploadRequest{Path: "/workspace/u2", Size: 1}},
 		{"upload complete", "POST", "/uploads/" + up.ID + "/complete", nil},
 		{"upload abort", "DELETE", "/uploads/" + up.ID, nil},
 		{"git commit", "POST", "/git/commit", map[string]any{"message": "x"}},

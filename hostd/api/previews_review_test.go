@@ -21,6 +21,7 @@ import (
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // earlyHintsServer answers /early with a 103 carrying Link (what Early
@@ -94,7 +95,7 @@ func TestReviewPreview(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildReviewServer(t, earlyHintsServer)
-	if err := d.c.Call(ctx, "PUT", s.ID, "/files/content", nil, session.FileWrite{Path: "/tmp/early",
+	if err := d.c.Call(ctx, "PUT", s.ID, "/files/content", nil, workspace.FileWrite{Path: "/tmp/early",
 		ContentBase64: base64.StdEncoding.EncodeToString(bin), Mode: "0755"}, nil); err != nil {
 		t.Fatal(err)
 	}

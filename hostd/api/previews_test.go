@@ -24,8 +24,10 @@ import (
 	"github.com/coder/websocket"
 
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -54,7 +56,7 @@ func startEcho(t *testing.T, d *testDaemon, sid string, port int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.c.Call(ctx, "PUT", sid, "/files/content", nil, session.FileWrite{Path: "/tmp/echoserver",
+	if err := d.c.Call(ctx, "PUT", sid, "/files/content", nil, workspace.FileWrite{Path: "/tmp/echoserver",
 		ContentBase64: base64.StdEncoding.EncodeToString(bin), Mode: "0755"}, nil); err != nil {
 		t.Fatalf("write the echo server into the sandbox: %v", err)
 	}
@@ -238,7 +240,7 @@ func TestPreviewThroughSandbox(t *testing.T) {
 			t.Errorf("Origin %q: the preview's own origin should reach the guest as its own", got)
 		}
 		// What the server wrote down of every request it got so far.
-		f, err := d.mgr.ReadFile(ctx, "", s.ID, "/tmp/echo-8000.log")
+		f, err := d.ws.ReadFile(ctx, "", s.ID, "/tmp/echo-8000.log")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,7 +683,7 @@ func TestPreviewLimits(t *testing.T) {
 	}
 
 	// Not a running session: deleted (409), a sandbox's id (404).
-	sb, err := d.c.CreateSandbox(ctx, session.SandboxRequest{})
+	sb, err := d.c.CreateSandbox(ctx, sandboxes.SandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/policy"
 )
 
@@ -351,13 +352,13 @@ func TestEnforcedExecList(t *testing.T) {
 	}
 	// A copy of an allowed program, or a script the agent wrote, does
 	// not start either (both written executable through the files API).
-	var rd session.FileRead
+	var rd workspace.FileRead
 	if err := c.Call(ctx, "GET", s.ID, "/files/content?path=/bin/cat", nil, nil, &rd); err != nil {
 		t.Fatal(err)
 	}
 	script := base64.StdEncoding.EncodeToString([]byte("#!/bin/sh\necho script ran\n"))
 	for path, content := range map[string]string{"/tmp/mycat": rd.ContentBase64, "/workspace/s.sh": script} {
-		if err := c.Call(ctx, "PUT", s.ID, "/files/content", nil, session.FileWrite{Path: path, ContentBase64: content, Mode: "0755"}, nil); err != nil {
+		if err := c.Call(ctx, "PUT", s.ID, "/files/content", nil, workspace.FileWrite{Path: path, ContentBase64: content, Mode: "0755"}, nil); err != nil {
 			t.Fatal(err)
 		}
 		r, err = c.Exec(ctx, s.ID, session.ExecRequest{Command: "sh -c '" + path + " /etc/passwd'"})

@@ -11,7 +11,8 @@ import (
 
 	"paddock.dev/paddock/hostd/api/routes"
 	"paddock.dev/paddock/hostd/auth"
-	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/sandboxes"
+	"paddock.dev/paddock/hostd/workspace"
 )
 
 // TestRouteTableBound: every row of the route table has a handler and
@@ -54,9 +55,9 @@ func TestRouteBodyLimits(t *testing.T) {
 		pattern string
 		want    int64
 	}{
-		{"PUT /v1/agents/sessions/{id}/uploads/{upload}", session.MaxUploadChunk},
-		{"PUT /v1/agents/sessions/{id}/files/content", (session.MaxFileWriteBytes/3+1)*4 + 4096},
-		{"POST /v1/sandboxes/{id}/fs/write", (session.MaxSandboxFileBytes/3+1)*4 + 64<<10},
+		{"PUT /v1/agents/sessions/{id}/uploads/{upload}", workspace.MaxUploadChunk},
+		{"PUT /v1/agents/sessions/{id}/files/content", (workspace.MaxFileWriteBytes/3+1)*4 + 4096},
+		{"POST /v1/sandboxes/{id}/fs/write", (sandboxes.MaxSandboxFileBytes/3+1)*4 + 64<<10},
 		{"POST /v1/agents/sessions/{id}/exec", MaxBodyBytes},
 		{"POST /v1/sandboxes", MaxBodyBytes},
 	} {

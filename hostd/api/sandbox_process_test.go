@@ -11,6 +11,7 @@ import (
 
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/policy"
 )
@@ -61,8 +62,8 @@ func TestSandboxProcessJudged(t *testing.T) {
 	if code := call(t, url, "POST", "/v1/agents/sessions", session.CreateRequest{TTLSeconds: 600}, &s); code != 201 {
 		t.Fatalf("create session: %d", code)
 	}
-	var sb session.Sandbox
-	if code := call(t, url, "POST", "/v1/sandboxes", session.SandboxRequest{TTLSeconds: 600}, &sb); code != 201 {
+	var sb sandboxes.Sandbox
+	if code := call(t, url, "POST", "/v1/sandboxes", sandboxes.SandboxRequest{TTLSeconds: 600}, &sb); code != 201 {
 		t.Fatalf("create sandbox: %d", code)
 	}
 	const bad = "touch keep && rm -rf keep"
@@ -81,7 +82,7 @@ func TestSandboxProcessJudged(t *testing.T) {
 	if k := kinds(t, led, sb.ID); k[len(k)-1] != "exec.refused" {
 		t.Errorf("sandbox ledger: %v, want it to end with exec.refused", k)
 	}
-	var out session.ProcessResult
+	var out sandboxes.ProcessResult
 	if code := call(t, url, "POST", "/v1/sandboxes/"+sb.ID+"/process", map[string]any{"command": "test -e keep; echo $?"}, &out); code != 200 || out.Result != "exec" || out.Stdout != "1\n" {
 		t.Errorf("after the refusal: %d %+v (the refused command ran?)", code, out)
 	}

@@ -1,20 +1,35 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 )
 
-// sandboxRoutes registers the lower sandbox API (hostd/session/sandbox.go).
+// sandboxRoutes registers the lower sandbox API (hostd/sandboxes).
 func (s *Server) sandboxRoutes(bind func(string, handler)) {
-	bind("POST /v1/sandboxes", s.createSandbox)
-	bind("GET /v1/sandboxes", s.listSandboxes)
-	bind("GET /v1/sandboxes/{id}", s.getSandbox)
-	bind("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
-	bind("POST /v1/sandboxes/{id}/process", s.sandboxProcess)
-	bind("POST /v1/sandboxes/{id}/fs/read", s.sandboxRead)
-	bind("POST /v1/sandboxes/{id}/fs/write", s.sandboxWrite)
+	bind("POST /v1/sandboxes", s.withSandboxes(s.createSandbox))
+	bind("GET /v1/sandboxes", s.withSandboxes(s.listSandboxes))
+	bind("GET /v1/sandboxes/{id}", s.withSandboxes(s.getSandbox))
+	bind("DELETE /v1/sandboxes/{id}", s.withSandboxes(s.deleteSandbox))
+	bind("POST /v1/sandboxes/{id}/process", s.withSandboxes(s.sandboxProcess))
+	bind("POST /v1/sandboxes/{id}/fs/read", s.withSandboxes(s.sandboxRead))
+	bind("POST /v1/sandboxes/{id}/fs/write", s.withSandboxes(s.sandboxWrite))
+}
+
+var errNoSandboxes = fmt.Errorf("%w: this daemon has no sandboxes service", session.ErrConflict)
+
+// withSandboxes refuses the sandbox routes (409) on a server given no
+// sandboxes service (SetServices).
+func (s *Server) withSandboxes(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if s.svc.Sandboxes == nil {
+			return errNoSandboxes
+		}
+		return h(w, r)
+	}
 }
 
 // sessionsOnly keeps sandboxes out of the session routes: a sandbox's id
@@ -29,11 +44,11 @@ func sessionsOnly(h handler) handler {
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
-	var req session.SandboxRequest
+	var req sandboxes.SandboxRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	out, err := s.sessions.CreateSandbox(r.Context(), tenant(r), req)
+	out, err := s.svc.Sandboxes.Create(r.Context(), tenant(r), req)
 	if err != nil {
 		return err
 	}
@@ -42,7 +57,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.ListSandboxes(r.Context(), tenant(r))
+	out, err := s.svc.Sandboxes.List(r.Context(), tenant(r))
 	if err != nil {
 		return err
 	}
@@ -51,7 +66,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.GetSandbox(r.Context(), tenant(r), r.PathValue("id"))
+	out, err := s.svc.Sandboxes.Get(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -60,7 +75,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
-	if err := s.sessions.DeleteSandbox(r.Context(), tenant(r), r.PathValue("id")); err != nil {
+	if err := s.svc.Sandboxes.Delete(r.Context(), tenant(r), r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -68,11 +83,11 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) sandboxProcess(w http.ResponseWriter, r *http.Request) error {
-	var req session.ProcessRequest
+	var req sandboxes.ProcessRequest
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	out, err := s.sessions.SandboxProcess(r.Context(), tenant(r), r.PathValue("id"), req)
+	out, err := s.svc.Sandboxes.Process(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}
@@ -81,11 +96,11 @@ func (s *Server) sandboxProcess(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) sandboxRead(w http.ResponseWriter, r *http.Request) error {
-	var req session.SandboxPath
+	var req sandboxes.SandboxPath
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	out, err := s.sessions.SandboxReadFile(r.Context(), tenant(r), r.PathValue("id"), req.Path)
+	out, err := s.svc.Sandboxes.ReadFile(r.Context(), tenant(r), r.PathValue("id"), req.Path)
 	if err != nil {
 		return err
 	}
@@ -94,11 +109,11 @@ func (s *Server) sandboxRead(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) sandboxWrite(w http.ResponseWriter, r *http.Request) error {
-	var req session.SandboxWrite
+	var req sandboxes.SandboxWrite
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	out, err := s.sessions.SandboxWriteFile(r.Context(), tenant(r), r.PathValue("id"), req)
+	out, err := s.svc.Sandboxes.WriteFile(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}

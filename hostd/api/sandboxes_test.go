@@ -16,6 +16,7 @@ import (
 
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/ledger"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -62,7 +63,7 @@ func kinds(t *testing.T, led *ledger.Ledger, id string) []string {
 func TestSandboxes(t *testing.T) {
 	c, url, _, led := sandboxDaemon(t)
 	ctx := context.Background()
-	sb, err := c.CreateSandbox(ctx, session.SandboxRequest{TTLSeconds: 600})
+	sb, err := c.CreateSandbox(ctx, sandboxes.SandboxRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,19 +73,19 @@ func TestSandboxes(t *testing.T) {
 	}
 	p := "/v1/sandboxes/" + sb.ID
 
-	var res session.ProcessResult
+	var res sandboxes.ProcessResult
 	if code := call(t, url, "POST", p+"/process", map[string]any{"command": "uname -s; echo out; echo err >&2; exit 3"}, &res); code != 200 ||
 		res.Result != "exec" || res.ExitCode != 3 || res.Stdout != "Linux\nout\n" || res.Stderr != "err\n" || res.TimedOut {
 		t.Errorf("process: %d %+v", code, res)
 	}
-	r, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: `pwd; echo "$GREETING"`, Env: map[string]string{"GREETING": "hello there"}})
+	r, err := c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: `pwd; echo "$GREETING"`, Env: map[string]string{"GREETING": "hello there"}})
 	if err != nil || r.ExitCode != 0 || r.Stdout != "/workspace\nhello there\n" {
 		t.Errorf("default cwd and env: %+v %v", r, err)
 	}
-	if r, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "pwd", Cwd: "/tmp"}); err != nil || r.Stdout != "/tmp\n" {
+	if r, err := c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: "pwd", Cwd: "/tmp"}); err != nil || r.Stdout != "/tmp\n" {
 		t.Errorf("cwd: %+v %v", r, err)
 	}
-	if r, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "sleep 5", TimeoutSeconds: 1}); err != nil || !r.TimedOut {
+	if r, err := c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: "sleep 5", TimeoutSeconds: 1}); err != nil || !r.TimedOut {
 		t.Errorf("timeout: %+v %v", r, err)
 	}
 
@@ -99,10 +100,10 @@ func TestSandboxes(t *testing.T) {
 	if err != nil || !bytes.Equal(got, content) || f.Mode != "0640" || f.Size != int64(len(content)) || f.Path != awkward {
 		t.Errorf("read: %q %+v %v", got, f, err)
 	}
-	if r, _ := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "ls 'dir with spaces'"}); r.Stdout != "naïve ünïcødé 文件 (1).bin\n" {
+	if r, _ := c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: "ls 'dir with spaces'"}); r.Stdout != "naïve ünïcødé 文件 (1).bin\n" {
 		t.Errorf("the file as the sandbox sees it: %q", r.Stdout)
 	}
-	var wr session.SandboxWritten
+	var wr sandboxes.SandboxWritten
 	if code := call(t, url, "POST", p+"/fs/write", map[string]any{"path": "/tmp/t.txt", "content": "plain text ✓\n"}, &wr); code != 200 || wr.Size != int64(len("plain text ✓\n")) || wr.Mode != "0644" {
 		t.Errorf("write of text content: %d %+v", code, wr)
 	}
@@ -161,7 +162,7 @@ func TestSandboxes(t *testing.T) {
 	if code, msg := rawCall(t, url, "POST", p+"/fs/write", strings.NewReader(`{"path":"/tmp/h","content_base64":"`+over+`"}`)); code != 413 || !strings.Contains(msg, "fs/write") {
 		t.Errorf("content of 32 MiB + 300 bytes: %d %q, want 413", code, msg)
 	}
-	if r, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "head -c 34000000 /dev/zero > /tmp/large"}); err != nil || r.ExitCode != 0 {
+	if r, err := c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: "head -c 34000000 /dev/zero > /tmp/large"}); err != nil || r.ExitCode != 0 {
 		t.Fatalf("making a large file: %+v %v", r, err)
 	}
 	if code := call(t, url, "POST", p+"/fs/read", map[string]any{"path": "/tmp/large"}, &e); code != 413 || !strings.Contains(e.Error, "34000000 bytes") {
@@ -199,7 +200,7 @@ func TestSandboxes(t *testing.T) {
 			t.Errorf("%s %s after delete: %d, want 404", rt.method, rt.path, code)
 		}
 	}
-	if _, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "true"}); status(err) != 404 {
+	if _, err := c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: "true"}); status(err) != 404 {
 		t.Errorf("process after delete: %v, want 404", err)
 	}
 }
@@ -229,11 +230,11 @@ func TestSandboxCreateRefusals(t *testing.T) {
 		}
 	}
 	// offline: true (and an empty allow-list) are what we do anyway.
-	var sb session.Sandbox
+	var sb sandboxes.Sandbox
 	if code := call(t, url, "POST", "/v1/sandboxes", map[string]any{"offline": true, "allow_hosts": []string{}}, &sb); code != 201 || !sb.Offline {
 		t.Errorf("offline: true: %d %+v", code, sb)
 	}
-	var r session.ProcessResult
+	var r sandboxes.ProcessResult
 	if call(t, url, "POST", "/v1/sandboxes/"+sb.ID+"/process", map[string]any{"command": "ls /sys/class/net"}, &r); r.Stdout != "lo\n" {
 		t.Errorf("interfaces in an offline sandbox: %q", r.Stdout)
 	}
@@ -247,7 +248,7 @@ func TestSandboxesAndSessionsApart(t *testing.T) {
 	d := fakeDaemon(t)
 	c, url := d.c, d.url
 	ctx := context.Background()
-	first, err := c.CreateSandbox(ctx, session.SandboxRequest{})
+	first, err := c.CreateSandbox(ctx, sandboxes.SandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,13 +258,13 @@ func TestSandboxesAndSessionsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.DeleteSession(ctx, s.ID)
-	second, err := c.CreateSandbox(ctx, session.SandboxRequest{TTLSeconds: 60})
+	second, err := c.CreateSandbox(ctx, sandboxes.SandboxRequest{TTLSeconds: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.DeleteSandbox(ctx, second.ID)
-	if first.TTLSeconds != session.DefaultSandboxTTLSeconds {
-		t.Errorf("default TTL %d, want %d", first.TTLSeconds, session.DefaultSandboxTTLSeconds)
+	if first.TTLSeconds != sandboxes.DefaultSandboxTTLSeconds {
+		t.Errorf("default TTL %d, want %d", first.TTLSeconds, sandboxes.DefaultSandboxTTLSeconds)
 	}
 
 	list, err := c.ListSandboxes(ctx)
@@ -296,14 +297,14 @@ func TestSandboxesAndSessionsApart(t *testing.T) {
 			t.Errorf("%s %s on a sandbox: %d, want 404", rt.method, rt.path, code)
 		}
 	}
-	if _, err := c.SandboxProcess(ctx, first.ID, session.ProcessRequest{Command: "true"}); err != nil {
+	if _, err := c.SandboxProcess(ctx, first.ID, sandboxes.ProcessRequest{Command: "true"}); err != nil {
 		t.Errorf("the sandbox after the session routes refused it: %v", err)
 	}
 	// The other way round.
 	if _, err := c.GetSandbox(ctx, s.ID); status(err) != 404 || !strings.Contains(err.Error(), "agent session") {
 		t.Errorf("a session on the sandbox route: %v", err)
 	}
-	if _, err := c.SandboxProcess(ctx, s.ID, session.ProcessRequest{Command: "true"}); status(err) != 404 {
+	if _, err := c.SandboxProcess(ctx, s.ID, sandboxes.ProcessRequest{Command: "true"}); status(err) != 404 {
 		t.Errorf("process on a session: %v, want 404", err)
 	}
 	if err := c.DeleteSandbox(ctx, s.ID); status(err) != 404 {
@@ -319,7 +320,7 @@ func TestSandboxesAndSessionsApart(t *testing.T) {
 func TestSandboxTTL(t *testing.T) {
 	c, url, state, led := sandboxDaemon(t)
 	ctx := context.Background()
-	sb, err := c.CreateSandbox(ctx, session.SandboxRequest{TTLSeconds: 1})
+	sb, err := c.CreateSandbox(ctx, sandboxes.SandboxRequest{TTLSeconds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestSandboxIdempotency(t *testing.T) {
 	if list, _ := c.ListSandboxes(ctx); len(list) != 1 {
 		t.Errorf("a retried create made %d sandboxes", len(list))
 	}
-	var sb session.Sandbox
+	var sb sandboxes.Sandbox
 	json.Unmarshal([]byte(first), &sb)
 	defer c.DeleteSandbox(ctx, sb.ID)
 	for range 2 {
@@ -390,7 +391,7 @@ func TestSandboxIdempotency(t *testing.T) {
 			t.Fatalf("process: %d %s", code, body)
 		}
 	}
-	if r, err := c.SandboxProcess(ctx, sb.ID, session.ProcessRequest{Command: "wc -l < count"}); err != nil || strings.TrimSpace(r.Stdout) != "1" {
+	if r, err := c.SandboxProcess(ctx, sb.ID, sandboxes.ProcessRequest{Command: "wc -l < count"}); err != nil || strings.TrimSpace(r.Stdout) != "1" {
 		t.Errorf("the command ran %q times, want once (%v)", strings.TrimSpace(r.Stdout), err)
 	}
 }

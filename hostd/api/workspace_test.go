@@ -20,6 +20,7 @@ import (
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/internal/testutil"
 )
@@ -272,7 +273,7 @@ func TestReadOnlyWorkspace(t *testing.T) {
 	if code := call(t, d.url, "POST", p+"/uploads", map[string]any{"path": "/workspace/u.bin", "size": 3}, nil); code != 403 {
 		t.Errorf("upload open under the workspace: %d, want 403", code)
 	}
-	var up session.Upload
+	var up workspace.Upload
 	if code := call(t, d.url, "POST", p+"/uploads", map[string]any{"path": "/tmp/up/u.bin", "size": 3}, &up); code != 201 {
 		t.Fatalf("upload open under /tmp: %d", code)
 	}
@@ -285,7 +286,7 @@ func TestReadOnlyWorkspace(t *testing.T) {
 	if code := call(t, d.url, "POST", p+"/uploads/"+up.ID+"/complete", nil, nil); code != 403 {
 		t.Errorf("upload complete through a link into the workspace: %d, want 403", code)
 	}
-	var up2 session.Upload
+	var up2 workspace.Upload
 	if code := call(t, d.url, "POST", p+"/uploads", map[string]any{"path": "/tmp/up2.bin", "size": 3}, &up2); code != 201 {
 		t.Fatalf("upload open: %d", code)
 	}
@@ -411,7 +412,7 @@ func TestReadOnlyWorkspaceGit(t *testing.T) {
 		t.Errorf("git outside the workspace: %+v %v", r, err)
 	}
 	p := "/v1/agents/sessions/" + s.ID + "/git"
-	var lg session.GitResult
+	var lg workspace.GitResult
 	if code := call(t, d.url, "GET", p+"/log?repo=/tmp/repo&n=1", nil, &lg); code != 200 || len(lg.Entries) != 1 {
 		t.Errorf("git log under the policy: %d %+v", code, lg)
 	}

@@ -40,10 +40,12 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
+	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
@@ -166,8 +168,10 @@ type Daemon struct {
 	appr     *approvals.Service
 	grants   *grants.Service
 	previews *previews.Service
+	sbx      *sandboxes.Service
 	terms    *terminals.Service
 	tokens   *tokens.Service
+	ws       *workspace.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -297,11 +301,13 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.mgr.SetBudgets(budgets.New(d.mgr))
 	d.grants = grants.New(d.mgr)
 	d.previews = previews.New(d.mgr)
+	d.sbx = sandboxes.New(d.mgr) // the sweep and adoption hand it expired and adopted sandboxes
 	d.terms = terminals.New(d.mgr)
 	// Tokens after grants and previews: its stop hook ledgers
 	// token.revoke after theirs, as the core did.
 	d.tokens = tokens.New(d.mgr)
 	d.mgr.SetEgressLog(egresslog.New(d.mgr, cfg.EgressLogRetention)) // where the proxy's decisions go
+	d.ws = workspace.New(d.mgr)
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -310,7 +316,13 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Terminals: d.terms, Tokens: d.tokens})
+	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws}
+	if missing := append(d.mgr.Unwired(), svc.Missing()...); len(missing) > 0 {
+		// A sibling left out fails closed, but silently turns its
+		// feature off: a wiring mistake, not a configuration.
+		return d, fmt.Errorf("daemon: the core's siblings are not all wired: %s", strings.Join(missing, ", "))
+	}
+	d.api.SetServices(svc)
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}
@@ -378,13 +390,15 @@ func (d *Daemon) newEgress(c EgressConfig) error {
 // names a preview domain).
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-// Manager, Store, Grants, Previews, Terminals, API, Egress and Policy are the daemon's parts, for
+// Manager, Store, Grants, Previews, Sandboxes, Terminals, Workspace, API, Egress and Policy are the daemon's parts, for
 // tests that look into them.
 func (d *Daemon) Manager() *session.Manager     { return d.mgr }
 func (d *Daemon) Store() *store.Store           { return d.st }
 func (d *Daemon) Grants() *grants.Service       { return d.grants }
 func (d *Daemon) Previews() *previews.Service   { return d.previews }
+func (d *Daemon) Sandboxes() *sandboxes.Service { return d.sbx }
 func (d *Daemon) Terminals() *terminals.Service { return d.terms }
+func (d *Daemon) Workspace() *workspace.Service { return d.ws }
 func (d *Daemon) Ledger() *ledger.Ledger        { return d.led }
 func (d *Daemon) API() *api.Server              { return d.api }
 func (d *Daemon) Egress() *hegress.Host         { return d.eg }

@@ -15,6 +15,7 @@ import (
 	mdns "github.com/miekg/dns"
 
 	"paddock.dev/paddock/egress/rules"
+	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hypervisor/procbox"
 )
@@ -119,7 +120,8 @@ func egressFromASandbox(t *testing.T, backend string) {
 	z := tn.zone
 	ecfg := tn.egressConfig()
 	ecfg.Links = linksOn(backend)
-	m, _, eg := daemonFor(t, backend, ecfg, nil)
+	d := egressDaemon(t, backend, ecfg, nil, engine(t))
+	m, eg, sbxs := d.Manager(), d.Egress(), d.Sandboxes()
 	s, err := m.Create(ctx, "", session.CreateRequest{Policy: &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{
 		Default: "deny", Allow: []rules.AllowEntry{{Host: "allowed.test"}, {Host: "loop.test"}, {Host: "meta.test"}, {Host: "rebind.test"},
 			{Host: "paths.test", Methods: []string{"GET"}, Paths: []string{"/ok/*"}}}}}}})
@@ -305,11 +307,11 @@ except OSError as e: print('udp failed', e)
 		}
 	}
 	// The lower sandbox API's allow_hosts is the same policy.
-	sb, err := m.CreateSandbox(ctx, "", session.SandboxRequest{AllowHosts: []string{"allowed.test"}})
+	sb, err := sbxs.Create(ctx, "", sandboxes.SandboxRequest{AllowHosts: []string{"allowed.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.DeleteSandbox(ctx, "", sb.ID)
+	defer sbxs.Delete(ctx, "", sb.ID)
 	if !sb.Offline || strings.Join(sb.AllowHosts, ",") != "allowed.test" {
 		t.Errorf("sandbox with allow_hosts: %+v", sb)
 	}
@@ -317,7 +319,7 @@ except OSError as e: print('udp failed', e)
 		"curl -sS http://allowed.test/sbx":                          "hello from allowed GET /sbx",
 		"curl -s -o /dev/null -w '%{http_code}' http://other.test/": "403",
 	} {
-		if res, err := m.SandboxProcess(ctx, "", sb.ID, session.ProcessRequest{Command: cmd}); err != nil || !strings.Contains(res.Stdout, want) {
+		if res, err := sbxs.Process(ctx, "", sb.ID, sandboxes.ProcessRequest{Command: cmd}); err != nil || !strings.Contains(res.Stdout, want) {
 			t.Errorf("sandbox %s: %+v %v, want %q", cmd, res, err, want)
 		}
 	}

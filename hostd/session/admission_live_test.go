@@ -45,7 +45,7 @@ func TestAdmissionAfterReattach(t *testing.T) {
 	if _, err := m1.Checkpoint(ctx, "acme", s.ID, -1, session.CheckpointRequest{Tag: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m1.CreateSandbox(ctx, "", session.SandboxRequest{}); err != nil {
+	if _, err := m1.CreateKind(ctx, "", session.CreateRequest{Agent: session.KindSandbox}, session.KindSandbox); err != nil {
 		t.Fatal(err)
 	}
 	before := m1.HeldNow()

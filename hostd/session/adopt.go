@@ -69,7 +69,7 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 					m.log.Warn("reattach: serve egress", "session", s.ID, "err", err)
 				}
 				if s.Kind == KindSandbox {
-					m.removeAtExpiry(s.ID, s.ExpiresAt)
+					m.sandboxAdopted(s) // its removal at expiry is armed again
 				}
 				// Credential grants lived in the old daemon's memory
 				// only: the adopted sandbox has none until granted again.
@@ -185,7 +185,6 @@ func (m *Manager) Detach(ctx context.Context) []LeftRunning {
 	slices.SortFunc(left, func(a, b LeftRunning) int { return strings.Compare(a.Session, b.Session) })
 	m.mu.Lock()
 	m.machines, m.done = map[string]hypervisor.Machine{}, true
-	m.stopExpiryLocked()
 	m.mu.Unlock()
 	for _, b := range m.backends {
 		if ad, ok := b.(hypervisor.Adopter); ok {

@@ -561,15 +561,6 @@ func (m *Manager) tellBudgetsRunning(ctx context.Context) {
 	}
 }
 
-// admitWriteTo is admitWrite for a session known by its id.
-func (m *Manager) admitWriteTo(ctx context.Context, tenant, id string, c *client.Client, n int64, what string) error {
-	s, _, err := m.load(ctx, tenant, id)
-	if err != nil {
-		return err
-	}
-	return m.admitWrite(ctx, s, c, n, what)
-}
-
 // execResult turns the guest's answer into the API's. A stream cut at
 // its cap is cut back to the last whole UTF-8 character before the
 // truncation marker; the bytes that costs are counted as dropped too.

@@ -208,9 +208,11 @@ func TestBudgetsSeam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A write of two bytes to path, walked as the siblings that write
+	// files (hostd/workspace, hostd/sandboxes) walk it, up to its admit.
 	write := func(id, path string) error {
-		_, err := m.WriteFile(ctx, "", id, FileWrite{Path: "/workspace/" + path, ContentBase64: "aGk="})
-		return err
+		return m.Walk(ctx, CommandFile, "", id, LoadRunningStep(), GateWriteStep("/workspace/"+path),
+			AdmitWriteStep(func() int64 { return 2 }, "file write"))
 	}
 	job := func(id string) error {
 		_, err := m.StartJob(ctx, "", id, JobStart{Command: "true"})

@@ -42,6 +42,25 @@ func (m *Manager) LoadSession(ctx context.Context, tenant, id string) (*Session,
 	return s, nil
 }
 
+// CreateKind is Create for a record of kind ("" for an agent session,
+// KindSandbox for hostd/sandboxes): the same checks, machine, ledger
+// and adoption; a sandbox's id starts with SandboxIDPrefix.
+func (m *Manager) CreateKind(ctx context.Context, tenant string, req CreateRequest, kind string) (*Session, error) {
+	if kind != "" && kind != KindSandbox {
+		return nil, bad("kind %q is unknown; use %q or leave it out", kind, KindSandbox)
+	}
+	return m.create(ctx, tenant, req, kind)
+}
+
+// MarkExpired marks record id, running at revision rev, expired, and
+// nothing else: its machine and checkpoints stay until the caller deletes
+// it (a sandbox, removed at its TTL). Of two calls that race on the same
+// revision one succeeds; the other gets ErrRevision.
+func (m *Manager) MarkExpired(ctx context.Context, id string, rev int64) error {
+	_, err := m.update(ctx, id, rev, func(s *Session) error { s.State = StateExpired; return nil })
+	return err
+}
+
 // Running is Load for a session that must be running: one in another
 // state, or whose sandbox stopped meanwhile, is ErrConflict. It returns
 // the session's machine too.

@@ -85,6 +85,10 @@ type commandCheck struct {
 	params     map[string]any
 	approvalID string
 	wait       time.Duration
+	// env and cwd are what a sandbox's process is given besides its text
+	// (the policy sees them; exec and jobs have none).
+	env map[string]string
+	cwd string
 }
 
 func (c commandCheck) approvalCheck() ApprovalCheck {

@@ -39,6 +39,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"paddock.dev/paddock/errdefs"
@@ -424,7 +425,7 @@ func judgeWithoutApprovals(c commandCheck) pipeStep {
 				why = d.Reason + "; " + why
 			}
 			d.Reason = why
-			p.m.ledgerAppend(ctx, p.s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
+			p.m.ledgerAppend(ctx, p.s.ID, c.kind+".refused", refusedEntry(c, d))
 			return &ProcessRefused{Decision: d}
 		}
 		p.v, p.cmd.Rule = &verdict{decision: d, check: c}, d.Rule
@@ -447,7 +448,7 @@ func (m *Manager) decide(ctx context.Context, s *Session, c commandCheck) (polic
 	if s.Policy.Process != nil {
 		rules = *s.Policy.Process
 	}
-	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules})
+	d, err := m.policy.Process(ctx, policy.ProcessInput{Session: s.ID, Kind: c.kind, Command: c.command, Rules: rules, Env: c.env, Cwd: c.cwd})
 	if err != nil {
 		return d, fmt.Errorf("process policy: %w", err)
 	}
@@ -455,49 +456,24 @@ func (m *Manager) decide(ctx context.Context, s *Session, c commandCheck) (polic
 	case policy.Allow, policy.Ask:
 		return d, nil
 	case policy.Deny:
-		m.ledgerAppend(ctx, s.ID, c.kind+".refused", map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason})
+		m.ledgerAppend(ctx, s.ID, c.kind+".refused", refusedEntry(c, d))
 		return d, &ProcessRefused{Decision: d}
 	}
 	return d, fmt.Errorf("process policy: unknown result %q", d.Result)
 }
 
-// newGitPipe starts git verb on session id; the target is filled by the
-// load step (gitLoad).
-func (m *Manager) newGitPipe(ctx context.Context, tenant, id, verb string) (*pipe, *gitTarget) {
-	p := m.newPipe(ctx, CommandGit, tenant, id)
-	p.cmd.Verb, p.cmd.Text = verb, "git "+verb
-	return p, &gitTarget{}
-}
-
-// gitLoad is the load step of a git verb: the session, running, and the
-// repository (gitRepo); write refuses a read-only workspace's.
-func gitLoad(t *gitTarget, repo string, write bool) pipeStep {
-	return pipeStep{StepLoad, func(ctx context.Context, p *pipe) error {
-		s, nt, err := p.m.gitRepo(ctx, p.cmd.Tenant, p.cmd.Session, repo, write)
-		if err != nil {
-			return err
-		}
-		*t = *nt
-		p.s, p.cl, p.cmd.Confine = s, nt.c, nt.confine
-		return nil
-	}}
-}
-
-// gitRecord is the record step of a git verb: git.<verb>, once git ran
-// (gitLedger).
-func gitRecord(t *gitTarget, fields map[string]any) pipeStep {
-	return pipeStep{StepRecord, func(ctx context.Context, p *pipe) error {
-		p.m.gitLedger(ctx, p.cmd.Session, p.cmd.Verb, t, p.withNotes(fields), p.err)
-		return nil
-	}}
-}
-
-// newFilePipe starts a file change (verb write, delete or upload) of
-// path on session id.
-func (m *Manager) newFilePipe(ctx context.Context, tenant, id, verb, path string) *pipe {
-	p := m.newPipe(ctx, CommandFile, tenant, id)
-	p.cmd.Verb, p.cmd.Text = verb, path
-	return p
+// refusedEntry is the ledger entry of a command the policy refused: what
+// it judged, and, for a sandbox's process, the directory and the names
+// (never the values) of the variables it was given.
+func refusedEntry(c commandCheck, d policy.ProcessDecision) map[string]any {
+	e := map[string]any{"command": clipText(c.command, MaxApprovalCommandBytes), "rule": d.Rule, "pattern": d.Pattern, "piece": d.Piece, "reason": d.Reason}
+	if len(c.env) > 0 {
+		e["env"] = slices.Sorted(maps.Keys(c.env))
+	}
+	if c.cwd != "" {
+		e["cwd"] = c.cwd
+	}
+	return e
 }
 
 // gateWrite is the gate step of a file write or delete of path: the

@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor/fake"
@@ -121,13 +120,12 @@ func lastEntry(t *testing.T, m *Manager, id, kind string) map[string]any {
 	return nil
 }
 
-// TestPipelineSteps: every entry of the core (exec, exec/stream, job, a
-// git verb, a sandbox's process, a file write, delete and upload) walks
-// the pipeline's named steps in order, and the command hooks see each of
-// them with its kind. (A terminal's walk is hostd/terminals'
-// TestTerminalPipelineSteps.) It runs on procbox, not on the fake backend: the
-// fake runs commands on the host, where the git verbs would run git in
-// the host's /workspace.
+// TestPipelineSteps: every entry of the core (exec, exec/stream, a
+// job) walks the pipeline's named steps in order, and the command hooks
+// see each of them with its kind. (A terminal's walk is hostd/terminals'
+// TestTerminalPipelineSteps, a sandbox's process and fs/write
+// hostd/sandboxes' TestSandboxPipelineSteps, a git verb's and a file
+// change's hostd/workspace's TestWorkspacePipelineSteps.)
 func TestPipelineSteps(t *testing.T) {
 	m := policyManager(t, nil)
 	tr := traceSteps(m)
@@ -145,10 +143,6 @@ func TestPipelineSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const full = "validate load judge gate admit spend hooks run record usage"
 	if _, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "true"}); err != nil {
 		t.Fatal(err)
@@ -159,57 +153,16 @@ func TestPipelineSteps(t *testing.T) {
 	if _, err := m.StartJob(ctx, "", s.ID, JobStart{Command: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	// The mini image may have no git: the verb then fails in run, which
-	// still walks to record (a git verb is ledgered once git ran).
-	m.GitStatus(ctx, "", s.ID, "")
-	gitStatus := tr.take(CommandGit)
-	m.GitCommit(ctx, "", s.ID, GitRequest{Message: "m"})
-	gitCommit := tr.take(CommandGit)
-	if _, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/f", ContentBase64: "aGk="}); err != nil {
-		t.Fatal(err)
-	}
-	fileWrite := tr.take(CommandFile)
-	if err := m.DeleteFile(ctx, "", s.ID, "/workspace/f", false); err != nil {
-		t.Fatal(err)
-	}
-	fileDelete := tr.take(CommandFile)
-	up, err := m.OpenUpload(ctx, "", s.ID, UploadRequest{Path: "/workspace/u", Size: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.UploadChunk(ctx, "", s.ID, up.ID, 0, []byte("hi")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.CompleteUpload(ctx, "", s.ID, up.ID); err != nil {
-		t.Fatal(err)
-	}
-	upload := tr.take(CommandFile)
-	// Completing it again answers at the gate, the upload being done.
-	if _, err := m.CompleteUpload(ctx, "", s.ID, up.ID); err != nil {
-		t.Fatal(err)
-	}
-	again := tr.take(CommandFile)
 	for _, c := range []struct{ name, got, want string }{
 		{"exec", tr.take(CommandExec), full},
 		{"exec/stream", tr.take(CommandStream), full},
 		{"job", tr.take(CommandJob), full},
-		{"git status", gitStatus, "load hooks run record"},
-		{"git commit", gitCommit, "validate load gate admit hooks run record usage"},
-		{"process", tr.take(CommandProcess), "validate load judge gate admit hooks run record usage"},
-		{"file write", fileWrite, "validate load gate admit hooks run record"},
-		{"file delete", fileDelete, "load gate hooks run record"},
-		{"upload complete", upload, "load gate admit hooks run record"},
-		{"upload complete again", again, "load gate"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s walked %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	want := []string{"exec:true", "exec/stream:true", "job:true", "git:git status", "git:git commit", "process:true",
-		"file:/workspace/f", "file:/workspace/f", "file:/workspace/u"}
+	want := []string{"exec:true", "exec/stream:true", "job:true"}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("the hook saw (-want +got):\n%s", diff)
 	}
@@ -218,12 +171,8 @@ func TestPipelineSteps(t *testing.T) {
 	// validate, a session that is not there at load.
 	m.Exec(ctx, "", s.ID, ExecRequest{Command: " "})
 	m.Exec(ctx, "", "ses-0000000000000000", ExecRequest{Command: "true"})
-	m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "true", TimeoutSeconds: -1})
 	if got := tr.take(CommandExec); got != "validate validate load" {
 		t.Errorf("refused execs walked %q, want %q", got, "validate validate load")
-	}
-	if got := tr.take(CommandProcess); got != "validate" {
-		t.Errorf("a refused process walked %q, want validate only", got)
 	}
 }
 
@@ -232,7 +181,8 @@ func TestPipelineSteps(t *testing.T) {
 // the guest sees it and the ledger says which hook and why; a hook's
 // annotation lands in the command's entry; a hook's conflict keeps its
 // 409. (That a refused command's budget unit goes back is
-// hostd/budgets.TestBudgetUnitBackWhenHookRefuses.)
+// hostd/budgets.TestBudgetUnitBackWhenHookRefuses; a file write and a git
+// verb refused by a hook are hostd/workspace's TestWorkspaceHookRefuses.)
 func TestPipelineHookRefuses(t *testing.T) {
 	m := fakeManager(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -241,7 +191,7 @@ func TestPipelineHookRefuses(t *testing.T) {
 		switch {
 		case strings.Contains(c.Text, "conflict"):
 			return errorsJoinConflict
-		case strings.Contains(c.Text, "refuse-me"), c.Verb == "branch":
+		case strings.Contains(c.Text, "refuse-me"):
 			return errors.New("no point could be taken")
 		}
 		c.Annotate("point", 7)
@@ -271,117 +221,19 @@ func TestPipelineHookRefuses(t *testing.T) {
 	}
 
 	// A hook's own kind of error is kept.
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "echo conflict > x"})
+	_, err = m.Exec(ctx, "", s.ID, ExecRequest{Command: "echo conflict > x"})
 	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrForbidden) {
 		t.Errorf("a hook's conflict: %v, want ErrConflict only", err)
 	}
-	if e := lastEntry(t, m, sb.ID, "exec.refused"); e["hook"] != "rewind" {
-		t.Errorf("sandbox exec.refused: %v", e)
+	if e := lastEntry(t, m, s.ID, "exec.refused"); e["hook"] != "rewind" || e["command"] != "echo conflict > x" {
+		t.Errorf("exec.refused of the conflict: %v", e)
 	}
-	r2, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e x; echo $?"})
-	if err != nil || r2.Stdout != "1\n" {
-		t.Errorf("the refused process ran: %+v %v", r2, err)
-	}
-	// A file write refused by the hook never reaches the guest.
-	if _, err := m.WriteFile(ctx, "", s.ID, FileWrite{Path: "/workspace/refuse-me", ContentBase64: "aGk="}); !errors.As(err, &hr) {
-		t.Errorf("file write: %v, want the hook's refusal", err)
-	}
-	if e := lastEntry(t, m, s.ID, "file.refused"); e["command"] != "/workspace/refuse-me" || e["hook"] != "rewind" {
-		t.Errorf("file.refused: %v", e)
-	}
-	if _, err := m.ReadFile(ctx, "", s.ID, "/workspace/refuse-me"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the refused write was written: %v", err)
-	}
-	// A git verb refused by the hook never starts git.
-	if _, err := m.GitBranch(ctx, "", s.ID, GitRequest{Name: "refuse-me"}); !errors.As(err, &hr) {
-		t.Errorf("git branch: %v, want the hook's refusal", err)
-	}
-	if e := lastEntry(t, m, s.ID, "git.refused"); e["command"] != "git branch" {
-		t.Errorf("git.refused: %v", e)
+	if r, err := m.Exec(ctx, "", s.ID, ExecRequest{Command: "test -e x; echo $?"}); err != nil || r.Stdout != "1\n" {
+		t.Errorf("the refused command ran: %+v %v", r, err)
 	}
 }
 
 var errorsJoinConflict = errors.Join(errors.New("a restore is being taken"), ErrConflict)
-
-// TestSandboxProcessJudged: a sandbox's process is judged by the same
-// process policy as a session's exec (the operator's modules: a sandbox
-// has no rules of its own), refused with the same error and ledgered as
-// exec.refused; a command the policy would hold is refused, since the
-// sandbox API has no approvals; it counts in the record's usage; and it
-// walks the admit step: with a budget on the record and no budgets
-// service it is refused (503 budgets_unavailable), and nothing runs.
-func TestSandboxProcessJudged(t *testing.T) {
-	m := policyManager(t, map[string]string{"guard.rego": `package paddock.ext.guard.process
-
-deny contains "no rm -rf here" if contains(input.command, "rm -rf")
-
-ask contains "deploys need a second pair of eyes" if startswith(input.command, "deploy")
-`})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const bad = "touch /tmp/keep; rm -rf /tmp/keep"
-	_, execErr := m.Exec(ctx, "", s.ID, ExecRequest{Command: bad})
-	_, procErr := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: bad})
-	var a, b *ProcessRefused
-	if !errors.As(execErr, &a) || !errors.As(procErr, &b) {
-		t.Fatalf("exec: %v; process: %v; want both refused by the policy", execErr, procErr)
-	}
-	if diff := cmp.Diff(a.Decision, b.Decision); diff != "" || execErr.Error() != procErr.Error() {
-		t.Errorf("the decisions differ (-exec +process):\n%s\n%v\n%v", diff, execErr, procErr)
-	}
-	if d := lastEntry(t, m, sb.ID, "exec.refused"); d["rule"] != a.Decision.Rule || d["command"] != bad {
-		t.Errorf("sandbox exec.refused: %v", d)
-	}
-	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e /tmp/keep; echo $?"}); err != nil || r.Stdout != "1\n" {
-		t.Errorf("the refused command ran: %+v %v", r, err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "deploy prod"})
-	if !errors.As(err, &b) || b.Decision.Result != policy.Deny || !strings.Contains(err.Error(), "no approvals") {
-		t.Errorf("a command the policy holds: %v, want a refusal saying the sandbox API has no approvals", err)
-	}
-	if rows, err := m.st.ListApprovals(ctx, sb.ID); err != nil || len(rows) != 0 {
-		t.Errorf("approval rows for a sandbox: %v %v", rows, err)
-	}
-
-	// The usage: each process so far counted one, the refused ones none.
-	before := m.usage(ctx, sb.ID).Execs
-	if before != 1 {
-		t.Errorf("execs counted before the budget: %d, want 1 (the refused ones are not counted)", before)
-	}
-	// The admit step: a budget on the record, and this Manager has no
-	// budgets service, so the process is refused before it runs.
-	limit := before + 5
-	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = &Budget{MaxExecs: &limit}; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "touch unchecked"})
-	if !errors.Is(err, errdefs.ErrUnavailable) || errdefs.Code(err) != errdefs.CodeBudgetsUnavailable {
-		t.Errorf("a process of a budgeted sandbox without a budgets service: %v, want 503 %s", err, errdefs.CodeBudgetsUnavailable)
-	}
-	if after := m.usage(ctx, sb.ID).Execs; after != before {
-		t.Errorf("execs counted %d, want %d", after, before)
-	}
-	// Without the budget, the sandbox runs again (unlimited, nothing
-	// asked), and the refused process had left nothing behind.
-	if _, err := m.update(ctx, sb.ID, -1, func(s *Session) error { s.Budget = nil; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := m.SandboxProcess(ctx, "", sb.ID, ProcessRequest{Command: "test -e unchecked; echo $?"}); err != nil || r.Stdout != "1\n" {
-		t.Errorf("the refused process ran: %+v %v", r, err)
-	}
-}
 
 // TestPipelineWalk holds the walk's rules without a sandbox: a step that fails
 // stops the walk and what earlier steps took is given back; once run has

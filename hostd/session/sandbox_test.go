@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,189 +41,70 @@ func sandboxManager(t *testing.T) (*Manager, *store.Store, *ledger.Ledger, *atom
 	return m, st, led, skew
 }
 
-// TestSweepRemovesExpiredSandboxes calls Sweep directly with the clock
-// moved past the TTL: sandboxes are removed (machine stopped, record
-// gone, ledger kept), sessions are only marked expired, and what has not
-// expired is left alone.
-func TestSweepRemovesExpiredSandboxes(t *testing.T) {
-	m, st, led, skew := sandboxManager(t)
-	ctx := context.Background()
-	sb, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A sandbox an earlier sweep marked expired but could not remove.
-	stuck, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.update(ctx, stuck.ID, -1, func(s *Session) error { s.State = StateExpired; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	young, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 3600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ses, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.mu.Lock()
-	mc := m.machines[sb.ID]
-	m.mu.Unlock()
-	if mc == nil {
-		t.Fatal("no machine for the sandbox")
-	}
+// sandboxHooksRecorder records what the core hands the sandboxes
+// sibling.
+type sandboxHooksRecorder struct {
+	mu      sync.Mutex
+	expired []string
+}
 
-	if n := m.Sweep(ctx); n != 0 {
-		t.Errorf("a sweep before any TTL ran out: %d", n)
+func (r *sandboxHooksRecorder) Expired(_ context.Context, row store.SessionRow) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.expired = append(r.expired, row.ID)
+}
+
+func (r *sandboxHooksRecorder) Adopted(string, time.Time) {}
+
+// TestSweepHandsSandboxesToHooks: the sweep hands a sandbox record past
+// its TTL to the sandboxes sibling's hooks (and leaves it to them), never
+// a session's or one within its TTL; without hooks it sweeps an expired
+// sandbox like a session (machine stopped, record kept as expired), so
+// nothing runs past its TTL either way. It runs on the fake backend.
+func TestSweepHandsSandboxesToHooks(t *testing.T) {
+	m := fakeManager(t)
+	skew := new(atomic.Int64)
+	m.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	ctx := context.Background()
+	mk := func(kind string, ttl int) *Session {
+		s, err := m.CreateKind(ctx, "", CreateRequest{TTLSeconds: ttl}, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
+	if _, err := m.CreateKind(ctx, "", CreateRequest{}, "other"); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("an unknown kind: %v, want 400", err)
+	}
+	sb, young, ses := mk(KindSandbox, 600), mk(KindSandbox, 3600), mk("", 600)
+	if !IsSandboxID(sb.ID) || IsSandboxID(ses.ID) {
+		t.Fatalf("ids %s and %s: only the sandbox's starts with %s", sb.ID, ses.ID, SandboxIDPrefix)
+	}
+	rec := &sandboxHooksRecorder{}
+	m.SetSandboxHooks(rec)
 	skew.Store(int64(601 * time.Second))
-	if n := m.Sweep(ctx); n != 3 {
-		t.Errorf("sweep: %d, want 3 (two sandboxes removed, one session expired)", n)
+	if n := m.Sweep(ctx); n != 2 {
+		t.Errorf("sweep: %d, want 2 (the sandbox handed over, the session expired)", n)
 	}
-	for _, id := range []string{sb.ID, stuck.ID} {
-		if _, err := st.GetSession(ctx, id); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("record of %s after the sweep: %v, want not found", id, err)
-		}
-		if _, err := m.GetSandbox(ctx, "", id); !errors.Is(err, ErrNotFound) {
-			t.Errorf("GetSandbox(%s) after the sweep: %v", id, err)
-		}
-		if err := m.DeleteSandbox(ctx, "", id); err != nil {
-			t.Errorf("DeleteSandbox(%s) after the sweep: %v", id, err)
-		}
+	if strings.Join(rec.expired, ",") != sb.ID {
+		t.Errorf("the hooks were handed %v, want only %s", rec.expired, sb.ID)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := mc.Wait(wctx); err != nil {
-		t.Errorf("the sandbox's machine still runs: %v", err)
+	if m.Machine(sb.ID) == nil {
+		t.Error("the core stopped a sandbox it handed to the hooks")
 	}
-	if ks := ledgerKinds(t, led, sb.ID); ks != "session.create,sandbox.expire,session.delete" {
-		t.Errorf("ledger of the swept sandbox: %s", ks)
-	}
-	if ks := ledgerKinds(t, led, stuck.ID); ks != "session.create,session.delete" {
-		t.Errorf("ledger of the stuck sandbox: %s", ks)
-	}
-	if got, err := m.GetSandbox(ctx, "", young.ID); err != nil || got.Status != StateRunning {
+	if got, err := m.Load(ctx, "", young.ID); err != nil || got.State != StateRunning {
 		t.Errorf("a sandbox within its TTL: %+v %v", got, err)
 	}
-	if got, err := m.Get(ctx, "", ses.ID); err != nil || got.State != StateExpired {
-		t.Errorf("the session is kept as expired: %+v %v", got, err)
-	}
-	if n := m.Sweep(ctx); n != 0 {
-		t.Errorf("a second sweep: %d", n)
-	}
-}
 
-// TestExpiryTimerStoppedOnDelete: a sandbox deleted before its TTL takes
-// its removal timer with it, and Shutdown disarms the rest.
-func TestExpiryTimerStoppedOnDelete(t *testing.T) {
-	m, _, _, _ := sandboxManager(t)
-	ctx := context.Background()
-	a, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
+	// Without hooks: swept as a session is.
+	m.SetSandboxHooks(nil)
+	if n := m.Sweep(ctx); n != 1 {
+		t.Errorf("sweep without hooks: %d, want 1", n)
 	}
-	if _, err := m.CreateSandbox(ctx, "", SandboxRequest{TTLSeconds: 600}); err != nil {
-		t.Fatal(err)
+	if m.Machine(sb.ID) != nil {
+		t.Error("an expired sandbox still has its machine with no hooks to remove it")
 	}
-	if n := m.expiryTimers(); n != 2 {
-		t.Fatalf("%d removal timers for two sandboxes", n)
+	if got, err := m.Load(ctx, "", sb.ID); err != nil || got.State != StateExpired {
+		t.Errorf("an expired sandbox without hooks: %+v %v, want kept as expired", got, err)
 	}
-	if err := m.DeleteSandbox(ctx, "", a.ID); err != nil {
-		t.Fatal(err)
-	}
-	if n := m.expiryTimers(); n != 1 {
-		t.Errorf("%d removal timers after deleting one of two sandboxes, want 1", n)
-	}
-	m.Shutdown(ctx)
-	if n := m.expiryTimers(); n != 0 {
-		t.Errorf("%d removal timers after Shutdown, want 0", n)
-	}
-}
-
-// TestRestoreWaitsForFileWrites: a file write (or delete, or upload
-// chunk) in flight keeps a restore or fork from replacing the machine
-// under it (409 naming it), and lets them go once it is done.
-func TestRestoreWaitsForFileWrites(t *testing.T) {
-	m, _, _, _ := sandboxManager(t)
-	ctx := context.Background()
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Checkpoint(ctx, "", s.ID, -1, CheckpointRequest{Tag: "t1"}); err != nil {
-		t.Fatal(err)
-	}
-	_, _, done, err := m.writeTarget(ctx, "", s.ID, "/workspace/a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Restore(ctx, "", s.ID, -1, RestoreRequest{Tag: "t1"}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "file write") {
-		t.Errorf("restore during a file write: %v, want 409 naming it", err)
-	}
-	if _, err := m.Fork(ctx, "", s.ID, -1, ForkRequest{Count: 1}); !errors.Is(err, ErrConflict) {
-		t.Errorf("fork during a file write: %v, want 409", err)
-	}
-	_, wdone, err := m.machineForWrite(ctx, "", s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done()
-	if _, err := m.Restore(ctx, "", s.ID, -1, RestoreRequest{Tag: "t1"}); !errors.Is(err, ErrConflict) {
-		t.Errorf("restore during an upload chunk: %v, want 409", err)
-	}
-	wdone()
-	if _, err := m.Restore(ctx, "", s.ID, -1, RestoreRequest{Tag: "t1"}); err != nil {
-		t.Errorf("restore once the writes are done: %v", err)
-	}
-}
-
-func ledgerKinds(t *testing.T, led *ledger.Ledger, id string) string {
-	t.Helper()
-	es, err := led.List(context.Background(), id, 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ks []string
-	for _, e := range es {
-		ks = append(ks, e.Kind)
-	}
-	return strings.Join(ks, ",")
-}
-
-// TestCheckSandboxPath: the paths fs/read and fs/write take, and cwd.
-func TestCheckSandboxPath(t *testing.T) {
-	for p, ok := range map[string]bool{
-		"/workspace/a b/ünï 文件.txt":     true,
-		"/":                             true,
-		"/a/./b":                        true,
-		"/a/..b/c":                      true,
-		"":                              false,
-		"a/b":                           false,
-		"/a/../b":                       false,
-		"/..":                           false,
-		"/a\nb":                         false,
-		"/a\rb":                         false,
-		"/a\x00b":                       false,
-		"/" + strings.Repeat("a", 4096): false,
-	} {
-		if err := checkSandboxPath("path", p); (err == nil) != ok || (err != nil && !errors.Is(err, ErrBadRequest)) {
-			t.Errorf("checkSandboxPath(%q) = %v, want ok=%v", p, err, ok)
-		}
-	}
-}
-
-func FuzzCheckSandboxPath(f *testing.F) {
-	for _, s := range []string{"/workspace/x", "a/../b", "/a\x00", "/ü/.."} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, p string) {
-		if checkSandboxPath("path", p) != nil {
-			return
-		}
-		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\x00\n\r") || strings.Contains("/"+p+"/", "/../") {
-			t.Errorf("accepted %q", p)
-		}
-	})
 }

@@ -109,12 +109,13 @@ type Manager struct {
 	budgets budgetsSlot
 	// cmds are the command hooks every command passes (pipeline.go).
 	cmds commandHooks
+	// sbx are the sandboxes sibling's hooks (sandbox.go).
+	sbx sandboxHooksSlot
 
 	mu        sync.Mutex
 	machines  map[string]hypervisor.Machine // session id → running sandbox
 	gate      map[string]string             // session id → lifecycle op in flight
 	done      bool                          // Shutdown or Detach ran: no more background work
-	expiry    map[string]*time.Timer        // sandbox id → its removal at expiry (removeAtExpiry)
 	egressLog egressLogSlot                 // where egress decisions go (egress.go)
 	life      lifecycleState                // execs in flight, markers, test hooks (gate.go)
 
@@ -477,7 +478,7 @@ func revisionErr(err error, id string, rev int64) error {
 	return err
 }
 
-// Get returns one session. A sandbox's id is not found here (GetSandbox).
+// Get returns one session. A sandbox's id is not found here (hostd/sandboxes).
 func (m *Manager) Get(ctx context.Context, tenant, id string) (*Session, error) {
 	s, _, err := m.load(ctx, tenant, id)
 	if err == nil && s.Kind == KindSandbox {
@@ -690,10 +691,6 @@ func (m *Manager) DeleteIfMatch(ctx context.Context, tenant, id string, rev int6
 	m.mu.Lock()
 	mc := m.machines[id]
 	delete(m.machines, id)
-	if t := m.expiry[id]; t != nil {
-		t.Stop()
-		delete(m.expiry, id)
-	}
 	m.mu.Unlock()
 	if mc != nil {
 		if err := mc.Stop(ctx); err != nil {
@@ -757,7 +754,6 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	m.done = true
 	machines := m.machines
 	m.machines = map[string]hypervisor.Machine{}
-	m.stopExpiryLocked()
 	m.mu.Unlock()
 	for id, mc := range machines {
 		m.stopMachine(ctx, id, mc)
@@ -799,9 +795,9 @@ func (m *Manager) Probe(ctx context.Context, tenant, id string) (*api.Probe, err
 
 // Sweep marks sessions past their expiry expired and stops their
 // sandboxes (the record and ledger stay until DELETE), and prunes the
-// egress log past its retention. Records of kind sandbox are removed
-// instead (sweepSandbox). hostd runs it 30 s after start and then every
-// minute.
+// egress log past its retention. Records of kind sandbox are handed to
+// the sandboxes sibling instead, which removes them (sweepSandbox).
+// hostd runs it 30 s after start and then every minute.
 func (m *Manager) Sweep(ctx context.Context) (expired int) {
 	// Expiry is the daemon's doing, whichever call noticed it.
 	ctx = auth.WithoutIdentity(ctx)

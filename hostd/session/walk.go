@@ -1,8 +1,10 @@
 package session
 
 // The pipeline as the siblings see it: a sibling that starts a command
-// in a sandbox (a terminal) walks the same named steps as the core's own
-// entries, with the stock steps the core exports and steps of its own.
+// in a sandbox (a terminal, a git verb) or changes its files (a write, a
+// delete, an upload's completion) walks the same named steps as the
+// core's own entries, with the stock steps the core exports and steps of
+// its own.
 // See pipeline.go for the order and what a walk gives back when it stops.
 
 import (
@@ -40,6 +42,44 @@ func (x Pipe) Started() { x.p.ran, x.p.kept = true, true }
 // WithNotes adds what the hooks annotated to a ledger entry.
 func (x Pipe) WithNotes(entry map[string]any) map[string]any { return x.p.withNotes(entry) }
 
+// LoadRunning is the load step's work, for a sibling whose load step
+// checks more (a git verb's repository): the session, running, its
+// machine's guest client and the confinement its commands run under
+// (404, 409).
+func (x Pipe) LoadRunning(ctx context.Context) error { return loadRunning().fn(ctx, x.p) }
+
+// RunBegan says the run step has begun in the guest (a git verb's first
+// git): record and usage follow even if a later step fails, but what the
+// steps took is still given back unless Keep is called.
+func (x Pipe) RunBegan() { x.p.ran = true }
+
+// Keep says what the steps took stays taken (the command's unit is
+// spent), whatever happens next.
+func (x Pipe) Keep() { x.p.kept = true }
+
+// Kept reports whether Keep (or Started) was called.
+func (x Pipe) Kept() bool { return x.p.kept }
+
+// Err is the walk's first error, for record and usage to see (nil while
+// the walk goes well).
+func (x Pipe) Err() error { return x.p.err }
+
+// AtEnd adds what to run when the walk ends, whatever happened (a work
+// slot to give back).
+func (x Pipe) AtEnd(f func()) { x.p.after = append(x.p.after, f) }
+
+// Answered says a step gave the answer already (an upload completed
+// before): the walk ends after this step, successfully.
+func (x Pipe) Answered() { x.p.answered = true }
+
+// Admit is AdmitStep's work, for a sibling whose admit step does more
+// (a git commit names itself in the budget's refusal): the limits
+// checked, the unit taken (given back if the walk stops before Keep),
+// the caps in Admission.
+func (x Pipe) Admit(ctx context.Context, what Start, timeout int) error {
+	return admitStep(what, timeout).fn(ctx, x.p)
+}
+
 // NewStep makes a step named name (one of the Step… names, at its place
 // in the order) of fn.
 func NewStep(name string, fn func(ctx context.Context, p Pipe) error) PipeStep {
@@ -68,6 +108,15 @@ func HooksStep(ledgerKind string) PipeStep { return runHooks(ledgerKind) }
 // sees it) through steps, in order (see pipeline.go).
 func (m *Manager) Walk(ctx context.Context, kind CommandKind, tenant, id string, steps ...PipeStep) error {
 	return m.newPipe(ctx, kind, tenant, id).walk(ctx, steps...)
+}
+
+// WalkVerb is Walk for a command whose Verb and Text are known before
+// its first step: a file change (verb write, delete or upload, text the
+// path) or a git verb (text "git <verb>").
+func (m *Manager) WalkVerb(ctx context.Context, kind CommandKind, tenant, id, verb, text string, steps ...PipeStep) error {
+	p := m.newPipe(ctx, kind, tenant, id)
+	p.cmd.Verb, p.cmd.Text = verb, text
+	return p.walk(ctx, steps...)
 }
 
 // WorkSlot takes session id's work slot, as a command does: a checkpoint,

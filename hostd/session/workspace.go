@@ -421,31 +421,6 @@ type guarded struct {
 
 func guardFor(s *Session) guarded { return guarded{deny: denyFor(s), exec: execFor(s)} }
 
-// writeTarget is machineFor for a write or delete of p: it also refuses
-// paths that would change a read-only workspace (refuseReadOnly, for a
-// clear message), and returns the lists the write must carry to the agent
-// (guardFor), which is the check that holds against links changed in
-// between. The agent itself writes as the guest user and never under the
-// image's system directories (api.SystemDirs).
-func (m *Manager) writeTarget(ctx context.Context, tenant, id, p string) (c *client.Client, g guarded, done func(), err error) {
-	s, _, mc, err := m.running(ctx, tenant, id)
-	if err != nil {
-		return nil, g, nil, err
-	}
-	// Refused while a lifecycle operation holds the session, and counted
-	// in flight until done, so a restore or fork waits for it.
-	done, err = m.commandStarts(id)
-	if err != nil {
-		return nil, g, nil, err
-	}
-	c = clientFor(mc)
-	if err := refuseReadOnly(ctx, c, s, p); err != nil {
-		done()
-		return nil, g, nil, err
-	}
-	return c, guardFor(s), done, nil
-}
-
 // underSystemDir returns the system directory of the image
 // (api.SystemDirs) that p lies under or is, or "".
 func underSystemDir(p string) string {

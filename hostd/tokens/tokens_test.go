@@ -106,7 +106,7 @@ func TestMintListRevoke(t *testing.T) {
 		}
 	}
 
-	sb, err := m.CreateSandbox(ctx, "", session.SandboxRequest{TTLSeconds: 600})
+	sb, err := m.CreateKind(ctx, "", session.CreateRequest{Agent: session.KindSandbox, TTLSeconds: 600}, session.KindSandbox)
 	if err != nil {
 		t.Fatal(err)
 	}

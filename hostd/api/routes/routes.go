@@ -33,7 +33,7 @@ const (
 	// guest takes, as base64, plus room for the JSON around it.
 	FileWriteBody = (api.MaxFileWriteBytes/3+1)*4 + 4096
 	// SandboxFileBytes is the largest file POST /v1/sandboxes/{id}/fs/write
-	// writes (hostd/session.MaxSandboxFileBytes; a test holds them equal).
+	// writes (hostd/sandboxes.MaxSandboxFileBytes; a test holds them equal).
 	SandboxFileBytes = 32 << 20
 	// SandboxWriteBody bounds POST /v1/sandboxes/{id}/fs/write: the
 	// largest file as base64, plus room for the JSON around it.

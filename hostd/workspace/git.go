@@ -1,4 +1,4 @@
-package session
+package workspace
 
 // The git verbs (status, diff, log, commit, branch) run git in the
 // session's sandbox, under its confinement, with a config the daemon
@@ -23,7 +23,7 @@ import (
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
-	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/session"
 )
 
 // Git limits.
@@ -67,7 +67,7 @@ type gitTarget struct {
 }
 
 // gitExec runs one git command and maps the agent's refusals.
-func (m *Manager) gitExec(ctx context.Context, t *gitTarget, cmd api.Command, stdin []byte, maxOut int64) (*api.ExecResult, error) {
+func gitExec(ctx context.Context, t *gitTarget, cmd api.Command, stdin []byte, maxOut int64) (*api.ExecResult, error) {
 	cmd.TimeoutSeconds, cmd.MaxOutputBytes, cmd.Confine = t.timeout, maxOut, t.confine
 	res, err := t.c.Exec(ctx, api.ExecRequest{Command: cmd, Stdin: stdin})
 	if err != nil && strings.Contains(err.Error(), "not found on PATH") {
@@ -91,49 +91,77 @@ func (m *Manager) gitExec(ctx context.Context, t *gitTarget, cmd api.Command, st
 
 // gitPlain runs git with the repository's own config: only for rev-parse
 // and config --list, which start no program whatever the config says.
-func (m *Manager) gitPlain(ctx context.Context, t *gitTarget, maxOut int64, args ...string) (*api.ExecResult, error) {
+func gitPlain(ctx context.Context, t *gitTarget, maxOut int64, args ...string) (*api.ExecResult, error) {
 	argv := append(append([]string{"git", "-C", t.repo}, gitSafetyArgs...), args...)
-	return m.gitExec(ctx, t, api.Command{Argv: argv, Env: []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+	return gitExec(ctx, t, api.Command{Argv: argv, Env: []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat"}}, nil, maxOut)
 }
 
 // git runs git with argv (never a shell line) in the session's sandbox,
 // under the session's confinement, with the daemon's config in place of
 // the repository's (api.GitCommand).
-func (m *Manager) git(ctx context.Context, t *gitTarget, stdin []byte, args ...string) (*api.ExecResult, error) {
-	return m.gitExec(ctx, t, api.Command{Git: &api.GitCommand{
+func git(ctx context.Context, t *gitTarget, stdin []byte, args ...string) (*api.ExecResult, error) {
+	return gitExec(ctx, t, api.Command{Git: &api.GitCommand{
 		Args:   append(append([]string{"-C", t.repo}, gitSafetyArgs...), args...),
 		GitDir: t.gitDir, CommonDir: t.commonDir, WorkTree: t.workTree, Config: t.cfg.text,
 	}}, stdin, MaxGitDiffBytes+1)
 }
 
-// gitRepo checks the repository path and that it exists. write says the
-// verb changes the repository, which a read-only workspace refuses.
-func (m *Manager) gitRepo(ctx context.Context, tenant, id, repo string, write bool) (*Session, *gitTarget, error) {
-	s, _, mc, err := m.running(ctx, tenant, id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if repo == "" {
-		repo = s.Workspace.Path
-	}
-	if !strings.HasPrefix(repo, "/") || strings.Contains(repo, "..") || strings.ContainsAny(repo, "\x00\n") || len(repo) > 1024 {
-		return nil, nil, bad("repo %q must be an absolute path without ..", repo)
-	}
-	c := clientFor(mc)
-	if write && s.Workspace.Mode == ModeReadOnly && pathWithin(path.Clean(repo), s.Workspace.Path) {
-		return nil, nil, fmt.Errorf("%w: the workspace %s of session %s is read-only, so git cannot change the repository %s", ErrForbidden, s.Workspace.Path, id, repo)
-	}
-	if _, err := c.Stat(ctx, repo); err != nil {
-		return nil, nil, guestErr(err)
-	}
-	return s, &gitTarget{c: c, repo: repo, confine: confinement(s), timeout: gitTimeout}, nil
+// gitLoad is the load step of a git verb: the session, running
+// (Pipe.LoadRunning), and the repository, whose path is checked and which
+// must exist; write says the verb changes the repository, which a
+// read-only workspace refuses. It fills t.
+func (w *Service) gitLoad(t *gitTarget, repo string, write bool) session.PipeStep {
+	return session.NewStep(session.StepLoad, func(ctx context.Context, p Pipe) error {
+		if err := p.LoadRunning(ctx); err != nil {
+			return err
+		}
+		s := p.Session()
+		if repo == "" {
+			repo = s.Workspace.Path
+		}
+		if !strings.HasPrefix(repo, "/") || strings.Contains(repo, "..") || strings.ContainsAny(repo, "\x00\n") || len(repo) > 1024 {
+			return bad("repo %q must be an absolute path without ..", repo)
+		}
+		if write && s.Workspace.Mode == session.ModeReadOnly && pathWithin(path.Clean(repo), s.Workspace.Path) {
+			return fmt.Errorf("%w: the workspace %s of session %s is read-only, so git cannot change the repository %s", ErrForbidden, s.Workspace.Path, s.ID, repo)
+		}
+		c := p.Guest()
+		if _, err := c.Stat(ctx, repo); err != nil {
+			return guestErr(err)
+		}
+		*t = gitTarget{c: c, repo: repo, confine: p.Command().Confine, timeout: gitTimeout}
+		return nil
+	})
+}
+
+// gate is the gate step of a git verb that changes the repository: the
+// session's work slot, held to the walk's end, so a restore or fork
+// does not replace the machine under it.
+func (w *Service) gate() session.PipeStep {
+	return session.NewStep(session.StepGate, func(_ context.Context, p Pipe) error {
+		done, err := w.m.WorkSlot(p.Command().Session)
+		if err != nil {
+			return err
+		}
+		p.AtEnd(done)
+		return nil
+	})
+}
+
+// gitRecord is the record step of a git verb: git.<verb>, once git ran
+// (gitLedger).
+func (w *Service) gitRecord(t *gitTarget, fields map[string]any) session.PipeStep {
+	return session.NewStep(session.StepRecord, func(ctx context.Context, p Pipe) error {
+		w.gitLedger(ctx, p.Command().Session, p.Command().Verb, t, p.WithNotes(fields), p.Err())
+		return nil
+	})
 }
 
 // gitOpen finds the repository's directories and reads its config into
 // the safe config the verb's git commands get.
-func (m *Manager) gitOpen(ctx context.Context, t *gitTarget) error {
-	res, err := m.gitPlain(ctx, t, 64<<10, "rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir", "--show-toplevel")
+func gitOpen(ctx context.Context, t *gitTarget) error {
+	res, err := gitPlain(ctx, t, 64<<10, "rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir", "--show-toplevel")
 	if err != nil {
 		return err
 	}
@@ -150,7 +178,7 @@ func (m *Manager) gitOpen(ctx context.Context, t *gitTarget) error {
 		}
 	}
 	t.gitDir, t.commonDir, t.workTree = lines[0], lines[1], lines[2]
-	res, err = m.gitPlain(ctx, t, maxGitConfigList, "config", "--list", "-z", "--includes", "--show-scope")
+	res, err = gitPlain(ctx, t, maxGitConfigList, "config", "--list", "-z", "--includes", "--show-scope")
 	if err != nil {
 		return err
 	}
@@ -179,7 +207,7 @@ func gitFailed(verb string, res *api.ExecResult) error {
 // gitLedger records a git verb: fields, the repository, the guest time
 // its commands took, the config keys git was not given, and the error
 // when it failed after git ran.
-func (m *Manager) gitLedger(ctx context.Context, id, verb string, t *gitTarget, fields map[string]any, err error) {
+func (w *Service) gitLedger(ctx context.Context, id, verb string, t *gitTarget, fields map[string]any, err error) {
 	if t == nil || !t.ran {
 		return // refused before git ran
 	}
@@ -194,22 +222,22 @@ func (m *Manager) gitLedger(ctx context.Context, id, verb string, t *gitTarget, 
 	if err != nil {
 		fields["error"] = clipText(err.Error(), 300)
 	}
-	m.ledgerAppend(context.WithoutCancel(ctx), id, "git."+verb, fields)
+	w.m.LedgerAppend(context.WithoutCancel(ctx), id, "git."+verb, fields)
 }
 
 // GitStatus is `git status --short --branch`.
-func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (out *GitResult, err error) {
-	p, t := m.newGitPipe(ctx, tenant, id, "status")
+func (w *Service) GitStatus(ctx context.Context, tenant, id, repo string) (out *GitResult, err error) {
+	t := &gitTarget{} //done //done //done //done
 	fields := map[string]any{}
-	err = p.walk(ctx,
-		gitLoad(t, repo, false),
-		runHooks("git"),
-		step(StepRun, func(ctx context.Context) error {
-			p.ran = true
-			if err := m.gitOpen(ctx, t); err != nil {
+	err = w.m.WalkVerb(ctx, session.CommandGit, tenant, id, "status", "git status",
+		w.gitLoad(t, repo, false),
+		session.HooksStep("git"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			p.RunBegan()
+			if err := gitOpen(ctx, t); err != nil {
 				return err
 			}
-			res, err := m.git(ctx, t, nil, "status", "--short", "--branch", "--ignore-submodules=dirty")
+			res, err := git(ctx, t, nil, "status", "--short", "--branch", "--ignore-submodules=dirty")
 			if err != nil {
 				return err
 			}
@@ -219,7 +247,7 @@ func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (out *
 			out = &GitResult{Repo: t.repo, Output: string(res.Stdout)}
 			return nil
 		}),
-		gitRecord(t, fields),
+		w.gitRecord(t, fields),
 	)
 	if err != nil {
 		return nil, err
@@ -229,24 +257,24 @@ func (m *Manager) GitStatus(ctx context.Context, tenant, id, repo string) (out *
 
 // GitDiff is `git diff [--cached] [-- path]`, cut at 256 KiB, with no
 // external diff or textconv program.
-func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, staged bool) (out *GitResult, err error) {
-	p, t := m.newGitPipe(ctx, tenant, id, "diff")
+func (w *Service) GitDiff(ctx context.Context, tenant, id, repo, path string, staged bool) (out *GitResult, err error) {
+	t := &gitTarget{}
 	fields := map[string]any{"staged": staged}
 	if path != "" {
 		fields["path"] = path
 	}
-	err = p.walk(ctx,
-		step(StepValidate, func(context.Context) error {
+	err = w.m.WalkVerb(ctx, session.CommandGit, tenant, id, "diff", "git diff",
+		session.NewStep(session.StepValidate, func(context.Context, Pipe) error {
 			if path != "" && (strings.HasPrefix(path, "-") || strings.Contains(path, "..") || strings.HasPrefix(path, "/") || strings.ContainsAny(path, "\x00\n")) {
 				return bad("path %q must be relative to the repository, without .. and not starting with -", path)
 			}
 			return nil
 		}),
-		gitLoad(t, repo, false),
-		runHooks("git"),
-		step(StepRun, func(ctx context.Context) error {
-			p.ran = true
-			if err := m.gitOpen(ctx, t); err != nil {
+		w.gitLoad(t, repo, false),
+		session.HooksStep("git"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			p.RunBegan()
+			if err := gitOpen(ctx, t); err != nil {
 				return err
 			}
 			args := []string{"diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"}
@@ -256,7 +284,7 @@ func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, st
 			if path != "" {
 				args = append(args, "--", path)
 			}
-			res, err := m.git(ctx, t, nil, args...)
+			res, err := git(ctx, t, nil, args...)
 			if err != nil {
 				return err
 			}
@@ -270,7 +298,7 @@ func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, st
 			fields["bytes"], fields["truncated"] = len(out.Output), out.Truncated
 			return nil
 		}),
-		gitRecord(t, fields),
+		w.gitRecord(t, fields),
 	)
 	if err != nil {
 		return nil, err
@@ -279,24 +307,24 @@ func (m *Manager) GitDiff(ctx context.Context, tenant, id, repo, path string, st
 }
 
 // GitLog is the last n commits.
-func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (out *GitResult, err error) {
-	p, t := m.newGitPipe(ctx, tenant, id, "log")
+func (w *Service) GitLog(ctx context.Context, tenant, id, repo string, n int) (out *GitResult, err error) {
+	t := &gitTarget{}
 	fields := map[string]any{"n": n}
-	err = p.walk(ctx,
-		step(StepValidate, func(context.Context) error {
+	err = w.m.WalkVerb(ctx, session.CommandGit, tenant, id, "log", "git log",
+		session.NewStep(session.StepValidate, func(context.Context, Pipe) error {
 			if n < 1 || n > MaxGitLog {
 				return bad("n %d must be from 1 to %d", n, MaxGitLog)
 			}
 			return nil
 		}),
-		gitLoad(t, repo, false),
-		runHooks("git"),
-		step(StepRun, func(ctx context.Context) error {
-			p.ran = true
-			if err := m.gitOpen(ctx, t); err != nil {
+		w.gitLoad(t, repo, false),
+		session.HooksStep("git"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			p.RunBegan()
+			if err := gitOpen(ctx, t); err != nil {
 				return err
 			}
-			res, err := m.git(ctx, t, nil, "log", "-n", strconv.Itoa(n), "--no-show-signature", "--no-notes", "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
+			res, err := git(ctx, t, nil, "log", "-n", strconv.Itoa(n), "--no-show-signature", "--no-notes", "--format=%H%x1f%an%x1f%ae%x1f%at%x1f%s")
 			if err != nil {
 				return err
 			}
@@ -320,7 +348,7 @@ func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (o
 			fields["entries"] = len(out.Entries)
 			return nil
 		}),
-		gitRecord(t, fields),
+		w.gitRecord(t, fields),
 	)
 	if err != nil {
 		return nil, err
@@ -330,8 +358,8 @@ func (m *Manager) GitLog(ctx context.Context, tenant, id, repo string, n int) (o
 
 // gitRefs resolves names with cat-file --batch-check: the object id of
 // each, "" for one that does not exist.
-func (m *Manager) gitRefs(ctx context.Context, t *gitTarget, names ...string) ([]string, error) {
-	res, err := m.git(ctx, t, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch-check=%(objectname)")
+func gitRefs(ctx context.Context, t *gitTarget, names ...string) ([]string, error) {
+	res, err := git(ctx, t, []byte(strings.Join(names, "\n")+"\n"), "cat-file", "--batch-check=%(objectname)")
 	if err != nil {
 		return nil, err
 	}
@@ -361,8 +389,8 @@ var emptyTrees = map[string]bool{
 // gitAddAll is `git add -A` over the whole work tree except the
 // submodules in the index: git add starts a git in each of those to see
 // whether it changed, and that git would read the submodule's own config.
-func (m *Manager) gitAddAll(ctx context.Context, t *gitTarget) error {
-	res, err := m.git(ctx, t, nil, "ls-files", "--stage", "-z", "--full-name", "--", ":/")
+func gitAddAll(ctx context.Context, t *gitTarget) error {
+	res, err := git(ctx, t, nil, "ls-files", "--stage", "-z", "--full-name", "--", ":/")
 	if err != nil {
 		return err
 	}
@@ -383,7 +411,7 @@ func (m *Manager) gitAddAll(ctx context.Context, t *gitTarget) error {
 	if len(spec)-1 > maxGitlinks {
 		return fmt.Errorf("%w: %s has %d submodules, more than %d; stage with exec and commit with staged_only", ErrConflict, t.repo, len(spec)-1, maxGitlinks)
 	}
-	res, err = m.git(ctx, t, []byte(strings.Join(spec, "\x00")), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
+	res, err = git(ctx, t, []byte(strings.Join(spec, "\x00")), "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul")
 	if err != nil {
 		return err
 	}
@@ -420,45 +448,45 @@ func cleanMessage(msg string) string {
 // GitCommit stages everything (unless staged_only) and commits, as the
 // repository's configured user or "Paddock Agent", never signed, running
 // no hook. It is one exec of the session's budget.
-func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
-	p, t := m.newGitPipe(ctx, tenant, id, "commit")
+func (w *Service) GitCommit(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
+	t := &gitTarget{}
 	msg := cleanMessage(req.Message)
 	fields := map[string]any{"message": req.Message, "staged_only": req.StagedOnly}
-	err = p.walk(ctx,
-		step(StepValidate, func(context.Context) error {
+	err = w.m.WalkVerb(ctx, session.CommandGit, tenant, id, "commit", "git commit",
+		session.NewStep(session.StepValidate, func(context.Context, Pipe) error {
 			if msg == "" || len(req.Message) > MaxCommitMsg || strings.ContainsRune(req.Message, 0) {
 				return bad("message must be 1 to %d bytes without NUL", MaxCommitMsg)
 			}
 			return nil
 		}),
-		gitLoad(t, req.Repo, true),
+		w.gitLoad(t, req.Repo, true),
 		// In flight like a command: a restore or fork must not replace
 		// the machine under it.
-		gateCommand(false),
+		w.gate(),
 		// A commit is an exec for the budget: max_execs, and its time
 		// counts as exec time. The unit goes back when the commit stops
 		// before it stages anything.
-		pipeStep{StepAdmit, func(ctx context.Context, p *pipe) error {
-			if err := admitStep(StartExec, gitTimeout).fn(ctx, p); err != nil {
+		session.NewStep(session.StepAdmit, func(ctx context.Context, p Pipe) error {
+			if err := p.Admit(ctx, session.StartExec, gitTimeout); err != nil {
 				var be *BudgetError
 				if errors.As(err, &be) {
 					be.What = "git commit"
 				}
 				return err
 			}
-			t.timeout = p.adm.Timeout
+			t.timeout = p.Admission().Timeout
 			return nil
-		}},
-		runHooks("git"),
-		step(StepRun, func(ctx context.Context) error {
-			p.ran = true
-			if err := m.gitOpen(ctx, t); err != nil {
+		}),
+		session.HooksStep("git"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			p.RunBegan()
+			if err := gitOpen(ctx, t); err != nil {
 				return err
 			}
 			if len(t.cfg.filters) > 0 {
 				return fmt.Errorf("%w: the repository's config sets %s, a program the git verbs do not run, so git/commit would store files unfiltered; commit with exec, where the session's process rules apply", ErrConflict, t.cfg.filters[0])
 			}
-			p.kept = true // the unit is spent from here, with the guest time
+			p.Keep() // the unit is spent from here, with the guest time
 			if !t.cfg.hasEmail {
 				t.cfg.text += "[user]\n\temail = \"agent@paddock.local\"\n"
 			}
@@ -466,11 +494,11 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 				t.cfg.text += "[user]\n\tname = \"Paddock Agent\"\n"
 			}
 			if !req.StagedOnly {
-				if err := m.gitAddAll(ctx, t); err != nil {
+				if err := gitAddAll(ctx, t); err != nil {
 					return err
 				}
 			}
-			refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", "HEAD^{tree}", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
+			refs, err := gitRefs(ctx, t, "HEAD^{commit}", "HEAD^{tree}", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD")
 			if err != nil {
 				return err
 			}
@@ -479,7 +507,7 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 					return fmt.Errorf("%w: %s is in progress in %s; conclude it with exec", ErrConflict, name, t.repo)
 				}
 			}
-			res, err := m.git(ctx, t, nil, "write-tree")
+			res, err := git(ctx, t, nil, "write-tree")
 			if err != nil {
 				return err
 			}
@@ -495,7 +523,7 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 			if parent != "" {
 				args = append(args, "-p", parent)
 			}
-			res, err = m.git(ctx, t, []byte(msg), args...)
+			res, err = git(ctx, t, []byte(msg), args...)
 			if err != nil {
 				return err
 			}
@@ -510,7 +538,7 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 			}
 			// The old value makes the update fail if HEAD moved meanwhile ("" is
 			// "must not exist yet" for a first commit).
-			res, err = m.git(ctx, t, nil, "update-ref", "-m", reflog, "HEAD", commit, parent)
+			res, err = git(ctx, t, nil, "update-ref", "-m", reflog, "HEAD", commit, parent)
 			if err != nil {
 				return err
 			}
@@ -521,10 +549,10 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 			out = &GitResult{Repo: t.repo, Commit: commit}
 			return nil
 		}),
-		gitRecord(t, fields),
-		step(StepUsage, func(context.Context) error {
-			if p.kept {
-				m.addUsage(id, store.UsageRow{Execs: p.adm.Untaken(), ExecMS: t.ms})
+		w.gitRecord(t, fields),
+		session.NewStep(session.StepUsage, func(_ context.Context, p Pipe) error {
+			if p.Kept() {
+				p.CountExec(t.ms)
 			}
 			return nil
 		}),
@@ -537,35 +565,35 @@ func (m *Manager) GitCommit(ctx context.Context, tenant, id string, req GitReque
 
 // GitBranch creates a branch at HEAD and switches to it (git switch -c,
 // done with update-ref and symbolic-ref: no hook, no checkout).
-func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
-	p, t := m.newGitPipe(ctx, tenant, id, "branch")
+func (w *Service) GitBranch(ctx context.Context, tenant, id string, req GitRequest) (out *GitResult, err error) {
+	t := &gitTarget{}
 	fields := map[string]any{"branch": req.Name}
-	err = p.walk(ctx,
-		step(StepValidate, func(context.Context) error {
+	err = w.m.WalkVerb(ctx, session.CommandGit, tenant, id, "branch", "git branch",
+		session.NewStep(session.StepValidate, func(context.Context, Pipe) error {
 			if !branchRE.MatchString(req.Name) || strings.Contains(req.Name, "..") || strings.HasSuffix(req.Name, ".lock") || strings.HasSuffix(req.Name, "/") {
 				return bad("branch name %q: letters, digits, '.', '_', '-' and '/', not starting with - and without ..", req.Name)
 			}
 			return nil
 		}),
-		gitLoad(t, req.Repo, true),
+		w.gitLoad(t, req.Repo, true),
 		// In flight like a command: a restore or fork must not replace
 		// the machine under it.
-		gateCommand(false),
-		runHooks("git"),
-		step(StepRun, func(ctx context.Context) error {
-			p.ran = true
-			if err := m.gitOpen(ctx, t); err != nil {
+		w.gate(),
+		session.HooksStep("git"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			p.RunBegan()
+			if err := gitOpen(ctx, t); err != nil {
 				return err
 			}
 			ref := "refs/heads/" + req.Name
-			res, err := m.git(ctx, t, nil, "check-ref-format", ref)
+			res, err := git(ctx, t, nil, "check-ref-format", ref)
 			if err != nil {
 				return err
 			}
 			if res.ExitCode != 0 {
 				return bad("branch name %q is not a valid git branch name (git check-ref-format)", req.Name)
 			}
-			refs, err := m.gitRefs(ctx, t, "HEAD^{commit}", ref)
+			refs, err := gitRefs(ctx, t, "HEAD^{commit}", ref)
 			if err != nil {
 				return err
 			}
@@ -573,7 +601,7 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 				return fmt.Errorf("%w: branch %s already exists", ErrConflict, req.Name)
 			}
 			from := "HEAD"
-			res, err = m.git(ctx, t, nil, "symbolic-ref", "-q", "--short", "HEAD")
+			res, err = git(ctx, t, nil, "symbolic-ref", "-q", "--short", "HEAD")
 			if err != nil {
 				return err
 			}
@@ -583,7 +611,7 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 				from = refs[0]
 			}
 			if refs[0] != "" {
-				res, err = m.git(ctx, t, nil, "update-ref", "-m", "branch: Created from HEAD", ref, refs[0], "")
+				res, err = git(ctx, t, nil, "update-ref", "-m", "branch: Created from HEAD", ref, refs[0], "")
 				if err != nil {
 					return err
 				}
@@ -594,7 +622,7 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 					return gitFailed("update-ref", res)
 				}
 			}
-			res, err = m.git(ctx, t, nil, "symbolic-ref", "-m", "checkout: moving from "+from+" to "+req.Name, "HEAD", ref)
+			res, err = git(ctx, t, nil, "symbolic-ref", "-m", "checkout: moving from "+from+" to "+req.Name, "HEAD", ref)
 			if err != nil {
 				return err
 			}
@@ -604,7 +632,7 @@ func (m *Manager) GitBranch(ctx context.Context, tenant, id string, req GitReque
 			out = &GitResult{Repo: t.repo, Branch: req.Name}
 			return nil
 		}),
-		gitRecord(t, fields),
+		w.gitRecord(t, fields),
 	)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package session
+package workspace
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 )
 
@@ -32,8 +33,8 @@ type (
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-func (m *Manager) getUpload(ctx context.Context, id, up string) (*Upload, error) {
-	row, err := m.st.GetUpload(ctx, id, up)
+func (w *Service) getUpload(ctx context.Context, id, up string) (*Upload, error) {
+	row, err := w.m.Store().GetUpload(ctx, id, up)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: upload %s", ErrNotFound, up)
 	}
@@ -44,16 +45,16 @@ func (m *Manager) getUpload(ctx context.Context, id, up string) (*Upload, error)
 	return &u, json.Unmarshal(row.Record, &u)
 }
 
-func (m *Manager) putUpload(ctx context.Context, id string, u *Upload) error {
+func (w *Service) putUpload(ctx context.Context, id string, u *Upload) error {
 	raw, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
-	return m.st.PutUpload(ctx, store.UploadRow{SessionID: id, UploadID: u.ID, Record: raw})
+	return w.m.Store().PutUpload(ctx, store.UploadRow{SessionID: id, UploadID: u.ID, Record: raw})
 }
 
 // OpenUpload starts a resumable upload.
-func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadRequest) (*Upload, error) {
+func (w *Service) OpenUpload(ctx context.Context, tenant, id string, req UploadRequest) (*Upload, error) {
 	if req.Size < 1 || req.Size > MaxUploadBytes {
 		return nil, bad("size %d must be from 1 to %d", req.Size, MaxUploadBytes)
 	}
@@ -64,16 +65,16 @@ func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadR
 	if !strings.HasPrefix(req.Path, "/") || strings.Contains(req.Path, "..") || strings.ContainsAny(req.Path, "\x00\n") || len(req.Path) > 4096 {
 		return nil, bad("path %q must be absolute, without .., NUL or newline", req.Path)
 	}
-	c, _, done, err := m.writeTarget(ctx, tenant, id, req.Path)
+	c, done, err := w.writeTarget(ctx, tenant, id, req.Path)
 	if err != nil {
 		return nil, err
 	}
-	err = m.admitWriteTo(ctx, tenant, id, c, req.Size, "upload")
+	err = w.admitWrite(ctx, tenant, id, c, req.Size, "upload")
 	done() // a check only: nothing is written yet
 	if err != nil {
 		return nil, err
 	}
-	rows, err := m.st.ListUploads(ctx, id)
+	rows, err := w.m.Store().ListUploads(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -90,25 +91,25 @@ func (m *Manager) OpenUpload(ctx context.Context, tenant, id string, req UploadR
 	var b [8]byte
 	rand.Read(b[:])
 	u := &Upload{ID: "up-" + hex.EncodeToString(b[:]), Path: req.Path, Size: req.Size, SHA256: req.SHA256, Mode: req.Mode,
-		Parents: req.Parents, State: UploadOpen, CreatedAt: m.now().UTC()}
-	if err := m.putUpload(ctx, id, u); err != nil {
+		Parents: req.Parents, State: UploadOpen, CreatedAt: w.m.Now().UTC()}
+	if err := w.putUpload(ctx, id, u); err != nil {
 		return nil, err
 	}
-	m.ledgerAppend(ctx, id, "upload.open", map[string]any{"upload": u.ID, "path": u.Path, "size": u.Size})
+	w.m.LedgerAppend(ctx, id, "upload.open", map[string]any{"upload": u.ID, "path": u.Path, "size": u.Size})
 	return u, nil
 }
 
 // UploadChunk stores the bytes at offset; offset must be what was received.
-func (m *Manager) UploadChunk(ctx context.Context, tenant, id, up string, offset int64, data []byte) (*Upload, error) {
+func (w *Service) UploadChunk(ctx context.Context, tenant, id, up string, offset int64, data []byte) (*Upload, error) {
 	if len(data) == 0 || len(data) > MaxUploadChunk {
 		return nil, bad("a chunk is 1 to %d bytes", MaxUploadChunk)
 	}
-	c, done, err := m.machineForWrite(ctx, tenant, id)
+	c, done, err := w.machineForWrite(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	u, err := m.getUpload(ctx, id, up)
+	u, err := w.getUpload(ctx, id, up)
 	if err != nil {
 		return nil, err
 	}
@@ -126,23 +127,23 @@ func (m *Manager) UploadChunk(ctx context.Context, tenant, id, up string, offset
 		return nil, guestErr(err)
 	}
 	u.Received, u.Parts = part.Received, u.Parts+1
-	return u, m.putUpload(ctx, id, u)
+	return u, w.putUpload(ctx, id, u)
 }
 
 // GetUpload returns an upload's record.
-func (m *Manager) GetUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
-	if _, _, err := m.load(ctx, tenant, id); err != nil {
+func (w *Service) GetUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
+	if _, err := w.m.Load(ctx, tenant, id); err != nil {
 		return nil, err
 	}
-	return m.getUpload(ctx, id, up)
+	return w.getUpload(ctx, id, up)
 }
 
 // ListUploads lists the session's uploads.
-func (m *Manager) ListUploads(ctx context.Context, tenant, id string) ([]*Upload, error) {
-	if _, _, err := m.load(ctx, tenant, id); err != nil {
+func (w *Service) ListUploads(ctx context.Context, tenant, id string) ([]*Upload, error) {
+	if _, err := w.m.Load(ctx, tenant, id); err != nil {
 		return nil, err
 	}
-	rows, err := m.st.ListUploads(ctx, id)
+	rows, err := w.m.Store().ListUploads(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -158,44 +159,42 @@ func (m *Manager) ListUploads(ctx context.Context, tenant, id string) ([]*Upload
 
 // CompleteUpload assembles, verifies and renames the file into place. A
 // second call after success answers the same record.
-func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
-	p := m.newFilePipe(ctx, tenant, id, "upload", "")
+func (w *Service) CompleteUpload(ctx context.Context, tenant, id, up string) (*Upload, error) {
 	var u *Upload
-	err := p.walk(ctx,
-		loadRunning(),
-		pipeStep{StepGate, func(ctx context.Context, p *pipe) error {
+	err := w.m.WalkVerb(ctx, session.CommandFile, tenant, id, "upload", "",
+		session.LoadRunningStep(),
+		session.NewStep(session.StepGate, func(ctx context.Context, p Pipe) error {
 			// In flight like a command: a restore or fork must not
 			// replace the machine under it.
-			done, err := m.commandStarts(id)
+			done, err := w.m.WorkSlot(id)
 			if err != nil {
 				return err
 			}
-			p.after = append(p.after, done)
-			if u, err = m.getUpload(ctx, id, up); err != nil {
+			p.AtEnd(done)
+			if u, err = w.getUpload(ctx, id, up); err != nil {
 				return err
 			}
 			if u.State == UploadComplete {
-				p.answered = true // completed already: the same record
+				p.Answered() // completed already: the same record
 				return nil
 			}
-			p.cmd.Text = u.Path
+			p.Command().Text = u.Path
 			// Checked again: the links on the way to the path may have
 			// changed since the upload was opened.
-			if err := refuseReadOnly(ctx, p.cl, p.s, u.Path); err != nil {
+			if err := session.RefuseReadOnly(ctx, p.Guest(), p.Session(), u.Path); err != nil {
 				return err
 			}
 			if u.Received != u.Size {
 				return fmt.Errorf("%w: %d of %d bytes received; continue at offset=%d", ErrConflict, u.Received, u.Size, u.Received)
 			}
 			return nil
-		}},
-		// Measured again: the workspace may have grown since the open.
-		step(StepAdmit, func(ctx context.Context) error {
-			return m.admitWrite(ctx, p.s, p.cl, u.Size, "upload")
 		}),
-		runHooks("file"),
-		step(StepRun, func(ctx context.Context) error {
-			res, err := p.cl.CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: denyFor(p.s), Exec: execFor(p.s)})
+		// Measured again: the workspace may have grown since the open.
+		session.AdmitWriteStep(func() int64 { return u.Size }, "upload"),
+		session.HooksStep("file"),
+		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
+			deny, exec := session.WriteGuard(p.Session())
+			res, err := p.Guest().CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: deny, Exec: exec})
 			if err != nil {
 				return guestErr(err)
 			}
@@ -203,14 +202,14 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 			if u.SHA256 == "" {
 				u.SHA256 = res.SHA256
 			}
-			if err := m.putUpload(ctx, id, u); err != nil {
+			if err := w.putUpload(ctx, id, u); err != nil {
 				return err
 			}
-			p.ran, p.kept = true, true
+			p.Started()
 			return nil
 		}),
-		step(StepRecord, func(ctx context.Context) error {
-			m.ledgerAppend(ctx, id, "file.upload", p.withNotes(map[string]any{"upload": up, "path": u.Path, "size": u.Size, "verified": u.Verified}))
+		session.NewStep(session.StepRecord, func(ctx context.Context, p Pipe) error {
+			w.m.LedgerAppend(ctx, id, "file.upload", p.WithNotes(map[string]any{"upload": up, "path": u.Path, "size": u.Size, "verified": u.Verified}))
 			return nil
 		}),
 	)
@@ -221,21 +220,21 @@ func (m *Manager) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 }
 
 // AbortUpload drops an upload and its parts in the guest.
-func (m *Manager) AbortUpload(ctx context.Context, tenant, id, up string) error {
-	c, done, err := m.machineForWrite(ctx, tenant, id)
+func (w *Service) AbortUpload(ctx context.Context, tenant, id, up string) error {
+	c, done, err := w.machineForWrite(ctx, tenant, id)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if _, err := m.getUpload(ctx, id, up); err != nil {
+	if _, err := w.getUpload(ctx, id, up); err != nil {
 		return err
 	}
 	if err := c.AbortUpload(ctx, up); err != nil && !errors.Is(guestErr(err), ErrNotFound) {
 		return guestErr(err)
 	}
-	if err := m.st.DeleteUpload(ctx, id, up); err != nil {
+	if err := w.m.Store().DeleteUpload(ctx, id, up); err != nil {
 		return err
 	}
-	m.ledgerAppend(ctx, id, "upload.abort", map[string]any{"upload": up})
+	w.m.LedgerAppend(ctx, id, "upload.abort", map[string]any{"upload": up})
 	return nil
 }

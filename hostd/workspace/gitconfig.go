@@ -1,4 +1,4 @@
-package session
+package workspace
 
 // The git verbs read a repository's config as untrusted. The workspace is
 // the agent's: a file write or any command can plant a .git/config whose
