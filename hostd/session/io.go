@@ -199,6 +199,11 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 				entry["streamed"] = true
 			}
 			m.ledgerAppend(ctx, id, "job.start", p.withNotes(entry))
+			if streamed {
+				// The exec entry follows when the command ends, made by
+				// the host whether or not the caller is still there.
+				go m.followStreamed(id, p.cl, j.ID)
+			}
 			return nil
 		}),
 		step(StepUsage, func(context.Context) error {
