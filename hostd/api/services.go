@@ -5,6 +5,7 @@ import (
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/replay"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
@@ -18,10 +19,30 @@ type Services struct {
 	Approvals *approvals.Service
 	Grants    *grants.Service
 	Previews  *previews.Service
+	Replay    *replay.Service
 	Sandboxes *sandboxes.Service
 	Terminals *terminals.Service
 	Tokens    *tokens.Service
 	Workspace *workspace.Service
+}
+
+// Missing names the services svc lacks. Every route of a service needs
+// it, so hostd/daemon sets all of them (and refuses to start otherwise).
+func (svc Services) Missing() []string {
+	var out []string
+	for _, x := range []struct {
+		name string
+		nil_ bool
+	}{
+		{"approvals", svc.Approvals == nil}, {"grants", svc.Grants == nil}, {"previews", svc.Previews == nil},
+		{"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
+		{"workspace", svc.Workspace == nil}, {"replay", svc.Replay == nil},
+	} {
+		if x.nil_ {
+			out = append(out, x.name)
+		}
+	}
+	return out
 }
 
 // SetServices gives the server the sibling services, serves preview

@@ -193,7 +193,17 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 			if p.adm.Capped {
 				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.Timeout, true
 			}
+			if streamed {
+				// An exec/stream: its exec entry follows at its exit, so
+				// a replay runs it from there, not as a job.
+				entry["streamed"] = true
+			}
 			m.ledgerAppend(ctx, id, "job.start", p.withNotes(entry))
+			if streamed {
+				// The exec entry follows when the command ends, made by
+				// the host whether or not the caller is still there.
+				go m.followStreamed(id, p.cl, j.ID)
+			}
 			return nil
 		}),
 		step(StepUsage, func(context.Context) error {
