@@ -581,6 +581,8 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 	return m.ForkAs(ctx, s, n, hypervisor.ForkIdentity{})
 }
 
+var _ hypervisor.IdentityForker = (*Machine)(nil)
+
 // ForkAs implements hypervisor.IdentityForker: Fork whose children take
 // the host name and machine-id of id that are set.
 func (m *Machine) ForkAs(ctx context.Context, s hypervisor.Snapshot, n int, id hypervisor.ForkIdentity) ([]hypervisor.Machine, error) {
