@@ -207,6 +207,13 @@ func TestForkIdentityUniqueRefused(t *testing.T) {
 	if len(got.Children) != 0 || got.Usage.Children != 0 {
 		t.Errorf("a refused unique fork kept children: %v (usage %d)", got.Children, got.Usage.Children)
 	}
+	// preserve needs the parent's identity, which the fake has none of.
+	if code := call(t, d.url, "POST", sp(s.ID)+"/fork", map[string]any{"count": 1, "identity": "preserve"}, &e); code != 409 || !strings.Contains(e.Error, "preserve") {
+		t.Errorf("preserve on the fake backend: %d %+v, want 409 naming preserve", code, e)
+	}
+	if got, _ := d.c.GetSession(ctx, s.ID); len(got.Children) != 0 {
+		t.Errorf("a refused preserve fork kept children: %v", got.Children)
+	}
 	fr, err := d.c.ForkWith(ctx, s.ID, -1, session.ForkRequest{Count: 1})
 	if err != nil || len(fr.Children) != 1 || fr.IdentityNote == "" {
 		t.Fatalf("best-effort on the fake backend: %+v %v, want a child and a note", fr, err)
