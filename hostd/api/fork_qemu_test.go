@@ -17,7 +17,7 @@ import (
 // and a fork into 2 from it goes ahead. Both children's counters go on
 // from the checkpoint's value; each child answers for the parent's jobs
 // (read, stdin, kill); nothing is listed as not carried; the parent's
-// counter keeps going.
+// counter keeps going. A fork of the state now is from memory too.
 func TestForkMemoryQEMULive(t *testing.T) {
 	testutil.RequiresRoot(t)
 	if testing.Short() {
@@ -109,6 +109,18 @@ func TestForkMemoryQEMULive(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if c2 := counterValue(t, d.c, s.ID); c2 <= c1 {
 		t.Errorf("the parent's counter stopped: %d → %d", c1, c2)
+	}
+	// A fork of the state now is taken with memory too: the counter goes
+	// on in the child, from about where the parent was.
+	now, err := d.c.ForkWith(ctx, s.ID, -1, session.ForkRequest{Count: 1})
+	if err != nil || len(now.Children) != 1 || !now.Memory || len(now.NotCarried) != 0 {
+		t.Fatalf("fork of the state now: %+v %v, want one child from memory", now, err)
+	}
+	defer d.c.DeleteSession(ctx, now.Children[0].ID)
+	k1 := counterValue(t, d.c, now.Children[0].ID)
+	time.Sleep(2 * time.Second)
+	if k2 := counterValue(t, d.c, now.Children[0].ID); k2 <= k1 || k1 < c1 {
+		t.Errorf("the counter in a fork of the state now: %d → %d (the parent was at %d before)", k1, k2, c1)
 	}
 	var j session.Job
 	if code := call(t, d.url, "GET", p+"/jobs/"+counterJob.ID, nil, &j); code != 200 || j.State != "running" {
