@@ -218,23 +218,33 @@ func (s *Service) apply(ctx context.Context, tenant string, child, parent *sessi
 }
 
 // checkpoint takes the parent's disk checkpoint pre-promote-<child>-<time>
-// (a suffix when that tag exists already) under the hold.
+// (with a suffix when that tag exists already) under the hold.
 func (s *Service) checkpoint(ctx context.Context, tenant, parent, child string) (string, error) {
 	stamp := s.m.Now().UTC().Format("20060102T150405Z")
-	if max := 64 - len("pre-promote--") - len(stamp) - 2; len(child) > max {
-		child = child[:max]
-	}
-	tag := "pre-promote-" + child + "-" + stamp
-	for i := 2; ; i++ {
+	for i := 1; ; i++ {
+		tag := checkpointTag(child, stamp, i)
 		ck, err := s.m.CheckpointHeld(ctx, tenant, parent, op, tag, false)
 		if err == nil {
 			return ck.Tag, nil
 		}
-		if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "already has a checkpoint") || i > 9 {
+		if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "already has a checkpoint") || i >= 9 {
 			return "", err
 		}
-		tag = fmt.Sprintf("pre-promote-%s-%s-%d", child, stamp, i)
 	}
+}
+
+// checkpointTag is pre-promote-<child>-<stamp>, and -<n> after it from the
+// second on, with the child's id cut to keep the tag within a tag's 64
+// characters.
+func checkpointTag(child, stamp string, n int) string {
+	suffix := ""
+	if n > 1 {
+		suffix = fmt.Sprintf("-%d", n)
+	}
+	if max := apiv1.MaxTagLen - len("pre-promote--") - len(stamp) - len(suffix); len(child) > max {
+		child = child[:max]
+	}
+	return "pre-promote-" + child + "-" + stamp + suffix
 }
 
 // transfer makes the parent's file at abs what the child's is (ch), or

@@ -11,34 +11,36 @@ package session
 import (
 	"context"
 	"fmt"
-	"regexp"
 
 	"paddock.dev/paddock/guest/api"
 )
 
-// opRE is what a hold's operation may be called: it names the operation
-// in the 409 others get and in the marker a dead daemon leaves.
-var opRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,31}$`)
-
 // Hold takes running session s's lifecycle slot for op (a sibling's
-// operation, such as "promote") and writes its marker, as a checkpoint,
-// restore or fork does. It is refused (409) while another operation holds
+// operation: "promote"), as a checkpoint, restore or fork does. It is
+// refused (409) while another operation holds
 // the slot, and while commands run on the session: an exec, job start or
 // file write in flight, a running job, or a sibling's busy check (an open
 // terminal). Until end is called every command, file change and lifecycle
 // operation on the session is refused with 409 naming op; the holder's
 // own work goes through CheckpointHeld and walks without a gate step.
-// end removes the marker and frees the slot; it is safe to call twice.
+// end frees the slot; it is safe to call twice. No marker row is
+// written (the store knows the core's operations only): a daemon that dies
+// during a hold leaves what the holder ledgered (a promotion's checkpoint
+// is ledgered before its first write).
 func (m *Manager) Hold(ctx context.Context, s *Session, op string) (end func(), err error) {
-	if !opRE.MatchString(op) {
-		return nil, bad("hold: operation %q is not a name", op)
+	if op != "promote" {
+		return nil, bad("hold: %q is no operation a session can be held for", op)
 	}
 	mc := m.Machine(s.ID)
 	if mc == nil {
 		return nil, fmt.Errorf("%w: session %s has no running sandbox any more", ErrConflict, s.ID)
 	}
-	leave, err := m.beginOp(ctx, s.ID, op, -1, mc)
+	leave, err := m.enter(s.ID, op)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.refuseWhileCommands(ctx, s.ID, op, mc); err != nil {
+		leave()
 		return nil, err
 	}
 	done := false
