@@ -152,14 +152,14 @@ func makePlan(base, child, parent *api.Manifest, sc scope) *plan {
 			continue
 		}
 		ch := apiv1.PromoteChange{Path: p}
-		switch {
-		case !cok:
-			ch.Op = apiv1.PromoteDeleted
-		case !bok || be.Type != api.TypeFile:
-			ch.Op = apiv1.PromoteAdded
-		default:
-			ch.Op = apiv1.PromoteModified
+		if dir, e, ok := nonDirAbove(q, p); ok {
+			// Written there, the file would land where the parent's
+			// link leads, maybe outside the workspace.
+			pl.Conflicts = append(pl.Conflicts, apiv1.PromoteConflict{Path: p, Op: opOf(be, bok, cok),
+				Reason: fmt.Sprintf("the parent has a %s at %s, not a directory", e.Type, dir)})
+			continue
 		}
+		ch.Op = opOf(be, bok, cok)
 		if cok {
 			ch.Size, ch.Mode, ch.SHA256 = ce.Size, ce.Mode, ce.SHA256
 		}
@@ -180,6 +180,28 @@ func makePlan(base, child, parent *api.Manifest, sc scope) *plan {
 			Note: fmt.Sprintf("%d more changes to links or other non-regular files are not moved", notRegular-maxNotRegular)})
 	}
 	return pl
+}
+
+// opOf is what the child did to a path it changed.
+func opOf(b api.ManifestEntry, bok, cok bool) string {
+	switch {
+	case !cok:
+		return apiv1.PromoteDeleted
+	case !bok || b.Type != api.TypeFile:
+		return apiv1.PromoteAdded
+	}
+	return apiv1.PromoteModified
+}
+
+// nonDirAbove finds an entry of m (which holds no directories) at one of
+// p's parent directories: a link or a file where p needs a directory.
+func nonDirAbove(m map[string]api.ManifestEntry, p string) (string, api.ManifestEntry, bool) {
+	for dir := path.Dir(p); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if e, ok := m[dir]; ok {
+			return dir, e, true
+		}
+	}
+	return "", api.ManifestEntry{}, false
 }
 
 // parentDid says what the parent did to a path since the fork.

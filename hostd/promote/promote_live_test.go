@@ -251,6 +251,23 @@ func TestPromoteRefusals(t *testing.T) {
 	if out := sh(t, a, parent.ID, "ls "+ws+"/y | wc -l; test ! -e "+ws+"/x && echo no-x"); out != "1000\nno-x\n" {
 		t.Errorf("the parent after promoting y/: %q", out)
 	}
+
+	// An attacker's child: the parent's workspace has a link to a
+	// directory outside it; the child makes that a real directory with a
+	// file in it, hoping the promotion writes through the parent's link.
+	sh(t, a, parent.ID, "mkdir -p /tmp/outside && ln -s /tmp/outside "+ws+"/out")
+	kids, err = a.Fork(ctx, parent.ID, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, a, kids[0].ID, "cd "+ws+" && rm out && mkdir out && echo planted > out/evil")
+	res, err = a.Promote(ctx, kids[0].ID, apiv1.PromoteRequest{SkipConflicts: true})
+	if err != nil || len(res.Applied) != 0 || !slices.Equal(res.Skipped, []string{"out/evil"}) {
+		t.Fatalf("promote through the parent's link: %v %+v", err, res)
+	}
+	if out := sh(t, a, parent.ID, "ls -A /tmp/outside; echo end"); out != "end\n" {
+		t.Errorf("the promotion wrote outside the parent's workspace: %q", out)
+	}
 }
 
 // waitNoJobs waits until session id runs no job.
