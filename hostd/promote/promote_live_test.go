@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -286,4 +287,49 @@ func waitNoJobs(t *testing.T, c *client.Client, id string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("jobs of %s still run", id)
+}
+
+// TestPromoteIncomplete: a write the parent's agent refuses midway (a
+// directory the guest user may not write in on the parent's side) stops
+// the promotion with promote_incomplete, saying how many paths were
+// applied and naming the checkpoint, and restoring that checkpoint undoes
+// them.
+func TestPromoteIncomplete(t *testing.T) {
+	d := daemontest.New(t)
+	c := d.Client
+	ctx := context.Background()
+	parent, err := c.CreateSession(ctx, apiv1.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := parent.Workspace.Path
+	if out := sh(t, c, parent.ID, "id -u"); out == "0\n" {
+		t.Skip("the guest user is root here: no directory refuses it")
+	}
+	sh(t, c, parent.ID, "cd "+ws+" && echo one > a && mkdir ro && chmod 555 ro")
+	kids, err := c.Fork(ctx, parent.ID, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh(t, c, kids[0].ID, "cd "+ws+" && echo ONE > a && chmod 755 ro && echo x > ro/x && echo z > z")
+	_, err = c.Promote(ctx, kids[0].ID, apiv1.PromoteRequest{})
+	if code(err) != "promote_incomplete" || status(err) != 502 || !strings.Contains(err.Error(), "after 1 of 3 paths") {
+		t.Fatalf("promote with a refused write: %v (code %q)", err, code(err))
+	}
+	tag := regexp.MustCompile(`restore checkpoint (pre-promote-\S+) of`).FindStringSubmatch(err.Error())
+	if tag == nil {
+		t.Fatalf("the error names no checkpoint: %v", err)
+	}
+	if out := sh(t, c, parent.ID, "cat "+ws+"/a; test ! -e "+ws+"/z && echo no-z"); out != "ONE\nno-z\n" {
+		t.Errorf("the parent after the stop: %q", out)
+	}
+	if !ledgered(t, c, parent.ID, "promote", "stopped at ro/x") {
+		t.Error("the stopped promotion is not ledgered on the parent")
+	}
+	if _, err := c.Restore(ctx, parent.ID, -1, tag[1]); err != nil {
+		t.Fatal(err)
+	}
+	if out := sh(t, c, parent.ID, "cat "+ws+"/a"); out != "one\n" {
+		t.Errorf("the parent after restoring %s: %q", tag[1], out)
+	}
 }
