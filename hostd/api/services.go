@@ -5,6 +5,7 @@ import (
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/replay"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
@@ -18,6 +19,7 @@ type Services struct {
 	Approvals *approvals.Service
 	Grants    *grants.Service
 	Previews  *previews.Service
+	Replay    *replay.Service
 	Sandboxes *sandboxes.Service
 	Terminals *terminals.Service
 	Tokens    *tokens.Service
@@ -34,7 +36,7 @@ func (svc Services) Missing() []string {
 	}{
 		{"approvals", svc.Approvals == nil}, {"grants", svc.Grants == nil}, {"previews", svc.Previews == nil},
 		{"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
-		{"workspace", svc.Workspace == nil},
+		{"workspace", svc.Workspace == nil}, {"replay", svc.Replay == nil},
 	} {
 		if x.nil_ {
 			out = append(out, x.name)
