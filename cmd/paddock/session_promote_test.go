@@ -43,7 +43,7 @@ func TestCLISessionPromote(t *testing.T) {
 		!strings.Contains(out, "3 to apply") || !strings.Contains(out, "dry run: nothing changed") {
 		t.Fatalf("promote --dry-run: %d %q %q", code, out, se)
 	}
-	if _, se, code := pd("session", "promote", child, "--plan-id", id[1]); code != exitConflict || !strings.Contains(se, "changed on both sides") {
+	if _, se, code := pd("session", "promote", child, "--plan-id", id[1]); code != exitConflict || !strings.Contains(se, "in conflict (b;") {
 		t.Errorf("promote with a conflict: %d %q", code, se)
 	}
 	if _, se, code := pd("session", "promote", child, "--plan-id", strings.Repeat("0", 32)); code != exitConflict || !strings.Contains(se, "plan is") {

@@ -151,7 +151,7 @@ func (s *Service) Promote(ctx context.Context, tenant, childID string, req apiv1
 				names = append(names, c.Path)
 			}
 			return nil, coded(errdefs.CodePromoteConflicts, errdefs.ErrConflict,
-				"%d paths changed on both sides (%s): nothing was applied; skip_conflicts applies the rest", len(pl.Conflicts), strings.Join(names, ", "))
+				"%d paths are in conflict (%s; a dry run says why), so nothing was applied: skip_conflicts applies the rest", len(pl.Conflicts), strings.Join(names, ", "))
 		}
 		for _, c := range pl.Conflicts {
 			out.Skipped = append(out.Skipped, c.Path)
