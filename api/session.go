@@ -291,7 +291,7 @@ type ForkResult struct {
 	// NotCarried lists the parent's running jobs the children do not have
 	// (a disk fork starts the children from the files alone). The jobs
 	// keep running in the parent.
-	NotCarried []NotCarried `json:"not_carried"`
+	NotCarried []ForkNotCarried `json:"not_carried"`
 	// Identities is each child's host name and machine id as read inside
 	// it after the fork, in the order of Children.
 	Identities []ChildIdentity `json:"identities"`
@@ -300,8 +300,8 @@ type ForkResult struct {
 	IdentityNote string `json:"identity_note,omitempty"`
 }
 
-// NotCarried is a job of the parent that a fork did not carry.
-type NotCarried struct {
+// ForkNotCarried is a job of the parent that a fork did not carry.
+type ForkNotCarried struct {
 	Job     string `json:"job"`
 	Command string `json:"command"`
 	Reason  string `json:"reason"`

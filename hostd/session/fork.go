@@ -20,7 +20,7 @@ import (
 // The public wire types of a fork's answer.
 type (
 	ForkResult    = apiv1.ForkResult
-	NotCarried    = apiv1.NotCarried
+	NotCarried    = apiv1.ForkNotCarried
 	ChildIdentity = apiv1.ChildIdentity
 )
 
