@@ -399,3 +399,45 @@ func TestOOMEventLive(t *testing.T) {
 		}
 	}
 }
+
+// TestForkAndEventsAccess, on the fake backend: another tenant's session
+// is 404 to fork (with identity and from) and to events?since; a session
+// token with read gets its own session's events since a time, vm events
+// included, and may not fork (403).
+func TestForkAndEventsAccess(t *testing.T) {
+	d := fakeDaemon(t)
+	toks := withTenants(t, d, "acme", "beta")
+	ctx := context.Background()
+	acme, beta := client.New(d.url, toks["acme"]), client.New(d.url, toks["beta"])
+	sa, err := acme.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, sa.ID)
+	if _, err := acme.Checkpoint(ctx, sa.ID, -1, session.CheckpointRequest{Tag: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := beta.ForkWith(ctx, sa.ID, -1, session.ForkRequest{Count: 1, From: "t", Identity: "preserve"}); status(err) != 404 {
+		t.Errorf("beta forking acme's session: %v, want 404", err)
+	}
+	if _, err := beta.EventsSince(ctx, sa.ID, time.Now().Add(-time.Hour)); status(err) != 404 {
+		t.Errorf("beta reading acme's events since: %v, want 404", err)
+	}
+	tok, err := acme.MintToken(ctx, sa.ID, apiv1.TokenRequest{Ops: []string{"read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := client.New(d.url, tok.Token)
+	ev, err := st.EventsSince(ctx, sa.ID, time.Now().Add(-time.Hour))
+	if err != nil || len(ev.Ledger) == 0 || len(ev.VMEvents) != 2 || ev.VMEvents[0].Kind != "boot" || ev.VMEvents[1].Kind != "checkpoint" {
+		t.Errorf("a read token's events since: %+v %v, want the ledger and boot, checkpoint", ev, err)
+	}
+	if _, err := st.ForkWith(ctx, sa.ID, -1, session.ForkRequest{Count: 1}); status(err) != 403 {
+		t.Errorf("a session token forking: %v, want 403", err)
+	}
+	kids, err := acme.ForkWith(ctx, sa.ID, -1, session.ForkRequest{Count: 1, From: "t"})
+	if err != nil || len(kids.Children) != 1 || kids.Children[0].Tenant != "acme" {
+		t.Fatalf("acme forking its own session from t: %+v %v", kids, err)
+	}
+	d.c.DeleteSession(ctx, kids.Children[0].ID)
+}
