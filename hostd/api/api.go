@@ -142,6 +142,7 @@ func (s *Server) handlers() map[string]handler {
 	s.sandboxRoutes(bind)
 	s.previewRoutes(bind)
 	s.ptyRoutes(bind)
+	s.rewindRoutes(bind)
 	return hs
 }
 

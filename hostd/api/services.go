@@ -5,6 +5,7 @@ import (
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
@@ -18,6 +19,7 @@ type Services struct {
 	Approvals *approvals.Service
 	Grants    *grants.Service
 	Previews  *previews.Service
+	Rewind    *rewind.Service
 	Sandboxes *sandboxes.Service
 	Terminals *terminals.Service
 	Tokens    *tokens.Service

@@ -40,6 +40,7 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
@@ -168,6 +169,7 @@ type Daemon struct {
 	appr     *approvals.Service
 	grants   *grants.Service
 	previews *previews.Service
+	rewind   *rewind.Service
 	sbx      *sandboxes.Service
 	terms    *terminals.Service
 	tokens   *tokens.Service
@@ -308,6 +310,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.tokens = tokens.New(d.mgr)
 	d.mgr.SetEgressLog(egresslog.New(d.mgr, cfg.EgressLogRetention)) // where the proxy's decisions go
 	d.ws = workspace.New(d.mgr)
+	d.rewind = rewind.New(d.mgr) // its command hook takes the points
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -316,7 +319,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws})
+	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws, Rewind: d.rewind})
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}
