@@ -1,0 +1,184 @@
+package rewind_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"paddock.dev/paddock/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// TestRewindTriggersLive: the triggers choose what takes a point: with
+// exec off and file and job on, a file write, a file delete and a job
+// start each take one (their command reads write /path, delete /path and
+// the job's line) and an exec takes none; an undo of the delete's point
+// brings the file back.
+func TestRewindTriggersLive(t *testing.T) {
+	d := liveDaemon(t)
+	c := d.Client
+	ctx := context.Background()
+	s := newSession(t, c)
+	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), Triggers: []string{"job", "file", "file"}}); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, s.ID, "echo not a point > /workspace/x")
+	w := api.FileWrite{Path: "/workspace/notes.txt", ContentBase64: base64.StdEncoding.EncodeToString([]byte("keep me\n"))}
+	if err := c.Call(ctx, "PUT", s.ID, "/files/content", nil, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx, "DELETE", s.ID, "/files", url.Values{"path": {"/workspace/notes.txt"}}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var job api.Job
+	if err := c.Call(ctx, "POST", s.ID, "/jobs", nil, api.JobStart{Command: "echo job"}, &job); err != nil {
+		t.Fatal(err)
+	}
+	rw, err := c.Rewind(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range rw.Points {
+		got = append(got, p.Trigger+": "+p.Command)
+	}
+	want := "file: write /workspace/notes.txt|file: delete /workspace/notes.txt|job: echo job"
+	if strings.Join(got, "|") != want || strings.Join(rw.Config.Triggers, ",") != "file,job" {
+		t.Fatalf("points %q (triggers %v), want %q", strings.Join(got, "|"), rw.Config.Triggers, want)
+	}
+	// Let the job end, then go back to before the delete.
+	waitJobsDone(t, d, s.ID)
+	if _, err := c.RewindUndo(ctx, s.ID, api.RewindUndoRequest{To: rw.Points[1].Tag}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustExec(t, c, s.ID, "cat /workspace/notes.txt"); r.Stdout != "keep me\n" {
+		t.Errorf("after undo of the delete: %q", r.Stdout)
+	}
+}
+
+func waitJobsDone(t *testing.T, d *daemontest.Daemon, id string) {
+	t.Helper()
+	for range 100 {
+		var out struct{ Jobs []api.Job }
+		if err := d.Client.Call(context.Background(), "GET", id, "/jobs", nil, nil, &out); err != nil {
+			t.Fatal(err)
+		}
+		running := false
+		for _, j := range out.Jobs {
+			running = running || j.State == "running"
+		}
+		if !running {
+			return
+		}
+		mustExec(t, d.Client, id, "sleep 0.05")
+	}
+	t.Fatal("the job did not end")
+}
+
+// TestRewindConcurrentExecsLive: execs that overlap on one session are
+// never refused because another's point is being taken (a point lets
+// commands through the work slot); each one either took a point or is
+// ledgered rewind.skipped, and its command ran.
+func TestRewindConcurrentExecsLive(t *testing.T) {
+	d := liveDaemon(t)
+	c := d.Client
+	ctx := context.Background()
+	s := newSession(t, c)
+	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), MaxPoints: ptr(50)}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c.Exec(ctx, s.ID, api.ExecRequest{Command: fmt.Sprintf("echo %d > /workspace/c%d; sleep 0.2", i, i)})
+			if err == nil && r.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", r.ExitCode)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("an exec beside others with rewind on: %v", err)
+		}
+	}
+	k := kinds(t, d, s.ID)
+	if k["exec"] != n || k["rewind.point"]+k["rewind.skipped"] != n || k["rewind.point"] == 0 {
+		t.Errorf("ledger: %v, want %d execs, each with a point or a skip", k, n)
+	}
+	t.Logf("%d points, %d skipped", k["rewind.point"], k["rewind.skipped"])
+	if r := mustExec(t, c, s.ID, "ls /workspace | grep -c '^c'"); strings.TrimSpace(r.Stdout) != fmt.Sprint(n) {
+		t.Errorf("files written: %q", r.Stdout)
+	}
+}
+
+// failing makes a machine's snapshots fail while fail is set.
+type failing struct {
+	hypervisor.Backend
+	fail *atomic.Bool
+}
+
+func (b failing) Create(ctx context.Context, spec hypervisor.MachineSpec) (hypervisor.Machine, error) {
+	m, err := b.Backend.Create(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return failingMachine{m, b.fail}, nil
+}
+
+type failingMachine struct {
+	hypervisor.Machine
+	fail *atomic.Bool
+}
+
+func (m failingMachine) Checkpoint(ctx context.Context, tag string, memory bool) (hypervisor.Snapshot, error) {
+	if m.fail.Load() {
+		return hypervisor.Snapshot{}, errors.New("injected: the snapshot failed")
+	}
+	return m.Machine.Checkpoint(ctx, tag, memory)
+}
+
+// TestRewindCaptureFailedLive: a point whose snapshot fails does not stop
+// the command: it runs, and the ledger says rewind.capture_failed with
+// the reason; the next one that works is a point again.
+func TestRewindCaptureFailedLive(t *testing.T) {
+	fail := &atomic.Bool{}
+	d := daemontest.New(t, daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)),
+		daemontest.WrapBackend(func(b hypervisor.Backend) hypervisor.Backend { return failing{b, fail} }))
+	c := d.Client
+	ctx := context.Background()
+	s := newSession(t, c)
+	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	if r := mustExec(t, c, s.ID, "echo ran > /workspace/r && cat /workspace/r"); r.Stdout != "ran\n" {
+		t.Errorf("the exec whose point failed: %q", r.Stdout)
+	}
+	fail.Store(false)
+	mustExec(t, c, s.ID, "true")
+	var failed bool
+	for _, e := range ledgerOf(t, d, s.ID) {
+		if e.Kind == "rewind.capture_failed" && strings.Contains(string(e.Data), "injected: the snapshot failed") {
+			failed = true
+		}
+	}
+	rw, err := c.Rewind(ctx, s.ID)
+	if !failed || err != nil || pointTags(rw) != "rw-2" {
+		t.Errorf("capture_failed ledgered: %v; points %q %v", failed, pointTags(rw), err)
+	}
+}
