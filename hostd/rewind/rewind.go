@@ -478,7 +478,7 @@ func (s *Service) Bisect(ctx context.Context, tenant, id string, req BisectReque
 	if good >= bad {
 		return nil, session.BadRequest("good must be an older state than bad")
 	}
-	h, err := s.m.Hold(ctx, tenant, id)
+	h, err := s.m.HoldRestoring(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}

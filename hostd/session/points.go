@@ -105,10 +105,10 @@ type HeldSession struct {
 	Restores int // how many restores it made
 }
 
-// Hold takes session id (as the caller with tenant sees it) for a
+// HoldRestoring takes session id (as the caller with tenant sees it) for a
 // sequence of restores: 409 while commands run, a job runs, or another
 // operation holds it. It is a restore to the lifecycle slot and marker.
-func (m *Manager) Hold(ctx context.Context, tenant, id string) (*HeldSession, error) {
+func (m *Manager) HoldRestoring(ctx context.Context, tenant, id string) (*HeldSession, error) {
 	s, _, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
