@@ -182,3 +182,36 @@ func TestRewindCaptureFailedLive(t *testing.T) {
 		t.Errorf("capture_failed ledgered: %v; points %q %v", failed, pointTags(rw), err)
 	}
 }
+
+// TestRewindRefusedTakesNoPointLive: the hook runs after judge and gate,
+// so a command the process policy refuses takes no point, and neither
+// does a bisect whose test the policy refuses (403, nothing restored).
+func TestRewindRefusedTakesNoPointLive(t *testing.T) {
+	d := liveDaemon(t)
+	c := d.Client
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, api.CreateRequest{TTLSeconds: 900,
+		Policy: &api.PolicyRequest{Process: &api.ProcessRules{Allow: []string{"echo *", "true"}, Deny: []string{"rm *"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, s.ID, "echo allowed")
+	if _, err := c.Exec(ctx, s.ID, api.ExecRequest{Command: "rm -rf /workspace"}); status(err) != 403 {
+		t.Fatalf("a denied exec: %v", err)
+	}
+	mustExec(t, c, s.ID, "true")
+	_, err = c.RewindBisect(ctx, s.ID, api.RewindBisectRequest{Test: "rm -f /workspace/x"})
+	if status(err) != 403 {
+		t.Errorf("a bisect whose test the policy denies: %v", err)
+	}
+	rw, err := c.Rewind(ctx, s.ID)
+	if err != nil || pointTags(rw) != "rw-1,rw-2" || rw.Points[1].Command != "true" {
+		t.Errorf("points: %q %v, want one per allowed exec", pointTags(rw), err)
+	}
+	if k := kinds(t, d, s.ID); k["restore"] != 0 || k["rewind.bisect"] != 0 || k["exec.refused"] != 2 {
+		t.Errorf("ledger: %v", k)
+	}
+}
