@@ -294,7 +294,7 @@ func (s *Service) hook(ctx context.Context, c *session.Command) error {
 	s.drop(c.Session, evicted)
 	ms := time.Since(start).Milliseconds()
 	c.Annotate("rewind_point", tag)
-	s.m.LedgerAppend(ctx, c.Session, "rewind.point", map[string]any{"tag": tag, "trigger": trig, "memory": snap.Memory,
+	s.m.LedgerAppend(ctx, c.Session, "rewind.point", map[string]any{"tag": tag, "trigger": trig, "command": session.ClipText(text, 300), "memory": snap.Memory,
 		"snapshot_id": snap.ID, "ms": ms, "evicted": tags(evicted)})
 	return nil
 }

@@ -54,7 +54,23 @@ func TestRewindTriggersLive(t *testing.T) {
 	if strings.Join(got, "|") != want || strings.Join(rw.Config.Triggers, ",") != "file,job" {
 		t.Fatalf("points %q (triggers %v), want %q", strings.Join(got, "|"), rw.Config.Triggers, want)
 	}
-	// Let the job end, then go back to before the delete.
+	// An undo is a restore: refused while a job runs (it would replace
+	// the machine under it), and nothing is dropped.
+	var long api.Job
+	if err := c.Call(ctx, "POST", s.ID, "/jobs", nil, api.JobStart{Command: "sleep 30"}, &long); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.RewindUndo(ctx, s.ID, api.RewindUndoRequest{To: rw.Points[1].Tag})
+	if e := clientErr(err); e == nil || e.Status != 409 || !strings.Contains(e.Message, "jobs") {
+		t.Errorf("undo while a job runs: %v", err)
+	}
+	if err := c.Call(ctx, "DELETE", s.ID, "/jobs/"+long.ID, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rw2, err := c.Rewind(ctx, s.ID); err != nil || len(rw2.Points) != 4 {
+		t.Errorf("after the refused undo: %q %v (the sleep's start is the 4th point)", pointTags(rw2), err)
+	}
+	// Let the jobs end, then go back to before the delete.
 	waitJobsDone(t, d, s.ID)
 	if _, err := c.RewindUndo(ctx, s.ID, api.RewindUndoRequest{To: rw.Points[1].Tag}); err != nil {
 		t.Fatal(err)
