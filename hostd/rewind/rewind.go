@@ -299,7 +299,11 @@ func (s *Service) hook(ctx context.Context, c *session.Command) error {
 	return nil
 }
 
-// stopped deletes a stopped session's points.
+// stopped deletes a stopped session's points. It never waits for the
+// ring: the stop may come from inside a call that holds it (an undo or a
+// point whose session load finds the session expired runs the sweep, and
+// so this hook, on its own goroutine), so when the ring is held its
+// points go once the holder lets go of it.
 func (s *Service) stopped(_ context.Context, id string, _ session.StopReason) {
 	s.mu.Lock()
 	r := s.rings[id]
@@ -308,10 +312,20 @@ func (s *Service) stopped(_ context.Context, id string, _ session.StopReason) {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s.drop(id, r.points)
-	r.points = nil
+	r.on.Store(false)
+	dropAll := func() {
+		s.drop(id, r.points)
+		r.points = nil
+		r.mu.Unlock()
+	}
+	if r.mu.TryLock() {
+		dropAll()
+		return
+	}
+	go func() {
+		r.mu.Lock()
+		dropAll()
+	}()
 }
 
 // index is the position of the point tagged tag, or -1.
