@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 		d, hits, err = l.process.eval(ctx, processInput(in, cr))
 	}
 	if err != nil {
+		// A module's runtime error may quote what it read (to_number's
+		// `parsing "..."`): the environment's values never leave here,
+		// not to the log, the ledger or the caller's error.
+		err = scrubEnv(err, in.Env)
 		e.log.Warn("policy: process decision failed; denied", "session", in.Session, "err", err)
 		return ProcessDecision{Result: Deny, Rule: RuleError, Reason: "the policy could not decide (" + err.Error() + "), so the command was refused"}, err
 	}
@@ -68,14 +73,72 @@ func (e *Engine) Process(ctx context.Context, in ProcessInput) (ProcessDecision,
 		err := fmt.Errorf("%w: process.rego answered result %q", ErrEval, out.Result)
 		return ProcessDecision{Result: Deny, Rule: RuleError, Reason: err.Error()}, err
 	}
+	// An operator's message may quote the environment; the ledger gets
+	// the reason, so its values are taken out here too.
 	if h, ok := firstHit(hits, "deny"); ok {
-		return ProcessDecision{Result: Deny, Rule: h.rule.name, Reason: h.reasons[0]}, nil
+		return ProcessDecision{Result: Deny, Rule: h.rule.name, Reason: scrubText(h.reasons[0], in.Env)}, nil
 	}
 	if h, ok := firstHit(hits, "ask"); ok && out.Result == Allow {
-		return ProcessDecision{Result: Ask, Rule: h.rule.name, Reason: h.reasons[0]}, nil
+		return ProcessDecision{Result: Ask, Rule: h.rule.name, Reason: scrubText(h.reasons[0], in.Env)}, nil
 	}
 	return out, nil
 }
+
+// scrubEnv returns err with every value of env in its text (as it is,
+// and as Go quotes it) replaced by "<value of NAME>", keeping what err
+// wraps (errors.Is still sees ErrEval). Values shorter than 3 bytes are
+// left: they say little, and replacing them would garble the message
+// (line numbers). err itself when env is empty or its text has none.
+func scrubEnv(err error, env map[string]string) error {
+	if err == nil || len(env) == 0 {
+		return err
+	}
+	msg := scrubText(err.Error(), env)
+	if msg == err.Error() {
+		return err
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+// scrubText is s with env's values taken out, as scrubEnv does.
+func scrubText(s string, env map[string]string) string {
+	if len(env) == 0 {
+		return s
+	}
+	names := make([]string, 0, len(env))
+	for k, v := range env {
+		if len(v) >= 3 {
+			names = append(names, k)
+		}
+	}
+	// Longest values first, so one that contains another goes whole.
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := len(env[names[i]]), len(env[names[j]]); a != b {
+			return a > b
+		}
+		return names[i] < names[j]
+	})
+	for _, k := range names {
+		v, mark := env[k], "<value of "+k+">"
+		s = strings.ReplaceAll(s, v, mark)
+		if q := strconv.Quote(v); q[1:len(q)-1] != v {
+			s = strings.ReplaceAll(s, q[1:len(q)-1], mark)
+		}
+	}
+	return s
+}
+
+// scrubbedError is an error whose text had the environment's values taken
+// out; it unwraps to the kinds (ErrEval) the original wraps, not to the
+// original itself, whose text still has them.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
 
 // envBytes is the size of a command's environment (as NAME=value lines)
 // and directory.

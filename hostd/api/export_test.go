@@ -9,3 +9,7 @@ func SetIdempotencyWait(d time.Duration) (restore func()) {
 	idemWait = d
 	return func() { idemWait = old }
 }
+
+// MaxIdemWaitersPerCaller is how many retries of one caller may wait for
+// their first requests at once.
+const MaxIdemWaitersPerCaller = maxIdemWaitersPerCaller

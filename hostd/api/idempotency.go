@@ -55,11 +55,48 @@ type storedResponse struct {
 // A var so a test can shorten it.
 var idemWait = 10 * time.Second
 
+// The most retries that may wait for their first request at once: per
+// caller (the admin, a tenant, a session token) and on the whole daemon.
+// A retry past either answers 409 idempotency_in_flight at once, as one
+// that waited the whole idemWait does, so a client cannot pin goroutines,
+// connections and store reads by sending many copies of a slow request.
+const (
+	maxIdemWaitersPerCaller = 16
+	maxIdemWaiters          = 512
+)
+
 // idemFlights tells a request that found its key reserved when the first
-// request with that key (on this daemon) ends. The zero value is ready.
+// request with that key (on this daemon) ends, and counts the retries
+// waiting. The zero value is ready.
 type idemFlights struct {
 	mu sync.Mutex
 	m  map[string]chan struct{}
+	// waiting counts the waiting retries per caller; total, all of them.
+	waiting map[string]int
+	total   int
+}
+
+// wait takes a waiter's place for caller; ok is false when the caller or
+// the daemon has as many waiting as it may. done gives the place back.
+func (f *idemFlights) wait(caller string) (done func(), ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.total >= maxIdemWaiters || f.waiting[caller] >= maxIdemWaitersPerCaller {
+		return nil, false
+	}
+	if f.waiting == nil {
+		f.waiting = map[string]int{}
+	}
+	f.waiting[caller]++
+	f.total++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.total--
+		if f.waiting[caller]--; f.waiting[caller] <= 0 {
+			delete(f.waiting, caller)
+		}
+	}, true
 }
 
 // begin marks id (scope and key) as running here; the returned func ends
@@ -94,7 +131,9 @@ func (f *idemFlights) ended(id string) <-chan struct{} {
 // that comes while the first request still runs waits for it (up to
 // idemWait): it then replays the first's answer, or, when the first
 // failed and gave its key back, runs itself; still running after the
-// wait, it is 409 with code idempotency_in_flight. Keys live 24 hours.
+// wait, it is 409 with code idempotency_in_flight, as it is at once when
+// its caller or the daemon has too many retries waiting already
+// (maxIdemWaitersPerCaller, maxIdemWaiters). Keys live 24 hours.
 func (s *Server) idempotent(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		key := r.Header.Get("Idempotency-Key")
@@ -112,11 +151,20 @@ func (s *Server) idempotent(h handler) handler {
 		sum := sha256.Sum256(append([]byte(r.Method+" "+r.URL.Path+"\n"), body...))
 		hash := hex.EncodeToString(sum[:])
 		// Keys are the caller's own: another caller's key never replays.
-		scope := auth.ActorOf(r.Context()) + " " + r.Pattern + " " + r.PathValue("id")
+		caller := auth.ActorOf(r.Context())
+		scope := caller + " " + r.Pattern + " " + r.PathValue("id")
 		st := s.sessions.Store()
 		ctx := r.Context()
 		deadline := time.NewTimer(idemWait)
 		defer deadline.Stop()
+		// stopWaiting gives back the waiter's place this request holds
+		// (nil: none), when it stops waiting however it ends.
+		var stopWaiting func()
+		defer func() {
+			if stopWaiting != nil {
+				stopWaiting()
+			}
+		}()
 		for {
 			err := st.PutIdempotency(ctx, store.Idempotency{Scope: scope, Key: key, RequestHash: hash})
 			if err == nil {
@@ -154,7 +202,14 @@ func (s *Server) idempotent(h handler) handler {
 			// The first request still runs: wait for it to end, then look
 			// again. A first request that is not this daemon's (left by a
 			// daemon that stopped mid-request) is looked at again now and
-			// then until the wait ends.
+			// then until the wait ends. Only so many wait at once.
+			if stopWaiting == nil {
+				done, ok := s.idem.wait(caller)
+				if !ok {
+					return errIdemInFlight
+				}
+				stopWaiting = done
+			}
 			var ended <-chan struct{} = s.idem.ended(scope + "\x00" + key)
 			poll := time.NewTimer(250 * time.Millisecond)
 			select {
@@ -168,6 +223,10 @@ func (s *Server) idempotent(h handler) handler {
 				return ctx.Err()
 			}
 			poll.Stop()
+		}
+		if stopWaiting != nil { // it waited, and now runs itself
+			stopWaiting()
+			stopWaiting = nil
 		}
 		defer s.idem.begin(scope + "\x00" + key)()
 		rec := &recorder{ResponseWriter: w}

@@ -15,6 +15,7 @@ import (
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/tokens"
 )
 
 // idemAnswer is one answer to a request with an Idempotency-Key.
@@ -132,5 +133,103 @@ func TestIdempotencyConcurrent(t *testing.T) {
 	}
 	if a := idemPost(t, exec, "race-slow", slow, nil); a.code != 200 || !a.replayed || a.body != f.body {
 		t.Errorf("a retry after the first ended: %d replayed=%v %q, want the first's %q", a.code, a.replayed, a.body, f.body)
+	}
+}
+
+// TestIdempotencyWaitersCapped: a client that sends many copies of a slow
+// request with one Idempotency-Key cannot have them all wait on the
+// daemon. While the first runs, MaxIdemWaitersPerCaller retries wait for
+// it and replay its answer; the ones past that answer 409
+// idempotency_in_flight at once, without waiting.
+func TestIdempotencyWaitersCapped(t *testing.T) {
+	d := fakeDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.SetIdempotencyWait(20 * time.Second)()
+	exec := d.url + "/v1/agents/sessions/" + s.ID + "/exec"
+	slow := `{"command":"sleep 3; echo slow"}`
+	first := make(chan idemAnswer)
+	go func() { first <- idemPost(t, exec, "pin", slow, nil) }()
+	time.Sleep(500 * time.Millisecond) // the first has the key
+	const extra = 4
+	type timed struct {
+		idemAnswer
+		took time.Duration
+	}
+	got := make([]timed, api.MaxIdemWaitersPerCaller+extra)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			a := idemPost(t, exec, "pin", slow, nil)
+			got[i] = timed{a, time.Since(start)}
+		}()
+	}
+	wg.Wait()
+	f := <-first
+	if f.code != 200 {
+		t.Fatalf("the first request: %d %s", f.code, f.body)
+	}
+	fast, replays := 0, 0
+	for i, a := range got {
+		var body struct {
+			Code string `json:"code"`
+		}
+		json.Unmarshal([]byte(a.body), &body)
+		switch {
+		case a.code == 409 && body.Code == errdefs.CodeIdempotencyInFlight && a.took < 2*time.Second: // the first runs 3 s
+			fast++
+		case a.code == 200 && a.replayed && a.body == f.body:
+			replays++
+		default:
+			t.Errorf("retry %d: %d %s after %v", i, a.code, a.body, a.took)
+		}
+	}
+	if fast != extra || replays != api.MaxIdemWaitersPerCaller {
+		t.Errorf("%d retries refused at once and %d replays, want %d and %d", fast, replays, extra, api.MaxIdemWaitersPerCaller)
+	}
+}
+
+// TestIdempotencyKeysPerCaller: one Idempotency-Key on one session's exec
+// from the admin and from two session tokens of that session is three
+// keys: each runs its own command (none replays another caller's
+// answer, which would hand one caller what another ran), and a retry by
+// the same token replays its own.
+func TestIdempotencyKeysPerCaller(t *testing.T) {
+	d := fakeDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := d.url + "/v1/agents/sessions/" + s.ID + "/exec"
+	body := `{"command":"echo run >> runs; wc -l < runs"}`
+	var toks []string
+	for range 2 {
+		tk, err := d.c.MintToken(ctx, s.ID, tokens.TokenRequest{Ops: []string{"exec"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, tk.Token)
+	}
+	admin := idemPost(t, exec, "shared", body, nil)
+	t1 := idemPost(t, exec, "shared", body, map[string]string{"Authorization": "Bearer " + toks[0]})
+	t2 := idemPost(t, exec, "shared", body, map[string]string{"Authorization": "Bearer " + toks[1]})
+	again := idemPost(t, exec, "shared", body, map[string]string{"Authorization": "Bearer " + toks[0]})
+	for name, a := range map[string]idemAnswer{"admin": admin, "token 1": t1, "token 2": t2} {
+		if a.code != 200 || a.replayed {
+			t.Errorf("%s: %d replayed=%v %s, want its own run", name, a.code, a.replayed, a.body)
+		}
+	}
+	if admin.body == t1.body || t1.body == t2.body || admin.body == t2.body {
+		t.Errorf("two callers got the same answer: %s / %s / %s", admin.body, t1.body, t2.body)
+	}
+	if again.code != 200 || !again.replayed || again.body != t1.body {
+		t.Errorf("token 1's retry: %d replayed=%v %s, want its first answer %s", again.code, again.replayed, again.body, t1.body)
 	}
 }

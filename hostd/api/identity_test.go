@@ -238,6 +238,7 @@ func TestTenantIsolation(t *testing.T) {
 		{"POST", "/checkpoint", map[string]any{"tag": "x"}, 404},
 		{"POST", "/tokens", map[string]any{"ops": []string{"exec"}}, 404},
 		{"GET", "/tokens", nil, 404},
+		{"DELETE", "/tokens/tok-0123456789abcdef", nil, 404},
 		{"GET", "/grants", nil, 404},
 		{"DELETE", "", nil, 204},
 	} {
@@ -268,6 +269,7 @@ func TestTenantIsolation(t *testing.T) {
 		{"GET", "", nil, 404},
 		{"POST", "/process", map[string]any{"command": "true"}, 404},
 		{"POST", "/fs/read", map[string]any{"path": "/etc/hostname"}, 404},
+		{"POST", "/fs/write", map[string]any{"path": "/workspace/planted", "content": "x"}, 404},
 		{"DELETE", "", nil, 204},
 	} {
 		same(tc.method+" sandbox"+tc.rest, as(t, d.url, toks["beta"], tc.method, "/v1/sandboxes/"+sbx.ID+tc.rest, tc.body), sbx.ID,

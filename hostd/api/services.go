@@ -26,6 +26,25 @@ type Services struct {
 	Workspace *workspace.Service
 }
 
+// Missing names the services svc lacks. Every route of a service needs
+// it, so hostd/daemon sets all of them (and refuses to start otherwise).
+func (svc Services) Missing() []string {
+	var out []string
+	for _, x := range []struct {
+		name string
+		nil_ bool
+	}{
+		{"approvals", svc.Approvals == nil}, {"grants", svc.Grants == nil}, {"previews", svc.Previews == nil},
+		{"rewind", svc.Rewind == nil}, {"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
+		{"workspace", svc.Workspace == nil},
+	} {
+		if x.nil_ {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
 // SetServices gives the server the sibling services, serves preview
 // URLs' path form (/preview/<token>/...) with the previews service, and
 // has the verifier find session tokens through the tokens service. Call

@@ -319,7 +319,13 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	d.api.SetServices(api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws, Rewind: d.rewind})
+	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws, Rewind: d.rewind}
+	if missing := append(d.mgr.Unwired(), svc.Missing()...); len(missing) > 0 {
+		// A sibling left out fails closed, but silently turns its
+		// feature off: a wiring mistake, not a configuration.
+		return d, fmt.Errorf("daemon: the core's siblings are not all wired: %s", strings.Join(missing, ", "))
+	}
+	d.api.SetServices(svc)
 	if err := d.api.Verifier().SetTenants(tenants); err != nil { // checked by loadTenants
 		return d, configErr("%w", err)
 	}

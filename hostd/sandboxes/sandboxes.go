@@ -392,6 +392,10 @@ func (s *Service) Process(ctx context.Context, tenant, id string, req ProcessReq
 				if err := checkPath("cwd", req.Cwd); err != nil {
 					return err
 				}
+				// The policy judges the directory the guest will use, so
+				// it gets it in one spelling: "/./secrets" and
+				// "//secrets/" are "/secrets" to a rule as to the kernel.
+				req.Cwd = path.Clean(req.Cwd)
 			}
 			var err error
 			env, err = sandboxEnv(req.Env)
@@ -572,8 +576,9 @@ func followedMode(ctx context.Context, c *client.Client, p string) string {
 // takes. The ledger gets the path and size, never the content.
 func (s *Service) WriteFile(ctx context.Context, tenant, id string, req SandboxWrite) (*SandboxWritten, error) {
 	var (
-		data []byte
-		out  *SandboxWritten
+		data    []byte
+		out     *SandboxWritten
+		lostErr string // a write cut off after it may have reached the guest
 	)
 	m := s.m
 	err := m.Walk(ctx, session.CommandFile, tenant, id,
@@ -608,24 +613,43 @@ func (s *Service) WriteFile(ctx context.Context, tenant, id string, req SandboxW
 		session.NewStep(session.StepRun, func(ctx context.Context, p session.Pipe) error {
 			deny, exec := session.WriteGuard(p.Session())
 			c := p.Guest()
+			// A call cut off on the way (the caller hung up, the agent
+			// went away) may have written the file: it is ledgered as
+			// interrupted, as an exec is, so no write escapes the ledger.
+			// Only the agent's refusal (4xx) wrote nothing.
+			lost := func(err error) error {
+				if !session.RefusedBeforeStart(err) {
+					p.Started()
+					lostErr = session.ClipText(err.Error(), 300)
+				}
+				return session.GuestError(err)
+			}
 			if len(data) <= api.MaxFileWriteBytes {
 				fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Deny: deny, Exec: exec})
 				if err != nil {
-					return session.GuestError(err)
+					return lost(err)
 				}
 				p.Started()
 				out = &SandboxWritten{Path: fi.Path, Size: fi.Size, Mode: fi.Mode}
 				return nil
 			}
-			res, err := uploadFile(ctx, c, req, data, deny, exec)
+			res, completing, err := uploadFile(ctx, c, req, data, deny, exec)
 			if err != nil {
-				return err
+				if !completing {
+					// Failed in the parts: aborted, nothing renamed.
+					return session.GuestError(err)
+				}
+				return lost(err)
 			}
 			p.Started()
 			out = &SandboxWritten{Path: res.Path, Size: res.Size, Mode: followedMode(ctx, c, res.Path)}
 			return nil
 		}),
 		session.NewStep(session.StepRecord, func(ctx context.Context, p session.Pipe) error {
+			if out == nil {
+				m.LedgerAppend(ctx, id, "file.write", p.WithNotes(map[string]any{"path": path.Clean(req.Path), "size": len(data), "interrupted": true, "error": lostErr}))
+				return nil
+			}
 			m.LedgerAppend(ctx, id, "file.write", p.WithNotes(map[string]any{"path": out.Path, "size": out.Size}))
 			return nil
 		}),
@@ -638,23 +662,26 @@ func (s *Service) WriteFile(ctx context.Context, tenant, id string, req SandboxW
 
 // uploadFile writes data, larger than one agent call takes, as a verified
 // upload: its parts, then the completion, which checks size and SHA-256
-// and renames the file into place. A failed upload is aborted.
-func uploadFile(ctx context.Context, c *client.Client, req SandboxWrite, data []byte, deny, exec []string) (*api.UploadResult, error) {
+// and renames the file into place. A failed upload is aborted. The error
+// is the guest client's; completing says it came from the completion
+// (which may have renamed the file into place before it was cut off).
+func uploadFile(ctx context.Context, c *client.Client, req SandboxWrite, data []byte, deny, exec []string) (res *api.UploadResult, completing bool, err error) {
 	var b [8]byte
 	rand.Read(b[:])
 	up := "sbxw-" + hex.EncodeToString(b[:])
 	sum := sha256.Sum256(data)
-	res, err := func() (*api.UploadResult, error) {
+	res, err = func() (*api.UploadResult, error) {
 		for off := 0; off < len(data); off += api.MaxPartBytes {
 			if _, err := c.UploadPart(ctx, up, int64(off), data[off:min(off+api.MaxPartBytes, len(data))]); err != nil {
 				return nil, err
 			}
 		}
+		completing = true
 		return c.CompleteUpload(ctx, up, api.UploadComplete{Path: req.Path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Mode: req.Mode, Deny: deny, Exec: exec})
 	}()
 	if err != nil {
 		c.AbortUpload(context.WithoutCancel(ctx), up)
-		return nil, session.GuestError(err)
+		return nil, completing, err
 	}
-	return res, nil
+	return res, false, nil
 }
