@@ -3,6 +3,9 @@ package rewind_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"errors"
 	"fmt"
 	"net/url"
@@ -229,5 +232,58 @@ func TestRewindRefusedTakesNoPointLive(t *testing.T) {
 	}
 	if k := kinds(t, d, s.ID); k["restore"] != 0 || k["rewind.bisect"] != 0 || k["exec.refused"] != 2 {
 		t.Errorf("ledger: %v", k)
+	}
+}
+
+// liveSnapshots counts the procbox snapshots under the daemon's state dir
+// that are not deleted.
+func liveSnapshots(t *testing.T, d *daemontest.Daemon) int {
+	t.Helper()
+	metas, err := filepath.Glob(filepath.Join(d.StateDir, "procbox", "snapshots", "*", "snapshot.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range metas {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue // collected meanwhile
+		}
+		var meta struct{ Deleted bool }
+		if json.Unmarshal(raw, &meta) == nil && !meta.Deleted {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRewindSnapshotsGoLive: a point's snapshot is deleted when the ring
+// evicts it, when an undo drops it and when the session is deleted, so
+// the ring holds no more disk than its points.
+func TestRewindSnapshotsGoLive(t *testing.T) {
+	d := liveDaemon(t)
+	c := d.Client
+	ctx := context.Background()
+	s := newSession(t, c)
+	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), MaxPoints: ptr(3)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		mustExec(t, c, s.ID, fmt.Sprintf("echo %d > /workspace/n", i))
+	}
+	if n := liveSnapshots(t, d); n != 3 {
+		t.Errorf("%d live snapshots for a ring of 3 after 6 execs", n)
+	}
+	if _, err := c.RewindUndo(ctx, s.ID, api.RewindUndoRequest{Steps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := liveSnapshots(t, d); n != 1 {
+		t.Errorf("%d live snapshots after an undo of 2 of 3 points", n)
+	}
+	if err := c.DeleteSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := liveSnapshots(t, d); n != 0 {
+		t.Errorf("%d live snapshots after the session was deleted", n)
 	}
 }
