@@ -497,8 +497,8 @@ func (s *Service) Bisect(ctx context.Context, tenant, id string, req BisectReque
 		return nil, err
 	}
 	defer h.Release()
-	r.seq++
-	now, err := h.Snapshot(ctx, fmt.Sprintf("rw-bisect-%d", r.seq), r.cfg.Memory)
+	// The ring's tags are not used up by the bisect's own snapshot.
+	now, err := h.Snapshot(ctx, fmt.Sprintf("bisect-%d", time.Now().UnixNano()), r.cfg.Memory)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the machine before the bisect: %w", err)
 	}
