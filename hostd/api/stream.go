@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,7 +279,7 @@ func (s *sse) failed() error { return s.err }
 // streamJob follows a job from the offsets to its end: output and stderr
 // events whose id is "<stdout offset>:<stderr offset>" (a cursor for
 // Last-Event-ID), then one exit event.
-func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job string, off, eoff int64, ev *sse, maxAge time.Duration) (*session.JobRead, error) {
+func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job string, off, eoff int64, ev *sse, maxAge time.Duration) {
 	deadline := ev.end
 	for {
 		left := time.Until(deadline)
@@ -290,7 +289,7 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job strin
 		rd, err := s.sessions.ReadJob(r.Context(), tenant(r), id, job, off, eoff, min(25*time.Second, left))
 		if err != nil {
 			ev.event("error", "", errorBody{Error: err.Error(), Code: errdefs.Code(err)})
-			return nil, nil
+			return
 		}
 		cursor := fmt.Sprintf("%d:%d", rd.NextOffset, rd.StderrNextOffset)
 		if rd.OutputBase64 != "" {
@@ -302,16 +301,15 @@ func (s *Server) streamJob(w http.ResponseWriter, r *http.Request, id, job strin
 		off, eoff = rd.NextOffset, rd.StderrNextOffset
 		if rd.EOF {
 			ev.event("exit", cursor, map[string]any{"exit_code": rd.ExitCode, "state": rd.State, "signal": rd.Signal})
-			return rd, nil
+			return
 		}
 		if r.Context().Err() != nil || ev.failed() != nil {
 			// Gone, or not reading within the write limit: the stream
 			// ends and its slot is given back.
-			return nil, nil
+			return
 		}
 	}
 	ev.event("error", "", errorBody{Error: ageLimitMessage(maxAge, "resume"), Code: errdefs.CodeStreamMaxAge})
-	return nil, nil
 }
 
 // execStream runs a command as a job and streams its output.
@@ -343,7 +341,6 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	start := time.Now()
 	job, err := s.sessions.StartExecStream(r.Context(), tenant(r), id, req)
 	if err != nil {
 		return err
@@ -353,11 +350,9 @@ func (s *Server) execStream(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ev.event("start", "0:0", map[string]string{"job": job.ID})
-	rd, _ := s.streamJob(w, r, id, job.ID, 0, 0, ev, lim.MaxAge)
-	if rd != nil && rd.ExitCode != nil {
-		// The client may be gone already: the record must still be made.
-		s.sessions.RecordExec(context.WithoutCancel(r.Context()), id, req.Command, *rd.ExitCode, time.Since(start))
-	}
+	// The exec's ledger entry and usage are the core's, made when the
+	// job ends, whether or not this client stays to see it.
+	s.streamJob(w, r, id, job.ID, 0, 0, ev, lim.MaxAge)
 	return nil
 }
 

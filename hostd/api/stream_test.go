@@ -398,3 +398,80 @@ func TestAttackStalledStreamReader(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// streamedExecs returns the exec entries of session id's ledger that
+// came from exec/stream. Events does not settle jobs, so it sees only
+// what was recorded without a reader's help.
+func streamedExecs(t *testing.T, d *testDaemon, id string) []map[string]any {
+	t.Helper()
+	es, err := d.c.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, e := range es {
+		var data map[string]any
+		json.Unmarshal(e.Data, &data)
+		if e.Kind == "exec" && data["streamed"] == true {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// TestExecStreamRecordedOnce: a streamed command's exec entry (and its
+// job time) is the core's to make when the command ends. A client that
+// hangs up while it runs leaves it recorded all the same, with its exit
+// code, and its job settled; a client that stays to the end gets exactly
+// one entry too (the handler records nothing of its own).
+func TestExecStreamRecordedOnce(t *testing.T) {
+	d := fakeDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, s.ID)
+
+	// The client leaves after the start event, before the command ends.
+	o := openStream(t, d.url, token, "POST", sp(s.ID)+"/exec/stream", `{"command":"sleep 1; exit 7"}`)
+	if o.status != 200 {
+		t.Fatalf("exec/stream: %d %s", o.status, o.code)
+	}
+	line, err := bufio.NewReader(o.resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "id: ") {
+		t.Fatalf("first line of the stream: %q %v", line, err)
+	}
+	o.close()
+	var got []map[string]any
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got = streamedExecs(t, d, s.ID); len(got) > 0 {
+			break
+		}
+	}
+	time.Sleep(time.Second) // room for a second entry, if one were coming
+	if got = streamedExecs(t, d, s.ID); len(got) != 1 || got[0]["exit_code"] != float64(7) || got[0]["command"] != "sleep 1; exit 7" {
+		t.Fatalf("after the client left: streamed exec entries %v, want one with exit code 7", got)
+	}
+	if ms, _ := got[0]["duration_ms"].(float64); ms < 900 {
+		t.Errorf("duration_ms %v, want about a second", got[0]["duration_ms"])
+	}
+	if rows, err := d.st.ListJobs(ctx, s.ID); err != nil || len(rows) != 0 {
+		t.Errorf("the job is not settled into usage: %d rows left, %v", len(rows), err)
+	}
+
+	// The client stays to the exit event.
+	code, evs := streamExec(t, d.url, s.ID, "sleep 0.2; echo hi; exit 3")
+	if code != 200 || len(evs) == 0 || evs[len(evs)-1].name != "exit" {
+		t.Fatalf("exec/stream that stays: %d %+v", code, evs)
+	}
+	time.Sleep(time.Second)
+	got = streamedExecs(t, d, s.ID)
+	if len(got) != 2 || got[1]["exit_code"] != float64(3) {
+		t.Errorf("after a client stayed: streamed exec entries %v, want a second one with exit code 3", got)
+	}
+	u, err := d.c.GetSession(ctx, s.ID)
+	if err != nil || u.Usage.Execs != 2 || u.Usage.Jobs != 2 {
+		t.Errorf("usage %+v %v, want 2 execs and 2 jobs", u.Usage, err)
+	}
+}

@@ -258,6 +258,10 @@ func TestEgressDroppedNamesAllowedHosts(t *testing.T) {
 		l.windows, l.chained, l.dropped = map[string]*egressWindowState{}, map[string]*egressChain{}, map[string]int64{}
 		l.logBytes, l.droppedAllowed = map[string]int64{}, map[string]map[string]int64{}
 	})
+	// No writer will say it is done: say it for it, so the manager's
+	// shutdown at the test's end (Flush) does not wait forever. This
+	// cleanup runs before the manager's, which was added first.
+	t.Cleanup(func() { close(l.done) })
 	s.Record(egress.Event{Sandbox: id, Kind: "egress.allow", Host: host, Port: 443, Method: "POST", Path: "/upload"})
 	l.mu.Lock()
 	chained := l.chained[id].keys[egressKey{kind: "egress.allow", host: host}]

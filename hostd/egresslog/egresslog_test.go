@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,8 +12,8 @@ import (
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor/fake"
 )
 
 // fakeClock is a clock a test moves; safe to read from the egress log's
@@ -26,21 +25,15 @@ func (c *fakeClock) now() time.Time       { return *c.t.Load() }
 func (c *fakeClock) set(t time.Time)      { c.t.Store(&t) }
 func (c *fakeClock) add(d time.Duration)  { c.set(c.now().Add(d)) }
 
-// egressLogManager is a session core without a backend and its egress
+// egressLogManager is a session core on the fake backend and its egress
 // log, wired as hostd/daemon wires them, on a clock the test moves. The
 // decisions are fed straight to the Service, as the proxy would.
 func egressLogManager(t *testing.T, clock *fakeClock) (*session.Manager, *Service, *store.Store, *ledger.Ledger) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	led := ledger.New(st)
-	m := session.New(session.Config{Store: st, Ledger: led, Now: clock.now})
+	m := sessiontest.New(t, sessiontest.Now(clock.now))
 	s := New(m, 2*time.Hour)
 	m.SetEgressLog(s)
-	return m, s, st, led
+	return m, s, m.Store(), sessiontest.Ledger(m)
 }
 
 // egressCounts sums an egress log by kind, and counts its rows.
@@ -189,16 +182,7 @@ func TestEgressLogRetention(t *testing.T) {
 // see it: the session's tenant (and the admin) get its rows, another
 // tenant a 404, and so does an id with no session.
 func TestListIsScoped(t *testing.T) {
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := fake.New(filepath.Join(state, "fake"))
-	t.Cleanup(func() { b.Close() })
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: "any"})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	m := sessiontest.New(t)
 	s := New(m, 0)
 	m.SetEgressLog(s)
 	ctx := context.Background()

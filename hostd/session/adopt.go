@@ -62,6 +62,7 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 			mc, err := ad.Adopt(ctx, s.SandboxID)
 			if err == nil {
 				m.track(s.ID, mc)
+				m.followStreamedAgain(ctx, s.ID, mc)
 				if pol, err := m.policyOf(ctx, s.ID); err != nil {
 					m.log.Warn("reattach: policy", "session", s.ID, "err", err)
 				} else if err := m.openEgress(s.ID, pol); err != nil {

@@ -67,6 +67,12 @@ func TestReattach(t *testing.T) {
 	}
 	// (A sandbox's adoption, whose removal at its TTL is armed again, is
 	// hostd/sandboxes' TestAdoptedSandboxRemovedAtTTL.)
+	// A streamed command still running when the daemon stops: the next
+	// daemon follows it and records it when it ends (nobody reads it).
+	streamed, err := m1.StartExecStream(ctx, "", s.ID, session.ExecRequest{Command: "sleep 2; exit 4"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m1.Detach(ctx)
 	close1()
 
@@ -80,6 +86,23 @@ func TestReattach(t *testing.T) {
 	res, err := m2.Exec(ctx, "", s.ID, session.ExecRequest{Command: "cat /workspace/f"})
 	if err != nil || res.Stdout != "kept\n" {
 		t.Fatalf("exec after reattach: %+v %v", res, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		// Looked at in the ledger itself: Events settles nothing, so only
+		// the manager's own follower can have made the entry.
+		es, err := ledger.New(st).List(ctx, s.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := lastKind(es, "exec"); strings.Contains(e, streamed.ID) {
+			if !strings.Contains(e, `"exit_code":4`) {
+				t.Errorf("the streamed command's exec entry: %s, want exit code 4", e)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a streamed command that ended after the restart was not recorded")
+		}
 	}
 	if g := g2.GrantsFor(s.ID); len(g) != 0 {
 		t.Errorf("a grant survived the restart: %+v", g)

@@ -39,6 +39,7 @@ import (
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hypervisor"
 )
 
 // Budget is the public wire type api.Budget, kept under this name here.
@@ -228,13 +229,19 @@ func (m *Manager) recordJob(ctx context.Context, id string, j *api.Job, command 
 }
 
 // settleJob accounts a job the guest reports ended: its guest-measured
-// run time goes into usage.job_ms once, and output it dropped past its
-// cap is ledgered.
+// run time goes into usage.job_ms once, output it dropped past its cap
+// is ledgered, and a streamed command (exec/stream) gets its exec entry.
+// Whoever sees the end first settles (a reader of the job, a listing,
+// the host's own follower of a streamed job, followStreamed); the store
+// makes it happen once. What it ledgers does not depend on the caller
+// staying: ctx's cancellation is dropped.
 func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 	if j.EndedAt == nil {
 		return
 	}
-	if _, err := m.st.GetJob(ctx, id, j.ID); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	row, err := m.st.GetJob(ctx, id, j.ID)
+	if err != nil {
 		return // not ours to settle, or settled already
 	}
 	ms := max(0, j.EndedAt.Sub(j.StartedAt).Milliseconds())
@@ -243,9 +250,88 @@ func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 		m.log.Warn("settle a job", "session", id, "job", j.ID, "err", err)
 		return
 	}
-	if first && j.DroppedBytes > 0 {
+	if !first {
+		return
+	}
+	if j.DroppedBytes > 0 {
 		m.ledgerAppend(ctx, id, "job.output_truncated", map[string]any{"job": j.ID, "dropped_bytes": j.DroppedBytes,
 			"stdout_bytes": j.StdoutBytes, "stderr_bytes": j.StderrBytes})
+	}
+	var jr jobRow
+	if json.Unmarshal(row.Record, &jr) == nil && jr.Streamed {
+		m.recordStreamed(ctx, id, row.Command, j, ms)
+	}
+}
+
+// recordStreamed is the second half of a streamed command's record step
+// (startJob ledgers job.start as it starts): the exec entry, made once
+// when the job ends. The command was counted when it started, as the job
+// it is (jobs, job time) and as an exec (execs, so max_execs bounds every
+// command); its run time is job time, which settleJob has just added.
+func (m *Manager) recordStreamed(ctx context.Context, id, command string, j api.Job, ms int64) {
+	entry := map[string]any{"job": j.ID, "command": command, "duration_ms": ms, "streamed": true}
+	if j.ExitCode != nil {
+		entry["exit_code"] = *j.ExitCode
+	}
+	if j.Signal != "" {
+		entry["signal"] = j.Signal
+	}
+	m.ledgerAppend(ctx, id, "exec", entry)
+}
+
+// followStreamedAgain follows the streamed jobs of an adopted sandbox
+// that the host has not settled: the daemon that started them stopped
+// while they ran, and its followers with it.
+func (m *Manager) followStreamedAgain(ctx context.Context, id string, mc hypervisor.Machine) {
+	rows, err := m.st.ListJobs(ctx, id)
+	if err != nil {
+		m.log.Warn("reattach: list jobs", "session", id, "err", err)
+		return
+	}
+	for _, r := range rows {
+		var jr jobRow
+		if json.Unmarshal(r.Record, &jr) == nil && jr.Streamed {
+			go m.followStreamed(id, clientFor(mc), r.JobID)
+		}
+	}
+}
+
+// followStreamed follows a streamed job from the host until the guest
+// reports it ended, then settles it (settleJob): so a streamed command
+// is ledgered and its time counted when it ends, whether or not its
+// client is still reading. It reads one byte at most per poll and
+// moves its offsets to what the guest retained, so it costs a long poll,
+// not a copy of the output. It gives up when the guest no longer knows
+// the job (a restore, a restarted agent: refreshJobs settles those), when
+// the guest cannot be reached a few times running (the sandbox stopped),
+// and when the manager shuts down.
+func (m *Manager) followStreamed(id string, c *client.Client, job string) {
+	ctx := context.Background()
+	var off, eoff int64
+	for fails := 0; fails < 3 && !m.stopped(); {
+		r, err := c.ReadJob(ctx, job, client.ReadOptions{Offset: off, StderrOffset: eoff, Wait: api.MaxWaitMillis * time.Millisecond, Limit: 1})
+		if m.stopped() {
+			return // shut down or detached meanwhile: the next daemon follows it
+		}
+		if err != nil {
+			if refusedBeforeStart(err) {
+				return // the guest does not know the job (any more)
+			}
+			fails++
+			time.Sleep(time.Second)
+			continue
+		}
+		fails = 0
+		if r.EndedAt != nil {
+			m.settleJob(ctx, id, r.Job)
+			return
+		}
+		if r.StdoutBytes == off && r.StderrBytes == eoff {
+			// Nothing new: the wait ran out, or the job closed its
+			// output and runs on (the guest then answers at once).
+			time.Sleep(time.Second)
+		}
+		off, eoff = r.StdoutBytes, r.StderrBytes
 	}
 }
 

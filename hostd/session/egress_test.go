@@ -1,9 +1,8 @@
-package session
+package session_test
 
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,10 +10,9 @@ import (
 
 	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/egress/rules"
-	"paddock.dev/paddock/hostd/ledger"
-	"paddock.dev/paddock/hostd/store"
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 	"paddock.dev/paddock/hypervisor"
-	"paddock.dev/paddock/hypervisor/fake"
 )
 
 // openEgress is an Egress that serves nothing: it keeps the recorder each
@@ -50,7 +48,7 @@ func (e *openEgress) recorder(id string) egress.Recorder {
 // ledgers an entry, as hostd/egresslog ledgers a window's summary, so the
 // test can see where it falls in the session's ledger.
 type callLog struct {
-	m *Manager
+	m *session.Manager
 
 	mu     sync.Mutex
 	events []egress.Event
@@ -78,43 +76,43 @@ func (l *callLog) Settle()                   { l.note("settle") }
 func (l *callLog) Prune(ctx context.Context) { l.note("prune") }
 func (l *callLog) Flush()                    { l.note("flush") }
 
-func (l *callLog) saw(c string) bool {
+// count is how many times the core asked c.
+func (l *callLog) count(c string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Contains(l.calls, c)
+	n := 0
+	for _, x := range l.calls {
+		if x == c {
+			n++
+		}
+	}
+	return n
 }
+
+func (l *callLog) saw(c string) bool { return l.count(c) > 0 }
 
 // networkBackend is the fake backend taking a sandbox with a network:
 // the fake serves no network mode but offline, and what is tested here
 // is the core's side of egress, not the sandbox's.
-type networkBackend struct{ *fake.Backend }
+type networkBackend struct{ hypervisor.Backend }
 
 func (b networkBackend) Create(ctx context.Context, spec hypervisor.MachineSpec) (hypervisor.Machine, error) {
 	spec.Network, spec.EgressDir = hypervisor.NetworkOffline, ""
 	return b.Backend.Create(ctx, spec)
 }
 
-// egressManager is a Manager on the fake backend with an Egress that
+// egressManager is a manager on the fake backend with an Egress that
 // keeps its recorders, and no egress log yet.
-func egressManager(t *testing.T) (*Manager, *openEgress) {
+func egressManager(t *testing.T) (*session.Manager, *openEgress) {
 	t.Helper()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := fake.New(filepath.Join(state, "fake"))
-	t.Cleanup(func() { b.Close() })
 	eg := &openEgress{rec: map[string]egress.Recorder{}}
-	m := New(Config{Store: st, Ledger: ledger.New(st), Backend: networkBackend{b}, DefaultImage: "any",
-		Egress: eg, EgressRoot: filepath.Join(state, "egress")})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	m := sessiontest.New(t, sessiontest.Egress(eg),
+		sessiontest.WrapBackend(func(b hypervisor.Backend) hypervisor.Backend { return networkBackend{b} }))
 	return m, eg
 }
 
-func allowPolicy(enforcement string) *PolicyRequest {
-	return &PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{
+func allowPolicy(enforcement string) *session.PolicyRequest {
+	return &session.PolicyRequest{PolicyInput: rules.PolicyInput{Network: &rules.Network{
 		Allow: []rules.AllowEntry{{Host: "example.com"}}, Enforcement: enforcement}}}
 }
 
@@ -128,7 +126,7 @@ func TestEgressLogFedByCore(t *testing.T) {
 	log := &callLog{m: m}
 	m.SetEgressLog(log)
 	ctx := context.Background()
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600, Policy: allowPolicy("")})
+	s, err := m.Create(ctx, "", session.CreateRequest{TTLSeconds: 600, Policy: allowPolicy("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +141,19 @@ func TestEgressLogFedByCore(t *testing.T) {
 	if len(log.events) != 1 || log.events[0].Host != "other.test" {
 		t.Errorf("the egress log got %+v, want the proxy's decision", log.events)
 	}
-	if _, err := m.Events(ctx, "", s.ID); err != nil || !log.saw("settle") {
-		t.Errorf("reading the ledger did not settle the egress log first (%v, calls %v)", err, log.calls)
+	// Every reader of the ledger settles the log before it reads.
+	for _, r := range []struct {
+		name string
+		read func() error
+	}{
+		{"Events", func() error { _, err := m.Events(ctx, "", s.ID); return err }},
+		{"EventsAfter", func() error { _, err := m.EventsAfter(ctx, "", s.ID, 0); return err }},
+		{"Trajectory", func() error { _, err := m.Trajectory(ctx, "", s.ID); return err }},
+	} {
+		before := log.count("settle")
+		if err := r.read(); err != nil || log.count("settle") != before+1 {
+			t.Errorf("%s did not settle the egress log before reading the ledger (%v, calls %v)", r.name, err, log.calls)
+		}
 	}
 	if err := m.Delete(ctx, "", s.ID); err != nil {
 		t.Fatal(err)
@@ -152,7 +161,7 @@ func TestEgressLogFedByCore(t *testing.T) {
 	if !log.saw("closed " + s.ID) {
 		t.Errorf("deleting the session did not close its egress log: %v", log.calls)
 	}
-	kinds := pipeKinds(t, m, s.ID)
+	kinds := strings.Split(sessiontest.LedgerKinds(t, sessiontest.Ledger(m), s.ID), ",")
 	if i, j := slices.Index(kinds, "egress.summary"), slices.Index(kinds, "session.delete"); i < 0 || j < 0 || i > j {
 		t.Errorf("ledger %v: the egress log's entry must come before session.delete", kinds)
 	}
@@ -169,38 +178,45 @@ func TestEgressLogFedByCore(t *testing.T) {
 // TestNoEgressLogNoNetwork: without an egress log the core fails closed:
 // a network policy is refused (409), best-effort or not, and no egress is
 // opened, so no decision can go unrecorded; the daemon says it has no
-// egress. An offline session is still made.
+// egress. An offline session is still made. A fork of a session with a
+// network, made once the log is gone, is refused too.
 func TestNoEgressLogNoNetwork(t *testing.T) {
 	m, eg := egressManager(t)
 	ctx := context.Background()
 	for _, enf := range []string{"", rules.EnforcementBestEffort} {
-		_, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600, Policy: allowPolicy(enf)})
-		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "no egress log") {
+		_, err := m.Create(ctx, "", session.CreateRequest{TTLSeconds: 600, Policy: allowPolicy(enf)})
+		if !errors.Is(err, session.ErrConflict) || !strings.Contains(err.Error(), "no egress log") {
 			t.Errorf("a network policy (enforcement %q) with no egress log: %v, want 409 naming the egress log", enf, err)
 		}
 	}
-	s, err := m.Create(ctx, "", CreateRequest{TTLSeconds: 600})
+	s, err := m.Create(ctx, "", session.CreateRequest{TTLSeconds: 600})
 	if err != nil {
 		t.Fatalf("an offline session with no egress log: %v", err)
 	}
 	if s.Capabilities.Egress {
 		t.Error("a daemon without an egress log says it has egress")
 	}
-	if err := m.openEgress("ses-0123456789abcdef", mustCompile(t, allowPolicy(""))); !errors.Is(err, ErrConflict) {
-		t.Errorf("opening egress (adoption, fork) with no egress log: %v, want 409", err)
-	}
 	eg.mu.Lock()
-	defer eg.mu.Unlock()
-	if len(eg.rec) != 0 {
-		t.Errorf("egress was opened for %d sandboxes with no egress log", len(eg.rec))
+	opened := len(eg.rec)
+	eg.mu.Unlock()
+	if opened != 0 {
+		t.Errorf("egress was opened for %d sandboxes with no egress log", opened)
 	}
-}
 
-func mustCompile(t *testing.T, p *PolicyRequest) *rules.Compiled {
-	t.Helper()
-	c, err := compilePolicy(&p.PolicyInput)
+	// A session with a network, made while there was a log, forked
+	// after it went: the child is made, but its egress is not opened
+	// (the fork logs why), so none of its decisions can go unrecorded.
+	m.SetEgressLog(&callLog{m: m})
+	net, err := m.Create(ctx, "", session.CreateRequest{TTLSeconds: 600, Policy: allowPolicy("")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	m.SetEgressLog(nil)
+	kids, err := m.Fork(ctx, "", net.ID, -1, session.ForkRequest{Count: 1})
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("fork: %v %v", kids, err)
+	}
+	if eg.recorder(kids[0].ID) != nil || eg.recorder(net.ID) == nil {
+		t.Errorf("egress opened for the fork child with no egress log (parent's: %v)", eg.recorder(net.ID) != nil)
+	}
 }

@@ -194,6 +194,11 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.Timeout, true
 			}
 			m.ledgerAppend(ctx, id, "job.start", p.withNotes(entry))
+			if streamed {
+				// The exec entry follows when the command ends, made by
+				// the host whether or not the caller is still there.
+				go m.followStreamed(id, p.cl, j.ID)
+			}
 			return nil
 		}),
 		step(StepUsage, func(context.Context) error {

@@ -14,7 +14,8 @@ package session
 //	          (given back if the walk stops before the command starts)
 //	hooks     the command hooks (AddCommandHook): they may refuse or annotate
 //	run       the guest does the work
-//	record    the ledger entry
+//	record    the ledger entry (an exec/stream's exec entry is made
+//	          when its job ends, by the host: followStreamed)
 //	usage     the session's usage counters
 //
 // An entry lists only the steps it has (a git status is not judged,

@@ -871,19 +871,15 @@ func (m *Manager) RunSweeper(ctx context.Context) {
 	}
 }
 
-// RecordExec ledgers a command that ran as a streamed job. It was
-// counted when it started, as the job it is (jobs, job time) and as an
-// exec (execs, so max_execs bounds every command); its time is job time.
-func (m *Manager) RecordExec(ctx context.Context, id, command string, exitCode int, d time.Duration) {
-	m.ledgerAppend(ctx, id, "exec", map[string]any{"command": command, "exit_code": exitCode, "duration_ms": d.Milliseconds(), "streamed": true})
-}
-
 // EventsAfter returns ledger entries after seq (for the events stream).
-// Deleted sessions keep their ledger but are no longer served.
+// Deleted sessions keep their ledger but are no longer served. Like
+// Events, it lets the egress decisions recorded so far reach the ledger
+// first.
 func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int64) ([]ledger.Entry, error) {
 	if _, _, err := m.load(ctx, tenant, id); err != nil {
 		return nil, err
 	}
+	m.settleEgressLog()
 	return m.ledger.List(ctx, id, after, 1000)
 }
 

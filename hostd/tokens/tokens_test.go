@@ -4,38 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
-	"paddock.dev/paddock/hostd/store"
-	"paddock.dev/paddock/hypervisor/fake"
+	"paddock.dev/paddock/hostd/session/sessiontest"
 )
 
 // tokenManager is a session core on the fake backend (no root), with a
-// clock the test moves (skew), and its tokens service wired as
-// hostd/daemon wires it.
-func tokenManager(t *testing.T) (*session.Manager, *Service, *ledger.Ledger, *atomic.Int64) {
+// clock the test moves, and its tokens service wired as hostd/daemon
+// wires it.
+func tokenManager(t *testing.T) (*session.Manager, *Service, *ledger.Ledger, *sessiontest.Clock) {
 	t.Helper()
-	state := t.TempDir()
-	st, err := store.Open(filepath.Join(state, "paddock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	b := fake.New(filepath.Join(state, "fake"))
-	t.Cleanup(func() { b.Close() })
-	led := ledger.New(st)
-	skew := new(atomic.Int64)
-	m := session.New(session.Config{Store: st, Ledger: led, Backend: b, DefaultImage: "any",
-		Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	return m, New(m), led, skew
+	clock := new(sessiontest.Clock)
+	m := sessiontest.New(t, sessiontest.Now(clock.Now))
+	return m, New(m), sessiontest.Ledger(m), clock
 }
 
 // revocations are the token.revoke entries of a session's ledger, as
@@ -135,7 +121,7 @@ func TestMintListRevoke(t *testing.T) {
 // expiry as "session expired"; a lost sandbox or a daemon shutdown
 // revokes nothing.
 func TestTokensRevokedWhenSessionStops(t *testing.T) {
-	m, svc, led, skew := tokenManager(t)
+	m, svc, led, clock := tokenManager(t)
 	ctx := context.Background()
 	mint := func(id string) string {
 		t.Helper()
@@ -172,7 +158,7 @@ func TestTokensRevokedWhenSessionStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := mint(exp.ID)
-	skew.Store(int64(2 * time.Minute))
+	clock.Set(2 * time.Minute)
 	if n := m.Sweep(ctx); n != 1 {
 		t.Fatalf("the sweep expired %d sessions, want 1", n)
 	}
@@ -182,7 +168,7 @@ func TestTokensRevokedWhenSessionStops(t *testing.T) {
 	if rec, _, _ := svc.SessionToken(ctx, c); !rec.Revoked {
 		t.Error("an expired session's token is not revoked for the verifier")
 	}
-	skew.Store(0)
+	clock.Set(0)
 
 	// The hook itself, for a session still running: a lost sandbox
 	// revokes nothing, an expiry revokes the live tokens as "session

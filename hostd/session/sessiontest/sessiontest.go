@@ -9,7 +9,9 @@
 // the host as the test's user, so a test gives them relative paths only.
 // Options change that: Procbox for real sandboxes (the test needs root),
 // Policy for another engine or none, Now for a clock the test moves
-// (Clock is one), StateDir to keep the state where the test says.
+// (Clock is one), StateDir to keep the state where the test says,
+// Egress for a network service, WrapBackend to change what the backend
+// does.
 //
 // Package session's own internal tests (package session) cannot import
 // this package, which imports session; its external tests
@@ -43,6 +45,8 @@ type options struct {
 	policySet bool
 	now       func() time.Time
 	stateDir  string
+	egress    session.Egress
+	wrap      func(hypervisor.Backend) hypervisor.Backend
 }
 
 // Procbox runs the manager on procbox, with the test's guest binary and
@@ -62,6 +66,18 @@ func Now(now func() time.Time) Option { return func(o *options) { o.now = now } 
 // StateDir keeps the store, the ledger and the backend's state under dir
 // instead of a fresh temporary directory.
 func StateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
+
+// Egress gives the manager e as the service that serves its sandboxes'
+// network, with its socket directories under the state directory. The
+// manager still refuses a network policy until it has an egress log
+// (SetEgressLog).
+func Egress(e session.Egress) Option { return func(o *options) { o.egress = e } }
+
+// WrapBackend gives the manager wrap(backend) instead of the backend: a
+// test's wrapper that fails on purpose or changes what a create asks.
+func WrapBackend(wrap func(hypervisor.Backend) hypervisor.Backend) Option {
+	return func(o *options) { o.wrap = wrap }
+}
 
 // New returns a manager built as the options say, shut down (and its
 // backend and store closed) when the test ends. Its store is m.Store();
@@ -108,7 +124,14 @@ func New(t testing.TB, opts ...Option) *session.Manager {
 		}
 		pol = eng
 	}
-	m := session.New(session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: image, Policy: pol, Now: o.now})
+	if o.wrap != nil {
+		b = o.wrap(b)
+	}
+	cfg := session.Config{Store: st, Ledger: ledger.New(st), Backend: b, DefaultImage: image, Policy: pol, Now: o.now}
+	if o.egress != nil {
+		cfg.Egress, cfg.EgressRoot = o.egress, filepath.Join(state, "egress")
+	}
+	m := session.New(cfg)
 	// Cleanups run last added first: the manager stops its sandboxes
 	// before the backend and the store close.
 	t.Cleanup(func() { m.Shutdown(context.Background()) })

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/egress"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
 
@@ -49,3 +52,50 @@ func TestNew(t *testing.T) {
 		t.Errorf("the store is not in the state directory: %v", err)
 	}
 }
+
+// countingBackend counts the sandboxes made through it.
+type countingBackend struct {
+	hypervisor.Backend
+	made *atomic.Int32
+}
+
+func (b countingBackend) Create(ctx context.Context, spec hypervisor.MachineSpec) (hypervisor.Machine, error) {
+	b.made.Add(1)
+	return b.Backend.Create(ctx, spec)
+}
+
+// noEgress is an Egress that opens nothing.
+type noEgress struct{}
+
+func (noEgress) Open(string, string, egress.Policy, egress.Recorder) error { return nil }
+func (noEgress) Close(string)                                              {}
+func (noEgress) Intercepts() bool                                          { return false }
+
+// TestWrapAndEgress: WrapBackend's wrapper makes the manager's sandboxes;
+// Egress gives the manager a network service (so, with an egress log, it
+// says it has egress).
+func TestWrapAndEgress(t *testing.T) {
+	ctx := context.Background()
+	var made atomic.Int32
+	m := New(t, WrapBackend(func(b hypervisor.Backend) hypervisor.Backend { return countingBackend{b, &made} }), Egress(noEgress{}))
+	m.SetEgressLog(discardLog{})
+	s, err := m.Create(ctx, "", session.CreateRequest{TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made.Load() != 1 {
+		t.Errorf("the wrapper made %d sandboxes, want 1", made.Load())
+	}
+	if !s.Capabilities.Egress {
+		t.Error("a manager given Egress and an egress log says it has no egress")
+	}
+}
+
+// discardLog is an egress log that keeps nothing.
+type discardLog struct{}
+
+func (discardLog) Record(egress.Event)   {}
+func (discardLog) Closed(string)         {}
+func (discardLog) Settle()               {}
+func (discardLog) Prune(context.Context) {}
+func (discardLog) Flush()                {}
