@@ -287,3 +287,31 @@ func TestRewindSnapshotsGoLive(t *testing.T) {
 		t.Errorf("%d live snapshots after the session was deleted", n)
 	}
 }
+
+// TestRewindExecStreamLive: exec/stream is an exec to the triggers: it
+// takes a point, and an undo of it puts the file it removed back.
+func TestRewindExecStreamLive(t *testing.T) {
+	d := liveDaemon(t)
+	c := d.Client
+	ctx := context.Background()
+	s := newSession(t, c)
+	mustExec(t, c, s.ID, "echo kept > /workspace/k")
+	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if code, err := c.ExecStream(ctx, s.ID, api.ExecRequest{Command: "rm /workspace/k && echo gone"}, &out, &out); err != nil || code != 0 || out.String() != "gone\n" {
+		t.Fatalf("exec/stream: %d %q %v", code, out.String(), err)
+	}
+	rw, err := c.Rewind(ctx, s.ID)
+	if err != nil || len(rw.Points) != 1 || rw.Points[0].Trigger != "exec" || rw.Points[0].Command != "rm /workspace/k && echo gone" {
+		t.Fatalf("the stream's point: %+v %v", rw, err)
+	}
+	waitJobsDone(t, d, s.ID)
+	if _, err := c.RewindUndo(ctx, s.ID, api.RewindUndoRequest{To: rw.Points[0].Tag}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustExec(t, c, s.ID, "cat /workspace/k"); r.Stdout != "kept\n" {
+		t.Errorf("after undo of the stream: %q", r.Stdout)
+	}
+}
