@@ -315,3 +315,39 @@ func TestRewindExecStreamLive(t *testing.T) {
 		t.Errorf("after undo of the stream: %q", r.Stdout)
 	}
 }
+
+// TestRewindGitTriggerLive: with the git trigger a commit takes a point
+// (its command reads git commit) and a status does not; an undo of the
+// commit's point puts the repository back to before it.
+func TestRewindGitTriggerLive(t *testing.T) {
+	images, _ := testutil.DebianImages(t)
+	d := daemontest.New(t, daemontest.WithImage(testutil.DebianImageName, images))
+	c := d.Client
+	ctx := context.Background()
+	s := newSession(t, c)
+	r, err := c.Exec(ctx, s.ID, api.ExecRequest{Command: "set -e; cd /workspace; git init -q -b main .; echo one > a.txt; " +
+		"git add a.txt; git -c user.name=t -c user.email=t@example.com commit -qm one; echo two >> a.txt; git add a.txt", TimeoutSeconds: 60})
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("set up the repository: %+v %v", r, err)
+	}
+	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), Triggers: []string{"git"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(ctx, "GET", s.ID, "/git/status", url.Values{"repo": {"/workspace"}}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Commit string }
+	if err := c.Call(ctx, "POST", s.ID, "/git/commit", nil, map[string]any{"repo": "/workspace", "message": "two"}, &res); err != nil || len(res.Commit) != 40 {
+		t.Fatalf("commit: %+v %v", res, err)
+	}
+	rw, err := c.Rewind(ctx, s.ID)
+	if err != nil || len(rw.Points) != 1 || rw.Points[0].Trigger != "git" || rw.Points[0].Command != "git commit" {
+		t.Fatalf("points after a status and a commit: %+v %v", rw, err)
+	}
+	if _, err := c.RewindUndo(ctx, s.ID, api.RewindUndoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustExec(t, c, s.ID, "cd /workspace && git log --format=%s"); r.Stdout != "one\n" {
+		t.Errorf("after undo of the commit, the log reads %q", r.Stdout)
+	}
+}
