@@ -69,8 +69,11 @@ type point struct {
 type ring struct {
 	mu  sync.Mutex
 	cfg Config
-	// on mirrors cfg.Enabled for the hook's first look, without mu.
-	on     atomic.Bool
+	// on mirrors cfg.Enabled and triggers cfg.Triggers (a bit per
+	// trigger, by its place in allTriggers) for the hook's first look,
+	// without mu.
+	on       atomic.Bool
+	triggers atomic.Uint32
 	points []*point // oldest first
 	seq    int64
 }
@@ -177,6 +180,7 @@ func (s *Service) SetConfig(ctx context.Context, tenant, id string, req ConfigRe
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cfg := r.cfg
+	cfg.Triggers = slices.Clone(cfg.Triggers)
 	if req.Enabled != nil {
 		cfg.Enabled = *req.Enabled
 	}
@@ -195,6 +199,7 @@ func (s *Service) SetConfig(ctx context.Context, tenant, id string, req ConfigRe
 	}
 	r.cfg = cfg
 	r.on.Store(cfg.Enabled)
+	r.triggers.Store(triggerBits(cfg.Triggers))
 	evicted := r.trim(cfg.MaxPoints)
 	s.drop(id, evicted)
 	s.m.LedgerAppend(ctx, id, "rewind.config", map[string]any{"enabled": cfg.Enabled, "max_points": cfg.MaxPoints,
@@ -232,6 +237,17 @@ func (s *Service) drop(id string, ps []*point) {
 	}
 }
 
+// triggerBits is a set of triggers as bits.
+func triggerBits(ts []string) uint32 {
+	var b uint32
+	for _, t := range ts {
+		if i := slices.Index(allTriggers, t); i >= 0 {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
 // trigger is what a command takes a point as ("" for none) and the
 // command the point records.
 func trigger(c *session.Command) (string, string) {
@@ -261,7 +277,7 @@ func (s *Service) hook(ctx context.Context, c *session.Command) error {
 		return nil // rewind is off: nothing to take
 	}
 	trig, text := trigger(c)
-	if trig == "" {
+	if trig == "" || r.triggers.Load()&triggerBits([]string{trig}) == 0 {
 		return nil
 	}
 	if !r.mu.TryLock() {
