@@ -53,13 +53,14 @@ test: build cross ## run every test (needs root for the sandbox tests); lists th
 # A listed test that needs root fails there, and so does any skip
 # (scripts/test-nonroot.sh). hostd/api's are the access, identity,
 # idempotency, error-body and OpenAPI tests.
-NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolationAllRoutes|TestSandboxesAndSessionsApart|TestSessionTokens|TestSessionTokenOps|TestSessionTokenLifetime|TestGrantAccess|TestPTYTicket|TestIdempotency|TestIdempotencyConcurrent|TestSandboxIdempotency|TestLifecycleIfMatch|TestSandboxProcessJudged|TestErrorKinds|TestOpenAPI.*
+NONROOT_API_TESTS = TestRouteAccess|TestTenantIsolation|TestReviewTenantIsolationAllRoutes|TestSandboxesAndSessionsApart|TestSessionTokens|TestSessionTokenOps|TestSessionTokenLifetime|TestGrantAccess|TestPTYTicket|TestIdempotency|TestIdempotencyConcurrent|TestSandboxIdempotency|TestLifecycleIfMatch|TestSandboxProcessJudged|TestErrorKinds|TestOpenAPI.*|TestReplayRouteAccess|TestAttackReplayDoesNoMoreThanExec
 NONROOT_PKGS ?= ./hypervisor/fake ./hypervisor:TestFakeConformance ./guest/agent:TestUnprivileged \
 	./errdefs ./client ./cmd/paddock:TestExitCode \
 	'./internal/testutil:^TestRequiresRootInTheNonrootRun$$' \
 	'./hostd/session:^(TestPipelineHookRefuses|TestPipelineHookSeesSessionTenant|TestPipelineWalk|TestJudgeWithoutApprovals|TestBudgetsSeam|TestAwaitApprovalWalksTheJudgeStep|TestSweepHandsSandboxesToHooks)$$' ./hostd/grants ./hostd/approvals ./hostd/budgets ./hostd/session/sessiontest \
 	'./hostd/sandboxes:^(TestSandboxPipelineSteps|TestSandboxHookRefuses|TestSandboxProcessJudgedOnEnv|TestSandboxProcessNeedsBudgets|TestCheckPath)$$' \
 	'./hostd/previews:^(TestPreviewConnTable|TestRewriteDevTools|TestPreviewLocation|TestPreviewHostToken|FuzzRewriteDevTools)$$' \
+	./hostd/replay \
 	'./hostd/api:^($(NONROOT_API_TESTS))$$'
 # The route table, its binding, the handlers' fail-closed identity and the gateway's use of the table.
 NONROOT_PKGS += './hostd/api/routes:TestTable|TestMatch|TestEdgeLimit' './hostd/api:^(TestRouteTableBound|TestRouteBodyLimits|TestHandlersNeedCaller|TestWhoamiNeedsCaller)$$' './hostd/session:^TestCallerFailsClosed$$' ./gateway/limits './gateway/auth:TestIsTicketRequest'

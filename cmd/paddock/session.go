@@ -334,6 +334,7 @@ workspace is (default /workspace).
 	cmd.AddCommand(previewCommands(g, cl)...)
 	cmd.AddCommand(rewindCommand(g, cl))
 	cmd.AddCommand(shellCommand(cl))
+	cmd.AddCommand(replayCommand(g, cl))
 	return cmd
 }
 

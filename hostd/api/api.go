@@ -138,6 +138,7 @@ func (s *Server) handlers() map[string]handler {
 	s.grantRoutes(bind)
 	s.tokenRoutes(bind)
 	s.approvalRoutes(bind)
+	s.replayRoutes(bind)
 	s.adminRoutes(bind)
 	s.sandboxRoutes(bind)
 	s.previewRoutes(bind)

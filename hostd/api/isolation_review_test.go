@@ -43,6 +43,7 @@ func TestReviewTenantIsolationAllRoutes(t *testing.T) {
 		"deny":       map[string]any{},
 		"complete":   map[string]any{},
 		"stream":     map[string]any{"command": "echo hi"},
+		"replay":     map[string]any{"dry_run": true},
 	}
 	var routes []string
 	for r := range api.RouteAccess() {

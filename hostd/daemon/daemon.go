@@ -40,6 +40,7 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/replay"
 	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
@@ -319,7 +320,8 @@ func New(cfg Config) (d *Daemon, err error) {
 	}
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
-	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws, Rewind: d.rewind}
+	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws,
+		Replay: replay.New(d.mgr), Rewind: d.rewind}
 	if missing := append(d.mgr.Unwired(), svc.Missing()...); len(missing) > 0 {
 		// A sibling left out fails closed, but silently turns its
 		// feature off: a wiring mistake, not a configuration.

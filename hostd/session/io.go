@@ -193,6 +193,11 @@ func (m *Manager) startJob(ctx context.Context, tenant, id string, req JobStart,
 			if p.adm.Capped {
 				entry["timeout_seconds"], entry["timeout_capped_by_budget"] = p.adm.Timeout, true
 			}
+			if streamed {
+				// An exec/stream: its exec entry follows at its exit, so
+				// a replay runs it from there, not as a job.
+				entry["streamed"] = true
+			}
 			m.ledgerAppend(ctx, id, "job.start", p.withNotes(entry))
 			if streamed {
 				// The exec entry follows when the command ends, made by

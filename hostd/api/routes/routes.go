@@ -165,6 +165,10 @@ var table = []Route{
 	row("GET /v1/agents/sessions/{id}/tokens", auth.AccessTenant),
 	row("DELETE /v1/agents/sessions/{id}/tokens/{token}", auth.AccessTenant),
 
+	// Replay reads the source ({id}); the target's exec is checked by
+	// hostd/replay against the same caller (exec on the target).
+	row("POST /v1/agents/sessions/{id}/replay", auth.OpRead),
+
 	row("POST /v1/agents/sessions/{id}/preview", auth.OpPreview),
 	row("GET /v1/agents/sessions/{id}/previews", auth.OpRead),
 	row("DELETE /v1/agents/sessions/{id}/preview/{preview}", auth.OpPreview),
