@@ -283,6 +283,7 @@ func (s *Service) hook(ctx context.Context, c *session.Command) error {
 	if !r.mu.TryLock() {
 		s.m.LedgerAppend(ctx, c.Session, "rewind.skipped", map[string]any{"trigger": trig, "command": session.ClipText(text, 300),
 			"reason": "another rewind point, undo or bisect holds the session"})
+		c.Annotate("rewind", "rewind.skipped")
 		return nil
 	}
 	defer r.mu.Unlock()
