@@ -67,6 +67,9 @@ NONROOT_PKGS += './hostd/api/routes:TestTable|TestMatch|TestEdgeLimit' './hostd/
 # The workspace's file change and git verb refused by a command hook, and its git config parsing.
 NONROOT_PKGS += './hostd/workspace:^(TestWorkspaceHookRefuses|TestAttackFileRecordAfterDisconnect|TestKeepGitKey|TestSafeGitConfigRoundTrip|TestCleanMessage)$$'
 
+# The promotion's plan, its walk of the parent's pipeline, and the core's hold it uses.
+NONROOT_PKGS += './hostd/promote:^(TestPromotePipelineSteps|TestMakePlan|TestRelPaths|TestCheckpointTag)$$' './hostd/session:^TestHold$$'
+
 test-nonroot: ## run the tests that need no root as uid 65534 (setpriv when run by root)
 	GO=$(GO) ./scripts/test-nonroot.sh $(NONROOT_PKGS)
 

@@ -67,6 +67,20 @@ const (
 	CodeExecProgram      = "exec_program"
 	CodePermissionDenied = "permission_denied"
 	CodeAgentProcess     = "agent_process"
+
+	// Promotion of a fork child (POST .../promote). 409, conflict: the
+	// session is no fork child; the child has no baseline from its fork;
+	// the plan differs from the plan_id given; a path both sides changed
+	// (without skip_conflicts); the plan moves more than the limits.
+	CodeNotForkChild     = "not_fork_child"
+	CodeNoBaseline       = "no_baseline"
+	CodePlanChanged      = "plan_changed"
+	CodePromoteConflicts = "promote_conflicts"
+	CodePromoteTooLarge  = "promote_too_large"
+	// 502, bad_gateway: the transfer stopped midway; the message says
+	// how many paths were applied and names the checkpoint that undoes
+	// them.
+	CodePromoteIncomplete = "promote_incomplete"
 )
 
 // FinerCodes lists the finer codes with the kind each one is of, for
@@ -98,5 +112,11 @@ func FinerCodes() map[string]error {
 		CodeExecProgram:             ErrForbidden,
 		CodePermissionDenied:        ErrForbidden,
 		CodeAgentProcess:            ErrForbidden,
+		CodeNotForkChild:            ErrConflict,
+		CodeNoBaseline:              ErrConflict,
+		CodePlanChanged:             ErrConflict,
+		CodePromoteConflicts:        ErrConflict,
+		CodePromoteTooLarge:         ErrConflict,
+		CodePromoteIncomplete:       ErrBadGateway,
 	}
 }

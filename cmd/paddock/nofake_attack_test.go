@@ -23,7 +23,7 @@ func TestAttackServeHasNoFake(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, bad := range []string{"paddock.dev/paddock/hypervisor/fake", "paddock.dev/paddock/hostd/daemon/daemontest", "paddock.dev/paddock/internal/testutil"} {
+		for _, bad := range []string{"paddock.dev/paddock/hypervisor/fake", "paddock.dev/paddock/hostd/daemon/daemontest", "paddock.dev/paddock/hostd/session/sessiontest", "paddock.dev/paddock/internal/testutil"} {
 			if dep == bad {
 				t.Errorf("paddock imports %s", dep)
 			}

@@ -192,6 +192,12 @@ var openAPISchemas = []struct {
 	{name: "ForkRequest", goV: apiv1.ForkRequest{}, dir: in},
 	{name: "ForkResult", goV: forkResult{}, dir: out},
 	{name: "Artifacts", goV: apiv1.Artifacts{}, dir: out},
+	{name: "PromoteRequest", goV: apiv1.PromoteRequest{}, dir: in},
+	{name: "PromoteChange", goV: apiv1.PromoteChange{}, dir: out},
+	{name: "PromoteConflict", goV: apiv1.PromoteConflict{}, dir: out},
+	{name: "NotCarried", goV: apiv1.NotCarried{}, dir: out},
+	{name: "PromotePlan", goV: apiv1.PromotePlan{}, dir: out},
+	{name: "PromoteResult", goV: apiv1.PromoteResult{}, dir: out},
 
 	{name: "LedgerEntry", goV: apiv1.LedgerEntry{}, dir: out},
 	{name: "Events", goV: eventsBody{}, dir: out},
@@ -299,6 +305,9 @@ var openAPILimits = []struct {
 
 	{"components/schemas/CheckpointRequest/properties/tag/maxLength", apiv1.MaxTagLen},
 	{"components/schemas/ForkRequest/properties/count/maximum", hypervisor.MaxForkChildren},
+	{"components/schemas/PromoteRequest/properties/paths/maxItems", apiv1.MaxPromotePaths},
+	{"components/schemas/PromotePlan/properties/apply/maxItems", apiv1.MaxPromoteChanges},
+	{"components/schemas/PromoteChange/properties/op/enum", []string{apiv1.PromoteAdded, apiv1.PromoteModified, apiv1.PromoteDeleted}},
 
 	{"components/schemas/GitRequest/properties/message/maxLength", apiv1.MaxCommitMsg},
 	{"components/parameters/GitLogN/schema/maximum", apiv1.MaxGitLog},

@@ -5,6 +5,7 @@ import (
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/promote"
 	"paddock.dev/paddock/hostd/replay"
 	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
@@ -20,6 +21,7 @@ type Services struct {
 	Approvals *approvals.Service
 	Grants    *grants.Service
 	Previews  *previews.Service
+	Promote   *promote.Service
 	Rewind    *rewind.Service
 	Replay    *replay.Service
 	Sandboxes *sandboxes.Service
@@ -38,7 +40,7 @@ func (svc Services) Missing() []string {
 	}{
 		{"approvals", svc.Approvals == nil}, {"grants", svc.Grants == nil}, {"previews", svc.Previews == nil},
 		{"rewind", svc.Rewind == nil}, {"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
-		{"workspace", svc.Workspace == nil}, {"replay", svc.Replay == nil},
+		{"workspace", svc.Workspace == nil}, {"promote", svc.Promote == nil}, {"replay", svc.Replay == nil},
 	} {
 		if x.nil_ {
 			out = append(out, x.name)

@@ -40,6 +40,7 @@ import (
 	"paddock.dev/paddock/hostd/grants"
 	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/previews"
+	"paddock.dev/paddock/hostd/promote"
 	"paddock.dev/paddock/hostd/replay"
 	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
@@ -175,6 +176,7 @@ type Daemon struct {
 	terms    *terminals.Service
 	tokens   *tokens.Service
 	ws       *workspace.Service
+	promote  *promote.Service
 	api      *api.Server
 	handler  http.Handler
 	lns      []net.Listener
@@ -312,6 +314,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.mgr.SetEgressLog(egresslog.New(d.mgr, cfg.EgressLogRetention)) // where the proxy's decisions go
 	d.ws = workspace.New(d.mgr)
 	d.rewind = rewind.New(d.mgr) // its command hook takes the points
+	d.promote = promote.New(d.mgr)
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
 	}
@@ -321,7 +324,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
 	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws,
-		Replay: replay.New(d.mgr), Rewind: d.rewind}
+		Promote: d.promote, Replay: replay.New(d.mgr), Rewind: d.rewind}
 	if missing := append(d.mgr.Unwired(), svc.Missing()...); len(missing) > 0 {
 		// A sibling left out fails closed, but silently turns its
 		// feature off: a wiring mistake, not a configuration.

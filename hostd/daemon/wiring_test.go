@@ -74,4 +74,16 @@ func TestDaemonWiresEverySibling(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("the approved command: %v", err)
 	}
+	// The promote service: a fork child's new file is in the plan.
+	kids, err := c.Fork(ctx, s.ID, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (Written through the files routes: the child's budget has no exec left.)
+	if err := c.Call(ctx, "PUT", kids[0].ID, "/files/content", nil, api.FileWrite{Path: "/workspace/new", ContentBase64: "bmV3Cg=="}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.Promote(ctx, kids[0].ID, api.PromoteRequest{DryRun: true}); err != nil || len(p.Plan.Apply) != 1 || p.Plan.Apply[0].Path != "new" {
+		t.Errorf("a promotion's plan: %+v %v", p, err)
+	}
 }

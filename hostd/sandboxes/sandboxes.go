@@ -576,9 +576,8 @@ func followedMode(ctx context.Context, c *client.Client, p string) string {
 // takes. The ledger gets the path and size, never the content.
 func (s *Service) WriteFile(ctx context.Context, tenant, id string, req SandboxWrite) (*SandboxWritten, error) {
 	var (
-		data    []byte
-		out     *SandboxWritten
-		lostErr string // a write cut off after it may have reached the guest
+		data []byte
+		out  *SandboxWritten
 	)
 	m := s.m
 	err := m.Walk(ctx, session.CommandFile, tenant, id,
@@ -615,19 +614,13 @@ func (s *Service) WriteFile(ctx context.Context, tenant, id string, req SandboxW
 			c := p.Guest()
 			// A call cut off on the way (the caller hung up, the agent
 			// went away) may have written the file: it is ledgered as
-			// interrupted, as an exec is, so no write escapes the ledger.
-			// Only the agent's refusal (4xx) wrote nothing.
-			lost := func(err error) error {
-				if !session.RefusedBeforeStart(err) {
-					p.Started()
-					lostErr = session.ClipText(err.Error(), 300)
-				}
-				return session.GuestError(err)
-			}
+			// interrupted (Pipe.RunCutOff), as an exec is, so no write
+			// escapes the ledger. Only the agent's refusal (4xx) wrote
+			// nothing.
 			if len(data) <= api.MaxFileWriteBytes {
 				fi, err := c.WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Deny: deny, Exec: exec})
 				if err != nil {
-					return lost(err)
+					return p.RunCutOff(err)
 				}
 				p.Started()
 				out = &SandboxWritten{Path: fi.Path, Size: fi.Size, Mode: fi.Mode}
@@ -639,15 +632,15 @@ func (s *Service) WriteFile(ctx context.Context, tenant, id string, req SandboxW
 					// Failed in the parts: aborted, nothing renamed.
 					return session.GuestError(err)
 				}
-				return lost(err)
+				return p.RunCutOff(err)
 			}
 			p.Started()
 			out = &SandboxWritten{Path: res.Path, Size: res.Size, Mode: followedMode(ctx, c, res.Path)}
 			return nil
 		}),
 		session.NewStep(session.StepRecord, func(ctx context.Context, p session.Pipe) error {
-			if out == nil {
-				m.LedgerAppend(ctx, id, "file.write", p.WithNotes(map[string]any{"path": path.Clean(req.Path), "size": len(data), "interrupted": true, "error": lostErr}))
+			if p.CutOff() {
+				m.LedgerAppend(ctx, id, "file.write", p.WithNotes(p.WithCutOff(map[string]any{"path": path.Clean(req.Path), "size": len(data)})))
 				return nil
 			}
 			m.LedgerAppend(ctx, id, "file.write", p.WithNotes(map[string]any{"path": out.Path, "size": out.Size}))

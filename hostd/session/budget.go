@@ -38,6 +38,7 @@ import (
 	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 )
@@ -196,6 +197,10 @@ type jobRow struct {
 	StartedAt      time.Time `json:"started_at"`
 	MaxOutputBytes int64     `json:"max_output_bytes,omitempty"`
 	Streamed       bool      `json:"streamed,omitempty"`
+	// Actor is who started it (the ledger's actor): a streamed command's
+	// exec entry, made when it ends, names the caller who ran it even
+	// when the host's follower or another reader settles it.
+	Actor string `json:"actor,omitempty"`
 }
 
 // usage reads the session's counters and the time of its unsettled jobs.
@@ -222,7 +227,7 @@ func (m *Manager) usage(ctx context.Context, id string) Usage {
 
 // recordJob keeps a started job's row until it is settled.
 func (m *Manager) recordJob(ctx context.Context, id string, j *api.Job, command string, started time.Time, maxOut int64, streamed bool) {
-	raw, _ := json.Marshal(jobRow{StartedAt: started, MaxOutputBytes: maxOut, Streamed: streamed})
+	raw, _ := json.Marshal(jobRow{StartedAt: started, MaxOutputBytes: maxOut, Streamed: streamed, Actor: auth.ActorOf(ctx)})
 	if err := m.st.PutJob(ctx, store.JobRow{SessionID: id, JobID: j.ID, Command: command, Record: raw}); err != nil {
 		m.log.Warn("record a job", "session", id, "job", j.ID, "err", err)
 	}
@@ -259,7 +264,7 @@ func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 	}
 	var jr jobRow
 	if json.Unmarshal(row.Record, &jr) == nil && jr.Streamed {
-		m.recordStreamed(ctx, id, row.Command, j, ms)
+		m.recordStreamed(ctx, id, row.Command, jr.Actor, j, ms)
 	}
 }
 
@@ -268,7 +273,7 @@ func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 // when the job ends. The command was counted when it started, as the job
 // it is (jobs, job time) and as an exec (execs, so max_execs bounds every
 // command); its run time is job time, which settleJob has just added.
-func (m *Manager) recordStreamed(ctx context.Context, id, command string, j api.Job, ms int64) {
+func (m *Manager) recordStreamed(ctx context.Context, id, command, actor string, j api.Job, ms int64) {
 	entry := map[string]any{"job": j.ID, "command": command, "duration_ms": ms, "streamed": true}
 	if j.ExitCode != nil {
 		entry["exit_code"] = *j.ExitCode
@@ -276,7 +281,13 @@ func (m *Manager) recordStreamed(ctx context.Context, id, command string, j api.
 	if j.Signal != "" {
 		entry["signal"] = j.Signal
 	}
-	m.ledgerAppend(ctx, id, "exec", entry)
+	if actor == "" || m.ledger == nil {
+		m.ledgerAppend(ctx, id, "exec", entry)
+		return
+	}
+	if _, err := m.ledger.Append(ctx, id, "exec", actor, entry); err != nil {
+		m.log.Error("ledger append", "session", id, "kind", "exec", "err", err)
+	}
 }
 
 // followStreamedAgain follows the streamed jobs of an adopted sandbox

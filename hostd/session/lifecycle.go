@@ -79,6 +79,13 @@ func (m *Manager) Checkpoint(ctx context.Context, tenant, id string, rev int64, 
 		return nil, err
 	}
 	defer leave()
+	return m.checkpointIn(ctx, s, rev, mc, req.Tag, memory)
+}
+
+// checkpointIn takes, records and ledgers the checkpoint tagged tag of
+// session s's machine mc; the caller holds the session's slot.
+func (m *Manager) checkpointIn(ctx context.Context, s *Session, rev int64, mc hypervisor.Machine, tag string, memory bool) (*Checkpoint, error) {
+	id, req := s.ID, CheckpointRequest{Tag: tag}
 	snap, err := mc.Checkpoint(ctx, req.Tag, memory)
 	if err != nil {
 		return nil, err

@@ -228,6 +228,10 @@ type pipe struct {
 	// err is the walk's first error, for record and usage to see (they
 	// only follow run, so it is run's).
 	err error
+	// cutOff says run's guest call was cut off after it may have done
+	// its work (Pipe.RunCutOff), and lost is why.
+	cutOff bool
+	lost   string
 	// undo gives back what a step took, for a walk that stops before
 	// the command starts; after runs at the walk's end whatever happens.
 	undo, after []func()

@@ -124,3 +124,34 @@ func AdmitWriteStep(size func() int64, what string) PipeStep {
 // command never started (the agent refused it), as opposed to a call cut
 // off on the way, after which it may have run.
 func RefusedBeforeStart(err error) bool { return refusedBeforeStart(err) }
+
+// RunCutOff is a run step's answer to its guest call's error err, for a
+// call that changes the sandbox's files (a write, a delete, the
+// completion that moves an upload into place). Unless the agent refused
+// the call (a 4xx: nothing was done), the call may have done its work
+// before it was cut off (the caller hung up, the agent went away), so, as
+// with an exec cut off that way, the command counts as started, the
+// record step follows, and CutOff says so. What the caller gets is
+// GuestError(err).
+func (x Pipe) RunCutOff(err error) error {
+	if !refusedBeforeStart(err) {
+		x.Started()
+		x.p.cutOff, x.p.lost = true, clipText(err.Error(), 300)
+	}
+	return guestErr(err)
+}
+
+// CutOff reports whether RunCutOff found the run step's guest call cut
+// off after it may have done its work: the record step then ledgers the
+// verb's usual entry, marked by WithCutOff.
+func (x Pipe) CutOff() bool { return x.p.cutOff }
+
+// WithCutOff marks a ledger entry as the record of a call cut off
+// (CutOff): "interrupted": true and "error", what cut it off. An entry of
+// a call that was not cut off is returned as it is.
+func (x Pipe) WithCutOff(entry map[string]any) map[string]any {
+	if x.p.cutOff {
+		entry["interrupted"], entry["error"] = true, x.p.lost
+	}
+	return entry
+}

@@ -196,19 +196,25 @@ func (w *Service) CompleteUpload(ctx context.Context, tenant, id, up string) (*U
 			deny, exec := session.WriteGuard(p.Session())
 			res, err := p.Guest().CompleteUpload(ctx, up, api.UploadComplete{Path: u.Path, Size: u.Size, SHA256: u.SHA256, Mode: u.Mode, Parents: u.Parents, Deny: deny, Exec: exec})
 			if err != nil {
-				return guestErr(err)
+				// Cut off on the way (not the agent's refusal), it may
+				// have moved the file into place: ledgered as interrupted.
+				return p.RunCutOff(err)
 			}
+			// The file is in place: its record is saved even if the
+			// caller has hung up meanwhile, and it is ledgered even if
+			// that save fails.
+			p.Started()
 			u.State, u.Verified = UploadComplete, res.Verified
 			if u.SHA256 == "" {
 				u.SHA256 = res.SHA256
 			}
-			if err := w.putUpload(ctx, id, u); err != nil {
-				return err
-			}
-			p.Started()
-			return nil
+			return w.putUpload(context.WithoutCancel(ctx), id, u)
 		}),
 		session.NewStep(session.StepRecord, func(ctx context.Context, p Pipe) error {
+			if p.CutOff() {
+				w.m.LedgerAppend(ctx, id, "file.upload", p.WithNotes(p.WithCutOff(map[string]any{"upload": up, "path": u.Path, "size": u.Size})))
+				return nil
+			}
 			w.m.LedgerAppend(ctx, id, "file.upload", p.WithNotes(map[string]any{"upload": up, "path": u.Path, "size": u.Size, "verified": u.Verified}))
 			return nil
 		}),

@@ -19,6 +19,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"path"
 	"strings"
 
 	apiv1 "paddock.dev/paddock/api"
@@ -145,12 +146,18 @@ func (w *Service) WriteFile(ctx context.Context, tenant, id string, req FileWrit
 			deny, exec := session.WriteGuard(p.Session())
 			var err error
 			if fi, err = p.Guest().WriteFile(ctx, api.FileContent{Path: req.Path, Content: data, Mode: req.Mode, Parents: req.Parents, Deny: deny, Exec: exec}); err != nil {
-				return guestErr(err)
+				// Cut off on the way (not the agent's refusal), it may
+				// have written the file: ledgered as interrupted.
+				return p.RunCutOff(err)
 			}
 			p.Started()
 			return nil
 		}),
 		session.NewStep(session.StepRecord, func(ctx context.Context, p Pipe) error {
+			if p.CutOff() {
+				w.m.LedgerAppend(ctx, id, "file.write", p.WithNotes(p.WithCutOff(map[string]any{"path": path.Clean(req.Path), "size": len(data)})))
+				return nil
+			}
 			w.m.LedgerAppend(ctx, id, "file.write", p.WithNotes(map[string]any{"path": fi.Path, "size": len(data)}))
 			return nil
 		}),
@@ -170,13 +177,13 @@ func (w *Service) DeleteFile(ctx context.Context, tenant, id, path string, recur
 		session.NewStep(session.StepRun, func(ctx context.Context, p Pipe) error {
 			deny, exec := session.WriteGuard(p.Session())
 			if err := p.Guest().DeleteFileGuarded(ctx, path, recursive, deny, exec); err != nil {
-				return guestErr(err)
+				return p.RunCutOff(err) // cut off, it may have deleted: ledgered as interrupted
 			}
 			p.Started()
 			return nil
 		}),
 		session.NewStep(session.StepRecord, func(ctx context.Context, p Pipe) error {
-			w.m.LedgerAppend(ctx, id, "file.delete", p.WithNotes(map[string]any{"path": path, "recursive": recursive}))
+			w.m.LedgerAppend(ctx, id, "file.delete", p.WithNotes(p.WithCutOff(map[string]any{"path": path, "recursive": recursive})))
 			return nil
 		}),
 	)

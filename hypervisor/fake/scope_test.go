@@ -35,6 +35,17 @@ func moduleRoot(t *testing.T) string {
 	}
 }
 
+// isTestHelper says whether dir (relative to the module) is a package
+// made for tests only, named as the standard library's httptest is
+// (hostd/daemon/daemontest, hostd/session/sessiontest): such a package may
+// import the fake, and only tests, other helpers and the bench binary
+// (cmd/paddock-bench, which starts daemons the way tests do) may import
+// it; cmd/paddock's TestAttackServeHasNoFake holds the daemon's binary.
+func isTestHelper(dir string) bool {
+	base := dir[strings.LastIndex(dir, "/")+1:]
+	return strings.HasSuffix(base, "test") && base != "test"
+}
+
 // TestOnlyTestsReachTheFake: outside tests, no package but hypervisor/fake
 // names agent.Config's Unprivileged or CwdInRoot (so no real backend, paddock-guest
 // flag or VM init can turn it on) and none imports hypervisor/fake (so
@@ -69,9 +80,14 @@ func TestOnlyTestsReachTheFake(t *testing.T) {
 			return err
 		}
 		scanned++
+		helper := isTestHelper(dir)
 		for _, imp := range f.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); p == "paddock.dev/paddock/hypervisor/fake" {
-				t.Errorf("%s imports hypervisor/fake: only tests may", rel)
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if p == "paddock.dev/paddock/hypervisor/fake" && !helper {
+				t.Errorf("%s imports hypervisor/fake: only tests and test helpers (a package named *test) may", rel)
+			}
+			if strings.HasPrefix(p, "paddock.dev/paddock/") && isTestHelper(strings.TrimPrefix(p, "paddock.dev/paddock/")) && !helper && dir != "cmd/paddock-bench" {
+				t.Errorf("%s imports the test helper %s: only tests may", rel, p)
 			}
 		}
 		if dir == "guest/agent" {

@@ -120,6 +120,7 @@ var table = []Route{
 	idempotent(row("POST /v1/agents/sessions/{id}/checkpoint", auth.OpCheckpoint)),
 	idempotent(row("POST /v1/agents/sessions/{id}/restore", auth.AccessTenant)),
 	idempotent(row("POST /v1/agents/sessions/{id}/fork", auth.AccessTenant)),
+	idempotent(row("POST /v1/agents/sessions/{id}/promote", auth.AccessTenant)),
 	row("GET /v1/agents/sessions/{id}/artifacts", auth.OpRead),
 	row("GET /v1/agents/sessions/{id}/events", auth.OpRead),
 	row("GET /v1/agents/sessions/{id}/events/stream", auth.OpRead),
