@@ -74,8 +74,8 @@ type ring struct {
 	// without mu.
 	on       atomic.Bool
 	triggers atomic.Uint32
-	points []*point // oldest first
-	seq    int64
+	points   []*point // oldest first
+	seq      int64
 }
 
 // Service is the rewind of every session on one Manager.
