@@ -15,6 +15,7 @@ import (
 	"sort"
 	"time"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
@@ -218,6 +219,22 @@ func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, d
 		return time.Since(t0)
 	})
 	row("API: exec round trip vs guest client", ex, directExec, "guest client directly")
+	// A rewind point per exec (hostd/rewind's command hook): the same
+	// exec with rewind on, beside the plain one; the difference is the
+	// point (goal ≤ 10 ms on btrfs, where the snapshot is O(1)).
+	sr, err := cl.CreateSession(ctx, session.CreateRequest{})
+	check(err)
+	on, ringSize := true, apiv1.MaxRewindPoints
+	_, err = cl.RewindConfig(ctx, sr.ID, apiv1.RewindConfigRequest{Enabled: &on, MaxPoints: &ringSize})
+	check(err)
+	exRW := median(runs*5, func() time.Duration {
+		t0 := time.Now()
+		_, err := cl.Exec(ctx, sr.ID, session.ExecRequest{Command: "true"})
+		check(err)
+		return time.Since(t0)
+	})
+	row("API: exec with a rewind point vs plain exec", exRW, ex, fmt.Sprintf("plain exec (the point: %s, goal ≤ 10ms)", (exRW-ex).Round(10*time.Microsecond)))
+	check(cl.DeleteSession(ctx, sr.ID))
 	i := 0
 	ck := median(runs, func() time.Duration {
 		i++

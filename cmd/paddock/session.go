@@ -336,6 +336,7 @@ workspace is (default /workspace).
 	cmd.AddCommand(tokenCommands(g, cl)...)
 	cmd.AddCommand(approvalCommands(g, cl)...)
 	cmd.AddCommand(previewCommands(g, cl)...)
+	cmd.AddCommand(rewindCommand(g, cl))
 	cmd.AddCommand(shellCommand(cl))
 	cmd.AddCommand(replayCommand(g, cl))
 	return cmd

@@ -144,6 +144,7 @@ func (s *Server) handlers() map[string]handler {
 	s.previewRoutes(bind)
 	bind("POST /v1/agents/sessions/{id}/promote", s.promote)
 	s.ptyRoutes(bind)
+	s.rewindRoutes(bind)
 	return hs
 }
 

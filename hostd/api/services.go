@@ -7,6 +7,7 @@ import (
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/promote"
 	"paddock.dev/paddock/hostd/replay"
+	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
@@ -21,6 +22,7 @@ type Services struct {
 	Grants    *grants.Service
 	Previews  *previews.Service
 	Promote   *promote.Service
+	Rewind    *rewind.Service
 	Replay    *replay.Service
 	Sandboxes *sandboxes.Service
 	Terminals *terminals.Service
@@ -37,7 +39,7 @@ func (svc Services) Missing() []string {
 		nil_ bool
 	}{
 		{"approvals", svc.Approvals == nil}, {"grants", svc.Grants == nil}, {"previews", svc.Previews == nil},
-		{"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
+		{"rewind", svc.Rewind == nil}, {"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
 		{"workspace", svc.Workspace == nil}, {"promote", svc.Promote == nil}, {"replay", svc.Replay == nil},
 	} {
 		if x.nil_ {

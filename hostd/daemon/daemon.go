@@ -42,6 +42,7 @@ import (
 	"paddock.dev/paddock/hostd/previews"
 	"paddock.dev/paddock/hostd/promote"
 	"paddock.dev/paddock/hostd/replay"
+	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
@@ -170,6 +171,7 @@ type Daemon struct {
 	appr     *approvals.Service
 	grants   *grants.Service
 	previews *previews.Service
+	rewind   *rewind.Service
 	sbx      *sandboxes.Service
 	terms    *terminals.Service
 	tokens   *tokens.Service
@@ -311,6 +313,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.tokens = tokens.New(d.mgr)
 	d.mgr.SetEgressLog(egresslog.New(d.mgr, cfg.EgressLogRetention)) // where the proxy's decisions go
 	d.ws = workspace.New(d.mgr)
+	d.rewind = rewind.New(d.mgr) // its command hook takes the points
 	d.promote = promote.New(d.mgr)
 	if d.eg != nil {
 		d.eg.SetGrants(d.grants) // the proxy's credential grants
@@ -321,7 +324,7 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
 	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws,
-		Promote: d.promote, Replay: replay.New(d.mgr)}
+		Promote: d.promote, Replay: replay.New(d.mgr), Rewind: d.rewind}
 	if missing := append(d.mgr.Unwired(), svc.Missing()...); len(missing) > 0 {
 		// A sibling left out fails closed, but silently turns its
 		// feature off: a wiring mistake, not a configuration.

@@ -58,7 +58,8 @@ func (m *Manager) daemonID() string {
 func (m *Manager) commandStarts(id string) (done func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cur, busy := m.gate[id]; busy {
+	// A rewind point in progress lets commands through (points.go).
+	if cur, busy := m.gate[id]; busy && cur != opPoint {
 		return nil, fmt.Errorf("%w: %s is in progress on session %s", ErrConflict, cur, id)
 	}
 	if m.life.inflight == nil {

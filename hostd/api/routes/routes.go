@@ -100,7 +100,8 @@ func ticket(r Route) Route { r.Ticket = true; return r }
 // listings included, needs files.write. An agent may see its own approval
 // requests (read), never decide one. Restore, fork, delete, grants and
 // tokens are never grantable: a session token cannot widen or outlive its
-// own session. Making and deleting a preview URL needs preview (it opens
+// own session. Rewind is never grantable either: an undo or a bisect
+// replaces the machine as a restore does. Making and deleting a preview URL needs preview (it opens
 // a port to whoever holds the URL); listing them needs read, since the
 // list shows only what the ledger (read) shows already: ids, ports and
 // expiries, never a token.
@@ -175,6 +176,12 @@ var table = []Route{
 
 	ticket(row("GET /v1/agents/sessions/{id}/pty", auth.AccessTenant)),
 	row("POST /v1/agents/sessions/{id}/pty-ticket", auth.AccessTenant),
+
+	row("GET /v1/agents/sessions/{id}/rewind", auth.AccessTenant),
+	row("POST /v1/agents/sessions/{id}/rewind/config", auth.AccessTenant),
+	idempotent(row("POST /v1/agents/sessions/{id}/rewind/undo", auth.AccessTenant)),
+	row("POST /v1/agents/sessions/{id}/rewind/pin", auth.AccessTenant),
+	row("POST /v1/agents/sessions/{id}/rewind/bisect", auth.AccessTenant),
 
 	idempotent(row("POST /v1/sandboxes", auth.AccessTenant)),
 	row("GET /v1/sandboxes", auth.AccessTenant),

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestCLISessionRewind: `paddock session rewind` against `paddock serve`:
+// on takes points before each exec, the list shows them, undo puts a
+// removed file back, pin marks a point, bisect prints the command that
+// broke a test and leaves the session as it was; flags of another verb
+// and a max-points past 50 are usage errors, steps past the ring a
+// conflict.
+func TestCLISessionRewind(t *testing.T) {
+	bin, state, addr, env := daemonSetup(t)
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
+	defer stopServe(t, srv)
+	_ = state
+	pd := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runCLI(t, bin, env, nil, args...)
+	}
+	var s struct{ ID string }
+	out, se, code := pd("--json", "session", "run")
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
+		t.Fatalf("session run: %q %q %d", out, se, code)
+	}
+	if out, se, code = pd("session", "rewind", s.ID, "on", "--max-points", "5", "--triggers", "exec"); code != 0 || !strings.Contains(se, "rewind on: at most 5 points") {
+		t.Fatalf("rewind on: %d %q %q", code, out, se)
+	}
+	for _, cmd := range []string{"echo hi > /workspace/a", "rm -f /workspace/a", "echo BROKEN > /workspace/flag", "true"} {
+		if out, se, code := pd("session", "exec", s.ID, "--", cmd); code != 0 {
+			t.Fatalf("exec %q: %d %q %q", cmd, code, out, se)
+		}
+	}
+	out, _, code = pd("session", "rewind", s.ID)
+	if code != 0 || strings.Count(out, "rw-") != 4 || !strings.Contains(out, "rm -f /workspace/a") {
+		t.Fatalf("rewind list: %d %q", code, out)
+	}
+	// bisect: the flag appeared with the third command.
+	out, se, code = pd("session", "rewind", s.ID, "bisect", "! test -e /workspace/flag")
+	if code != 0 || strings.TrimSpace(out) != "echo BROKEN > /workspace/flag" || !strings.Contains(se, "between rw-3 (good) and rw-4 (bad)") {
+		t.Errorf("bisect: %d %q %q", code, out, se)
+	}
+	if out, se, code = pd("session", "rewind", s.ID, "pin", "rw-1"); code != 0 || strings.TrimSpace(out) != "rw-1 pinned: true" {
+		t.Errorf("pin: %d %q %q", code, out, se)
+	}
+	// undo 3: back to before the rm.
+	if out, se, code = pd("session", "rewind", s.ID, "undo", "--steps", "3"); code != 0 || !strings.Contains(out, "restored rw-2 (before: rm -f /workspace/a)") {
+		t.Fatalf("undo: %d %q %q", code, out, se)
+	}
+	if out, se, code = pd("session", "exec", s.ID, "--", "cat /workspace/a; test ! -e /workspace/flag"); code != 0 || out != "hi\n" {
+		t.Errorf("after undo: %d %q %q", code, out, se)
+	}
+	var rw struct {
+		Points []struct {
+			Tag    string
+			Pinned bool
+		}
+	}
+	out, _, code = pd("--json", "session", "rewind", s.ID)
+	if err := json.Unmarshal([]byte(out), &rw); err != nil || code != 0 || len(rw.Points) != 2 || rw.Points[0].Tag != "rw-1" || !rw.Points[0].Pinned {
+		t.Errorf("rewind --json after undo and one exec: %d %q", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"session", "rewind", s.ID, "undo", "--good", "rw-1"}, exitUsage, "--good goes with `rewind ID bisect`"},
+		{[]string{"session", "rewind", s.ID, "on", "--max-points", "51"}, exitUsage, "max_points 51"},
+		{[]string{"session", "rewind", s.ID, "rewind"}, exitUsage, "use on, off, undo"},
+		{[]string{"session", "rewind", s.ID, "pin"}, exitUsage, "takes 2 argument"},
+		{[]string{"session", "rewind", s.ID, "undo", "--steps", "9"}, exitConflict, "goes past the oldest point"},
+	} {
+		if _, se, code := pd(tc.args...); code != tc.code || !strings.Contains(se, tc.want) {
+			t.Errorf("%v: %d %q, want %d naming %q", tc.args, code, se, tc.code, tc.want)
+		}
+	}
+}

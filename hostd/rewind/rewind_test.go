@@ -1,0 +1,34 @@
+package rewind
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"paddock.dev/paddock/hostd/session"
+)
+
+// TestStopDoesNotWaitForTheRing: the stop hook may run on the goroutine
+// that holds the session's ring (an undo whose load finds the session
+// expired runs the sweep, which runs the stop hooks); it must return at
+// once and forget the ring, not wait for itself.
+func TestStopDoesNotWaitForTheRing(t *testing.T) {
+	s := &Service{rings: map[string]*ring{}}
+	r := s.ringOf("ses-1", true)
+	r.on.Store(true)
+	r.mu.Lock() // the caller holds the ring, as Undo does
+	done := make(chan struct{})
+	go func() {
+		s.stopped(context.Background(), "ses-1", session.StopExpired)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stop hook waits for the ring its caller holds")
+	}
+	if s.ringOf("ses-1", false) != nil || r.on.Load() {
+		t.Error("the stopped session's ring is still there, or still on")
+	}
+	r.mu.Unlock()
+}

@@ -1,0 +1,159 @@
+package session
+
+// The core's surface for rewind (hostd/rewind): snapshots of a session's
+// machine that are not checkpoints of its record (a rewind point is kept
+// by the sibling, so taking one does not change the revision), a restore
+// to one of them, and a hold on the session for a sequence of restores
+// and test commands (bisect).
+
+import (
+	"context"
+	"fmt"
+
+	"paddock.dev/paddock/guest/api"
+	"paddock.dev/paddock/hypervisor"
+)
+
+// opPoint is the lifecycle slot's name while a rewind point is taken.
+// Unlike the other operations it lets commands through (commandStarts):
+// a point is taken from inside a command's walk, and a second command
+// arriving meanwhile must not be refused for it. Checkpoint, restore,
+// fork and delete still refuse while it is held.
+const opPoint = "rewind point"
+
+// TakePoint snapshots session id's running machine for a rewind point
+// tagged tag: with memory when memory is true and the session's backend
+// can save memory, disk only otherwise. It takes the lifecycle slot for
+// the snapshot (a checkpoint, restore, fork or another point in progress
+// is ErrConflict, and nothing is taken), counts the snapshot's disk like
+// a checkpoint's, and changes neither the record nor its revision. It is
+// meant to be called from a command hook, which holds the command's work
+// slot but not the lifecycle slot, so it does not wait on itself.
+func (m *Manager) TakePoint(ctx context.Context, id, tag string, memory bool) (hypervisor.Snapshot, error) {
+	leave, err := m.enter(id, opPoint)
+	if err != nil {
+		return hypervisor.Snapshot{}, err
+	}
+	defer leave()
+	s, _, mc, err := m.running(ctx, "", id)
+	if err != nil {
+		return hypervisor.Snapshot{}, err
+	}
+	snap, err := mc.Checkpoint(ctx, tag, memory && s.Capabilities.MemoryCheckpoint)
+	if err != nil {
+		return hypervisor.Snapshot{}, err
+	}
+	if err := m.admitCheckpoint(s, snap); err != nil {
+		m.deleteSnapshot(snap)
+		return hypervisor.Snapshot{}, err
+	}
+	return snap, nil
+}
+
+// DropPoint deletes a snapshot TakePoint (or HeldSession.Snapshot) made for
+// session id, and stops counting its disk.
+func (m *Manager) DropPoint(id string, snap hypervisor.Snapshot) {
+	m.dropSnapshotHeld(id, snap.ID)
+	m.deleteSnapshot(snap)
+}
+
+// RestorePoint puts session id's machine back to snap, as Restore does
+// for a checkpoint: the same refusals (409 while commands run or another
+// operation holds the session), the same admission, a new revision, and
+// the ledger entry kind with data. It is a restore to the lifecycle
+// slot and its marker (what a daemon that dies meanwhile reports).
+func (m *Manager) RestorePoint(ctx context.Context, tenant, id string, snap hypervisor.Snapshot, kind string, data map[string]any) (*Session, error) {
+	s, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	leave, err := m.beginOp(ctx, id, "restore", -1, mc)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	if err := m.restoreHeld(ctx, s, mc, snap); err != nil {
+		return nil, err
+	}
+	out, err := m.updateStored(ctx, id, -1, func(*stored) error { return nil })
+	if err != nil {
+		return nil, err
+	}
+	m.ledgerAppend(ctx, id, kind, data)
+	return out, nil
+}
+
+// restoreHeld restores mc to snap once the caller holds the slot: the
+// machine must still fit, counted once.
+func (m *Manager) restoreHeld(ctx context.Context, s *Session, mc hypervisor.Machine, snap hypervisor.Snapshot) error {
+	if b := m.backendOf(s.Backend); b != nil {
+		if _, err := m.admitMachines(b, s.Tenant, m.runtimeHeld(s), 1, s.ID); err != nil {
+			return err
+		}
+	}
+	return mc.Restore(ctx, snap)
+}
+
+// HeldSession is a session held by one operation (bisect) for a sequence of
+// snapshots, restores and commands: no command, checkpoint, restore or
+// fork starts while it is held. Release gives it back.
+type HeldSession struct {
+	m        *Manager
+	s        *Session
+	mc       hypervisor.Machine
+	leave    func()
+	Restores int // how many restores it made
+}
+
+// HoldRestoring takes session id (as the caller with tenant sees it) for a
+// sequence of restores: 409 while commands run, a job runs, or another
+// operation holds it. It is a restore to the lifecycle slot and marker.
+func (m *Manager) HoldRestoring(ctx context.Context, tenant, id string) (*HeldSession, error) {
+	s, _, mc, err := m.running(ctx, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	leave, err := m.beginOp(ctx, id, "restore", -1, mc)
+	if err != nil {
+		return nil, err
+	}
+	return &HeldSession{m: m, s: s, mc: mc, leave: leave}, nil
+}
+
+// Session is the held session as it was when it was taken.
+func (h *HeldSession) Session() *Session { return h.s }
+
+// Snapshot takes a snapshot of the held machine (with memory when asked
+// and the backend can), counted like a checkpoint; DropPoint deletes it.
+func (h *HeldSession) Snapshot(ctx context.Context, tag string, memory bool) (hypervisor.Snapshot, error) {
+	snap, err := h.mc.Checkpoint(ctx, tag, memory && h.s.Capabilities.MemoryCheckpoint)
+	if err != nil {
+		return hypervisor.Snapshot{}, err
+	}
+	if err := h.m.admitCheckpoint(h.s, snap); err != nil {
+		h.m.deleteSnapshot(snap)
+		return hypervisor.Snapshot{}, err
+	}
+	return snap, nil
+}
+
+// Restore puts the held machine back to snap.
+func (h *HeldSession) Restore(ctx context.Context, snap hypervisor.Snapshot) error {
+	h.Restores++
+	return h.m.restoreHeld(ctx, h.s, h.mc, snap)
+}
+
+// Exec runs a shell line in the held machine's workspace under the
+// session's confinement, as an exec would, with at most maxOutput bytes
+// of output kept. The caller judged it first (the process policy).
+func (h *HeldSession) Exec(ctx context.Context, shell string, timeoutSeconds, maxOutput int) (*api.ExecResult, error) {
+	res, err := clientFor(h.mc).Exec(ctx, api.ExecRequest{Command: api.Command{Shell: shell, Cwd: h.s.Workspace.Path,
+		TimeoutSeconds: timeoutSeconds, MaxOutputBytes: int64(maxOutput), Confine: confinement(h.s)}})
+	if err != nil {
+		return nil, fmt.Errorf("run the test: %w", guestErr(err))
+	}
+	return res, nil
+}
+
+// Release gives the session back.
+func (h *HeldSession) Release() { h.leave() }
