@@ -441,3 +441,36 @@ func TestForkAndEventsAccess(t *testing.T) {
 	}
 	d.c.DeleteSession(ctx, kids.Children[0].ID)
 }
+
+// TestRewindVMEventsLive, on procbox: a rewind point is a checkpoint of
+// the machine and an undo a restore and a boot, in vm_events like the
+// lifecycle routes' own.
+func TestRewindVMEventsLive(t *testing.T) {
+	testutil.RequiresRoot(t)
+	d := newTestDaemon(t)
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, s.ID)
+	if code := call(t, d.url, "POST", sp(s.ID)+"/rewind/config", map[string]any{"enabled": true}, nil); code != 200 {
+		t.Fatalf("rewind config: %d", code)
+	}
+	execOut(t, d.c, s.ID, "echo x > /workspace/a")
+	var e struct{ Error, Code string }
+	if code := call(t, d.url, "POST", sp(s.ID)+"/rewind/undo", map[string]any{"steps": 1}, &e); code != 200 {
+		t.Fatalf("undo: %d %+v", code, e)
+	}
+	ev, err := d.c.EventsSince(ctx, s.ID, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks []string
+	for _, v := range ev.VMEvents {
+		ks = append(ks, v.Kind)
+	}
+	if got := strings.Join(ks, ","); got != "boot,checkpoint,restore,boot" {
+		t.Errorf("vm events of a point and an undo: %s, want boot,checkpoint,restore,boot", got)
+	}
+}
