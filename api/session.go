@@ -182,9 +182,35 @@ type ExecResult struct {
 type Step struct {
 	Step   int             `json:"step"`
 	Time   time.Time       `json:"time"`
-	Source string          `json:"source"` // "ledger" (VM events join when backends report them)
+	Source string          `json:"source"` // "ledger" or "vm"
 	Kind   string          `json:"kind"`
 	Data   json.RawMessage `json:"data"`
+}
+
+// VMEvent is one thing that happened to the session's machine: boot,
+// checkpoint, restore, fork, stop, oom or death (VMEvent* kinds).
+type VMEvent struct {
+	ID   int64           `json:"id"`
+	Time time.Time       `json:"time"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+// The kinds of VMEvent.
+const (
+	VMEventBoot       = "boot"       // the machine started (create, restore, a fork child)
+	VMEventCheckpoint = "checkpoint" // a snapshot of it was taken
+	VMEventRestore    = "restore"    // it was put back to a snapshot
+	VMEventFork       = "fork"       // children started from a snapshot of it
+	VMEventStop       = "stop"       // the daemon stopped it (delete, expiry)
+	VMEventOOM        = "oom"        // the kernel killed processes in it for want of memory
+	VMEventDeath      = "death"      // it ended on its own
+)
+
+// Events answers GET .../events.
+type Events struct {
+	Ledger   []LedgerEntry `json:"ledger"`
+	VMEvents []VMEvent     `json:"vm_events"`
 }
 
 // Trajectory is the session's history as one numbered, time-ordered list.
@@ -225,6 +251,67 @@ type RestoreRequest struct {
 // ForkRequest is the body of POST .../fork.
 type ForkRequest struct {
 	Count int `json:"count"`
+	// Identity is what the children's host names and machine ids are:
+	// IdentityBestEffort (the default, ""), IdentityUnique or
+	// IdentityPreserve.
+	Identity string `json:"identity,omitempty"`
+	// From is one of the session's checkpoint tags to start the children
+	// from; empty, the session's state now.
+	From string `json:"from,omitempty"`
+}
+
+// The fork identities (ForkRequest.Identity).
+const (
+	// IdentityBestEffort: each child gets a host name and machine id of
+	// its own where the backend can give them; a child that ends up
+	// sharing one is kept, and ForkResult.IdentityNote says so.
+	IdentityBestEffort = "best-effort"
+	// IdentityUnique: every child's host name and machine id differ from
+	// the parent's and from each other's, checked inside each child after
+	// it starts; when they do not, the fork fails and nothing is kept.
+	IdentityUnique = "unique"
+	// IdentityPreserve: every child keeps the parent's host name and
+	// machine id (software keyed to them goes on working; the children
+	// then look alike on a network).
+	IdentityPreserve = "preserve"
+)
+
+// ForkResult answers POST .../fork.
+type ForkResult struct {
+	Children []*Session `json:"children"`
+	// Identity is the identity mode the fork used.
+	Identity string `json:"identity"`
+	// From is the checkpoint tag the children started from ("" for the
+	// state at the fork).
+	From string `json:"from,omitempty"`
+	// Memory says the children started from a memory snapshot: the
+	// processes running in it (jobs among them) go on in each child, and
+	// each child has the parent's job records.
+	Memory bool `json:"memory"`
+	// NotCarried lists the parent's running jobs the children do not have
+	// (a disk fork starts the children from the files alone). The jobs
+	// keep running in the parent.
+	NotCarried []ForkNotCarried `json:"not_carried"`
+	// Identities is each child's host name and machine id as read inside
+	// it after the fork, in the order of Children.
+	Identities []ChildIdentity `json:"identities"`
+	// IdentityNote says why a best-effort fork's children do not all
+	// have an identity of their own.
+	IdentityNote string `json:"identity_note,omitempty"`
+}
+
+// ForkNotCarried is a job of the parent that a fork did not carry.
+type ForkNotCarried struct {
+	Job     string `json:"job"`
+	Command string `json:"command"`
+	Reason  string `json:"reason"`
+}
+
+// ChildIdentity is a fork child's identity as read inside it.
+type ChildIdentity struct {
+	Session   string `json:"session"`
+	Hostname  string `json:"hostname"`
+	MachineID string `json:"machine_id"`
 }
 
 // Artifacts answers GET .../artifacts: workspace changes since the

@@ -208,10 +208,23 @@ func (c *Client) Restore(ctx context.Context, id string, rev int64, tag string) 
 
 // Fork starts count children from the session's current state.
 func (c *Client) Fork(ctx context.Context, id string, rev int64, count int) ([]*api.Session, error) {
-	var out struct {
-		Children []*api.Session `json:"children"`
+	out, err := c.ForkWith(ctx, id, rev, api.ForkRequest{Count: count})
+	if err != nil {
+		return nil, err
 	}
-	return out.Children, c.do(ctx, http.MethodPost, sp(id)+"/fork", ifMatch(rev), api.ForkRequest{Count: count}, &out)
+	return out.Children, nil
+}
+
+// ForkWith forks with the whole request (count, identity, a checkpoint
+// to start from) and returns the whole answer: the children, whether
+// they started from memory, the parent's jobs they do not carry and each
+// child's identity.
+func (c *Client) ForkWith(ctx context.Context, id string, rev int64, req api.ForkRequest) (*api.ForkResult, error) {
+	var out api.ForkResult
+	if err := c.do(ctx, http.MethodPost, sp(id)+"/fork", ifMatch(rev), req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Artifacts returns the workspace changes since the baseline.
@@ -226,6 +239,20 @@ func (c *Client) Events(ctx context.Context, id string) ([]api.LedgerEntry, erro
 		Ledger []api.LedgerEntry `json:"ledger"`
 	}
 	return out.Ledger, c.do(ctx, http.MethodGet, sp(id)+"/events", nil, nil, &out)
+}
+
+// EventsSince returns the session's ledger entries and VM events newer
+// than since (the zero time: all of them).
+func (c *Client) EventsSince(ctx context.Context, id string, since time.Time) (*api.Events, error) {
+	p := sp(id) + "/events"
+	if !since.IsZero() {
+		p += "?since=" + url.QueryEscape(since.UTC().Format(time.RFC3339Nano))
+	}
+	var out api.Events
+	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Call does one JSON request against a session route (path relative to

@@ -58,6 +58,13 @@ const (
 	// its event stream ends.
 	CodeSessionEnded = "session_ended"
 
+	// 400, invalid_argument: a fork (or branch) names an identity other
+	// than best-effort, unique or preserve.
+	CodeForkIdentityUnknown = "fork_identity_unknown"
+	// 409, conflict: a fork asked for unique identities and a child's
+	// host name or machine id was not its own; no child was kept.
+	CodeForkIdentityNotUnique = "fork_identity_not_unique"
+
 	// 403, forbidden, from the files routes (the guest agent's own
 	// refusals, passed on): the path lies under a system directory of the
 	// image, is a program of the session's execute list, may not be
@@ -91,6 +98,8 @@ func FinerCodes() map[string]error {
 		CodeGrantNeedsAdminOrTenant: ErrForbidden,
 		CodeComputeBudgetUnmetered:  ErrConflict,
 		CodeDiskExhausted:           ErrConflict,
+		CodeForkIdentityUnknown:     ErrInvalidArgument,
+		CodeForkIdentityNotUnique:   ErrConflict,
 		CodeIdempotencyInFlight:     ErrConflict,
 		CodeTenantDiskLimit:         ErrForbidden,
 		CodeTenantMemoryLimit:       ErrForbidden,

@@ -22,3 +22,11 @@ type CPUMeter interface {
 type CommandStopper interface {
 	StopCommands(ctx context.Context) (int, error)
 }
+
+// OOMCounter is a machine that can say how many of its processes the
+// kernel killed for want of memory since it last booted (a restore boots
+// it again and starts from zero). The daemon turns a rise into an "oom"
+// event of the session.
+type OOMCounter interface {
+	OOMKills() (int64, error)
+}

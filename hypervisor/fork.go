@@ -34,6 +34,12 @@ func ChildSpec(parent MachineSpec, s Snapshot) MachineSpec {
 // n are returned running or none: when one fails, the others are stopped
 // and the errors joined.
 func ForkN[M Machine](ctx context.Context, parent MachineSpec, s Snapshot, n int, create func(context.Context, MachineSpec) (M, error)) ([]Machine, error) {
+	return ForkNAs(ctx, parent, s, n, ForkIdentity{}, create)
+}
+
+// ForkNAs is ForkN where every child takes the host name and machine-id
+// of id that are set, instead of its own.
+func ForkNAs[M Machine](ctx context.Context, parent MachineSpec, s Snapshot, n int, id ForkIdentity, create func(context.Context, MachineSpec) (M, error)) ([]Machine, error) {
 	if n < 1 || n > MaxForkChildren {
 		return nil, fmt.Errorf("%w: fork count %d must be between 1 and %d", ErrInvalidSpec, n, MaxForkChildren)
 	}
@@ -44,7 +50,15 @@ func ForkN[M Machine](ctx context.Context, parent MachineSpec, s Snapshot, n int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			children[i], errs[i] = create(ctx, ChildSpec(parent, s))
+			spec := ChildSpec(parent, s)
+			spec.MachineID = ""
+			if id.Hostname != "" {
+				spec.Hostname = id.Hostname
+			}
+			if id.MachineID != "" {
+				spec.MachineID = id.MachineID
+			}
+			children[i], errs[i] = create(ctx, spec)
 		}()
 	}
 	wg.Wait()

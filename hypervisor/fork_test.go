@@ -100,3 +100,35 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("images dir replaced: %q", c.ImagesDir)
 	}
 }
+
+// TestForkNAs: children take the identity given, else their own (no
+// host name, no machine id: the backend makes them), whatever the
+// parent's spec carried; a bad machine id is refused by Normalize.
+func TestForkNAs(t *testing.T) {
+	ctx := context.Background()
+	parent := MachineSpec{ID: "parent", Hostname: "parent-host", MachineID: "0123456789abcdef0123456789abcdef"}
+	var stopped atomic.Int32
+	create := func(_ context.Context, spec MachineSpec) (*fakeMachine, error) {
+		return &fakeMachine{spec: spec, stopped: &stopped}, nil
+	}
+	same := ForkIdentity{Hostname: "parent-host", MachineID: "0123456789abcdef0123456789abcdef"}
+	kids, err := ForkNAs(ctx, parent, Snapshot{ID: "s"}, 2, same, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if f := k.(*fakeMachine); f.spec.Hostname != same.Hostname || f.spec.MachineID != same.MachineID || f.spec.ID == parent.ID {
+			t.Errorf("preserved child spec %+v", f.spec)
+		}
+	}
+	kids, err = ForkN(ctx, parent, Snapshot{ID: "s"}, 1, create)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := kids[0].(*fakeMachine); f.spec.Hostname != "" || f.spec.MachineID != "" {
+		t.Errorf("a child of its own inherited the parent's identity: %+v", f.spec)
+	}
+	if _, err := Normalize(MachineSpec{ID: "x", Image: "i", MachineID: "NOT-HEX"}, Limits{CPUs: 1, MaxCPUs: 2, MemoryMB: 64, MaxMemoryMB: 128, DiskMB: 64, MaxDiskMB: 128, PIDs: 10, MaxPIDs: 20}); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "machine id") {
+		t.Errorf("a machine id that is not 32 hex: %v, want ErrInvalidSpec", err)
+	}
+}

@@ -55,11 +55,15 @@ type MachineSpec struct {
 	ID       string
 	Image    string // image name, as built by `paddock image build`
 	Hostname string // default: the ID
-	CPUs     float64
-	MemoryMB int64
-	DiskMB   int64 // writable layer size
-	PIDs     int64 // process limit
-	Network  string
+	// MachineID is the machine's /etc/machine-id (32 lowercase hex).
+	// Empty: a new random one. A fork whose children keep their parent's
+	// identity sets it (see IdentityForker).
+	MachineID string
+	CPUs      float64
+	MemoryMB  int64
+	DiskMB    int64 // writable layer size
+	PIDs      int64 // process limit
+	Network   string
 	// EgressDir is the host directory for the unix sockets of this
 	// machine's egress (proxy.sock, dns.sock, redirect.sock; see
 	// guest/egressfwd); required by NetworkProxy and NetworkTransparent.
@@ -169,6 +173,20 @@ type Adopter interface {
 	// SweepLeftovers removes what earlier processes left and nobody
 	// adopted: processes, writable layers, sockets, directories.
 	SweepLeftovers()
+}
+
+// ForkIdentity is the identity fork children are given instead of one of
+// their own each: the parent's host name and machine-id, for a fork that
+// preserves them.
+type ForkIdentity struct {
+	Hostname  string
+	MachineID string
+}
+
+// IdentityForker is a Machine whose fork children can share one given
+// identity. Fork (each child its own) is ForkAs with a zero ForkIdentity.
+type IdentityForker interface {
+	ForkAs(ctx context.Context, s Snapshot, n int, id ForkIdentity) ([]Machine, error)
 }
 
 // MaxForkChildren bounds Fork's n.

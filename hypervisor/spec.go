@@ -13,6 +13,7 @@ import (
 
 // IDPattern is what a machine or snapshot id may look like.
 var IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+var machineIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
 var userRE = regexp.MustCompile(`^[0-9]{1,9}:[0-9]{1,9}$`)
 
@@ -89,6 +90,9 @@ func Normalize(spec MachineSpec, l Limits) (MachineSpec, error) {
 	}
 	if !hostRE.MatchString(spec.Hostname) {
 		return spec, bad("hostname %q is not a valid host name", spec.Hostname)
+	}
+	if spec.MachineID != "" && !machineIDRE.MatchString(spec.MachineID) {
+		return spec, bad("machine id %q: 32 lowercase hex digits", spec.MachineID)
 	}
 	if spec.Image == "" && spec.From == nil {
 		return spec, bad("an image is required")

@@ -269,18 +269,21 @@ workspace is (default /workspace).
 		return out(c, s, func() { fmt.Fprintf(c.OutOrStdout(), "restored %s to %s\n", cell(s.ID), cell(args[1])) })
 	}}
 	var count int
+	var forkIdentity, forkFrom string
 	fork := &cobra.Command{Use: "fork ID", Short: "Fork the session into children", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
 		if err != nil {
 			return err
 		}
-		kids, err := k.Fork(c.Context(), args[0], -1, count)
+		r, err := k.ForkWith(c.Context(), args[0], -1, apiv1.ForkRequest{Count: count, Identity: forkIdentity, From: forkFrom})
 		if err != nil {
 			return err
 		}
-		return out(c, kids, func() { printSessions(c, kids) })
+		return out(c, r, func() { printFork(c, r) })
 	}}
 	fork.Flags().IntVar(&count, "count", 1, "children (1-32)")
+	fork.Flags().StringVar(&forkIdentity, "identity", "", "the children's host names and machine ids: best-effort (default), unique or preserve")
+	fork.Flags().StringVar(&forkFrom, "from", "", "start the children from this checkpoint tag instead of the state now")
 	artifacts := &cobra.Command{Use: "artifacts ID", Short: "What changed in the workspace", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
 		if err != nil {
@@ -337,6 +340,30 @@ workspace is (default /workspace).
 	cmd.AddCommand(shellCommand(cl))
 	cmd.AddCommand(replayCommand(g, cl))
 	return cmd
+}
+
+// printFork shows a fork's children with their identities, then the
+// parent's jobs the children do not have.
+func printFork(c *cobra.Command, r *apiv1.ForkResult) {
+	tw := newTable(c.OutOrStdout(), "CHILD", "HOSTNAME", "MACHINE-ID", "FROM", "MEMORY")
+	for i, k := range r.Children {
+		var id apiv1.ChildIdentity
+		if i < len(r.Identities) {
+			id = r.Identities[i]
+		}
+		from := r.From
+		if from == "" {
+			from = "now"
+		}
+		tw.row(k.ID, id.Hostname, id.MachineID, from, r.Memory)
+	}
+	tw.flush()
+	if r.IdentityNote != "" {
+		fmt.Fprintf(c.OutOrStdout(), "identity (%s): %s\n", cell(r.Identity), cell(r.IdentityNote))
+	}
+	for _, j := range r.NotCarried {
+		fmt.Fprintf(c.OutOrStdout(), "not carried: job %s (%s): still running in the parent\n", cell(j.Job), cell(j.Command))
+	}
 }
 
 func printSessions(c *cobra.Command, ss []*apiv1.Session) {

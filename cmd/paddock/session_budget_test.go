@@ -192,11 +192,15 @@ func TestCLIServeInterruptedFork(t *testing.T) {
 	}
 	// The fork now goes through, and the child gets what is left.
 	out, se, code := pd("--json", "session", "fork", s.ID, "--count", "1")
-	var kids []struct {
-		ID     string
-		Budget map[string]int64
+	var fr struct {
+		Children []struct {
+			ID     string
+			Budget map[string]int64
+		}
 	}
-	if json.Unmarshal([]byte(out), &kids); code != 0 || len(kids) != 1 || kids[0].Budget["max_children"] != 3 {
+	json.Unmarshal([]byte(out), &fr)
+	kids := fr.Children
+	if code != 0 || len(kids) != 1 || kids[0].Budget["max_children"] != 3 {
 		t.Errorf("fork after the crash: %d %q %q", code, out, se)
 	}
 	for _, k := range kids {

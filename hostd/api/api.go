@@ -437,11 +437,11 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.sessions.Fork(r.Context(), tenant(r), r.PathValue("id"), rev, req)
+	out, err := s.sessions.ForkDetail(r.Context(), tenant(r), r.PathValue("id"), rev, req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"children": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -455,12 +455,29 @@ func (s *Server) artifacts(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.sessions.Events(r.Context(), tenant(r), r.PathValue("id"))
+	since, err := querySince(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ledger": out, "vm_events": []any{}})
+	out, err := s.sessions.EventsSince(r.Context(), tenant(r), r.PathValue("id"), since)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// querySince reads ?since= (RFC 3339; absent: the zero time).
+func querySince(r *http.Request) (time.Time, error) {
+	v := r.URL.Query().Get("since")
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil || len(v) > 64 {
+		return time.Time{}, fmt.Errorf("%w: since=%q must be an RFC 3339 time, such as 2026-01-02T15:04:05Z", session.ErrBadRequest, session.ClipText(v, 64))
+	}
+	return t, nil
 }
 
 func queryInt(r *http.Request, name string, def, min, max int64) (int64, error) {

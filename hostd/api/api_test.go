@@ -174,8 +174,20 @@ func TestWalkthrough(t *testing.T) {
 		t.Errorf("timeline %v, want %s", kinds, want)
 	}
 	var traj session.Trajectory
-	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/trajectory", nil, &traj); code != 200 || len(traj.Steps) != len(es) || traj.Steps[0].Step != 1 || traj.Steps[0].Kind != "session.create" || traj.Session.ID != s.ID {
+	if code := call(t, url, "GET", "/v1/agents/sessions/"+s.ID+"/trajectory", nil, &traj); code != 200 || len(traj.Steps) < len(es) || traj.Steps[0].Step != 1 || traj.Steps[0].Kind != "session.create" || traj.Session.ID != s.ID {
 		t.Errorf("trajectory: %d %+v", code, traj.Steps)
+	}
+	// Every ledger entry is a step; the machine's events join them.
+	var fromLedger, fromVM []string
+	for _, st := range traj.Steps {
+		if st.Source == "ledger" {
+			fromLedger = append(fromLedger, st.Kind)
+		} else {
+			fromVM = append(fromVM, st.Source+":"+st.Kind)
+		}
+	}
+	if strings.Join(fromLedger, ",") != want || strings.Join(fromVM, ",") != "vm:boot,vm:checkpoint,vm:restore,vm:boot,vm:fork" {
+		t.Errorf("trajectory: ledger steps %v, vm steps %v", fromLedger, fromVM)
 	}
 	list, err := c.ListSessions(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != s.ID {
@@ -698,11 +710,26 @@ func TestEventsStream(t *testing.T) {
 	}
 	resp.Body.Close()
 	var ids []string
+	var ledgerEvs []sseEvent
+	var vmKinds []string
 	for _, e := range evs {
 		ids = append(ids, e.name+":"+e.id)
+		switch e.name {
+		case "ledger":
+			ledgerEvs = append(ledgerEvs, e)
+		case "vm":
+			var v session.VMEvent
+			json.Unmarshal([]byte(e.data), &v)
+			vmKinds = append(vmKinds, v.Kind)
+		}
 	}
-	if len(evs) < 3 || evs[0].id != "2" || evs[1].id != "3" || !strings.Contains(evs[1].data, "echo live") || evs[len(evs)-1].name != "error" {
+	if len(ledgerEvs) < 2 || ledgerEvs[0].id != "2" || ledgerEvs[1].id != "3" || !strings.Contains(ledgerEvs[1].data, "echo live") || evs[len(evs)-1].name != "error" {
 		t.Errorf("events: %v", ids)
+	}
+	// The machine's events come too (from the time of the entry resumed
+	// after): its boot, and the stop of the delete.
+	if strings.Join(vmKinds, ",") != "boot,stop" {
+		t.Errorf("vm events in the stream: %v, want boot,stop", vmKinds)
 	}
 }
 

@@ -122,9 +122,9 @@ func TestLifecycleWritesRefusedWhileCheckpointing(t *testing.T) {
 	}
 }
 
-// TestLifecycleRefusedWhileCommandsRun: restore and fork refuse while a
-// job runs or an exec is in flight (409 saying commands are running);
-// checkpoint and delete do not.
+// TestLifecycleRefusedWhileCommandsRun: restore refuses while a job runs
+// or an exec is in flight (409 saying commands are running); checkpoint,
+// fork (the parent is not replaced) and delete do not.
 func TestLifecycleRefusedWhileCommandsRun(t *testing.T) {
 	d := newTestDaemon(t)
 	ctx := context.Background()
@@ -141,13 +141,14 @@ func TestLifecycleRefusedWhileCommandsRun(t *testing.T) {
 	if _, err := d.c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "t1"}); err != nil {
 		t.Errorf("checkpoint while a job runs: %v, want it to go ahead", err)
 	}
-	for _, tc := range []struct{ name, path, body string }{
-		{"restore", "/restore", `{"tag":"t1"}`},
-		{"fork", "/fork", `{"count":1}`},
-	} {
-		if code, msg := rawDo(t, d.url, "POST", p+tc.path, nil, json.RawMessage(tc.body)); code != 409 || !strings.Contains(msg, "commands are running") || !strings.Contains(msg, j.ID) {
-			t.Errorf("%s while job %s runs: %d %q, want 409", tc.name, j.ID, code, msg)
-		}
+	if code, msg := rawDo(t, d.url, "POST", p+"/restore", nil, json.RawMessage(`{"tag":"t1"}`)); code != 409 || !strings.Contains(msg, "commands are running") || !strings.Contains(msg, j.ID) {
+		t.Errorf("restore while job %s runs: %d %q, want 409", j.ID, code, msg)
+	}
+	fr, err := d.c.ForkWith(ctx, s.ID, -1, session.ForkRequest{Count: 1})
+	if err != nil || len(fr.Children) != 1 || len(fr.NotCarried) != 1 || fr.NotCarried[0].Job != j.ID || fr.NotCarried[0].Command != "sleep 60" {
+		t.Errorf("fork while job %s runs: %+v %v, want one child and the job not carried", j.ID, fr, err)
+	} else {
+		d.c.DeleteSession(ctx, fr.Children[0].ID)
 	}
 	if code := call(t, d.url, "DELETE", p+"/jobs/"+j.ID+"?signal=KILL", nil, nil); code != 200 {
 		t.Fatalf("kill: %d", code)
@@ -172,13 +173,8 @@ func TestLifecycleRefusedWhileCommandsRun(t *testing.T) {
 			t.Fatal("the exec never started")
 		}
 	}
-	for _, tc := range []struct{ name, path, body string }{
-		{"restore", "/restore", `{"tag":"t1"}`},
-		{"fork", "/fork", `{"count":1}`},
-	} {
-		if code, msg := rawDo(t, d.url, "POST", p+tc.path, nil, json.RawMessage(tc.body)); code != 409 || !strings.Contains(msg, "commands are running") || !strings.Contains(msg, "exec") {
-			t.Errorf("%s while an exec is in flight: %d %q, want 409", tc.name, code, msg)
-		}
+	if code, msg := rawDo(t, d.url, "POST", p+"/restore", nil, json.RawMessage(`{"tag":"t1"}`)); code != 409 || !strings.Contains(msg, "commands are running") || !strings.Contains(msg, "exec") {
+		t.Errorf("restore while an exec is in flight: %d %q, want 409", code, msg)
 	}
 	if _, err := d.c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "t2"}); err != nil {
 		t.Errorf("checkpoint while an exec is in flight: %v, want it to go ahead", err)

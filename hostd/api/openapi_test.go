@@ -49,13 +49,6 @@ type (
 	sessionList struct {
 		Sessions []*apiv1.Session `json:"sessions"` // list
 	}
-	forkResult struct {
-		Children []*apiv1.Session `json:"children"` // fork
-	}
-	eventsBody struct { // events
-		Ledger   []apiv1.LedgerEntry `json:"ledger"`
-		VMEvents []any               `json:"vm_events"`
-	}
 	uploadList struct {
 		Uploads []*apiv1.Upload `json:"uploads"` // listUploads
 	}
@@ -190,7 +183,10 @@ var openAPISchemas = []struct {
 	{name: "CheckpointRequest", goV: apiv1.CheckpointRequest{}, dir: in},
 	{name: "RestoreRequest", goV: apiv1.RestoreRequest{}, dir: in},
 	{name: "ForkRequest", goV: apiv1.ForkRequest{}, dir: in},
-	{name: "ForkResult", goV: forkResult{}, dir: out},
+	{name: "ForkResult", goV: apiv1.ForkResult{}, dir: out},
+	{name: "ForkNotCarried", goV: apiv1.ForkNotCarried{}, dir: out},
+	{name: "ChildIdentity", goV: apiv1.ChildIdentity{}, dir: out},
+	{name: "VMEvent", goV: apiv1.VMEvent{}, dir: out},
 	{name: "Artifacts", goV: apiv1.Artifacts{}, dir: out},
 	{name: "PromoteRequest", goV: apiv1.PromoteRequest{}, dir: in},
 	{name: "PromoteChange", goV: apiv1.PromoteChange{}, dir: out},
@@ -200,7 +196,7 @@ var openAPISchemas = []struct {
 	{name: "PromoteResult", goV: apiv1.PromoteResult{}, dir: out},
 
 	{name: "LedgerEntry", goV: apiv1.LedgerEntry{}, dir: out},
-	{name: "Events", goV: eventsBody{}, dir: out},
+	{name: "Events", goV: apiv1.Events{}, dir: out},
 	{name: "Step", goV: apiv1.Step{}, dir: out},
 	{name: "Trajectory", goV: apiv1.Trajectory{}, dir: out},
 

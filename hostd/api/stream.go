@@ -398,19 +398,38 @@ func (s *Server) jobStream(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// eventsStream replays the session's ledger (after ?since= or
-// Last-Event-ID, a ledger seq), then sends new entries as they come,
+// eventsStream replays the session's ledger and VM events (after
+// Last-Event-ID, a ledger seq, or else only those newer than ?since=, an
+// RFC 3339 time), then sends new ones as they come,
 // about every 500 ms. It ends with an error event once the session is
 // gone or after its MaxAge (StreamLimits).
 func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var after int64
+	// VM events carry no event id (Last-Event-ID stays a ledger seq): a
+	// resumed stream sends those from the time of the last ledger entry
+	// seen (one with that exact time may repeat), then those after the
+	// last row it sent.
+	var vmSince time.Time
+	var vmAfter int64
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		n, err := strconv.ParseInt(last, 10, 64)
 		if err != nil || n < 0 {
 			return fmt.Errorf("%w: Last-Event-ID %q must be a ledger sequence number", session.ErrBadRequest, last)
 		}
 		after = n
+		if n > 0 {
+			if es, err := s.sessions.EventsAfter(r.Context(), tenant(r), id, n-1); err == nil && len(es) > 0 && es[0].Seq == n {
+				vmSince = es[0].Time.Add(-time.Nanosecond)
+			}
+		}
+	} else if since, err := querySince(r); err != nil {
+		return err
+	} else if !since.IsZero() {
+		if after, err = s.sessions.LedgerSeqBefore(r.Context(), tenant(r), id, since); err != nil {
+			return err
+		}
+		vmSince = since
 	}
 	sess, err := s.sessions.Get(r.Context(), tenant(r), id)
 	if err != nil {
@@ -439,6 +458,17 @@ func (s *Server) eventsStream(w http.ResponseWriter, r *http.Request) error {
 				return nil // not read within the write limit, or gone
 			}
 			after = e.Seq
+		}
+		vms, err := s.sessions.VMEventsFor(r.Context(), tenant(r), id, vmAfter, vmSince)
+		if err != nil {
+			ev.event("error", "", errorBody{Error: err.Error(), Code: errdefs.Code(err)})
+			return nil
+		}
+		for _, e := range vms {
+			if ev.event("vm", "", e) != nil {
+				return nil
+			}
+			vmAfter = e.ID
 		}
 		if sess, err := s.sessions.Get(r.Context(), tenant(r), id); err != nil || sess.State != session.StateRunning {
 			ev.event("error", "", errorBody{Error: "the session ended", Code: errdefs.CodeSessionEnded})

@@ -114,7 +114,10 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 	m.mu.Lock()
 	m.machines[id] = mc
 	m.mu.Unlock()
+	done := make(chan struct{})
+	go m.watchOOM(id, mc, done)
 	go func() {
+		defer close(done)
 		if mc.Wait(context.Background()) != nil {
 			return
 		}
@@ -143,6 +146,7 @@ func (m *Manager) track(id string, mc hypervisor.Machine) {
 			return
 		}
 		m.ledgerAppend(ctx, id, "sandbox.lost", map[string]any{"sandbox_id": mc.ID(), "reason": reason})
+		m.vmEvent(id, apiv1.VMEventDeath, map[string]any{"sandbox_id": mc.ID(), "reason": reason})
 		m.log.Warn("sandbox ended on its own", "session", id)
 	}()
 }

@@ -197,6 +197,9 @@ type jobRow struct {
 	StartedAt      time.Time `json:"started_at"`
 	MaxOutputBytes int64     `json:"max_output_bytes,omitempty"`
 	Streamed       bool      `json:"streamed,omitempty"`
+	// HandedOn marks a record a memory fork gave a child (handOnJobs):
+	// StartedAt is then the fork, and the child is charged from there.
+	HandedOn bool `json:"handed_on,omitempty"`
 	// Actor is who started it (the ledger's actor): a streamed command's
 	// exec entry, made when it ends, names the caller who ran it even
 	// when the host's follower or another reader settles it.
@@ -250,6 +253,11 @@ func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 		return // not ours to settle, or settled already
 	}
 	ms := max(0, j.EndedAt.Sub(j.StartedAt).Milliseconds())
+	var jr jobRow
+	rowOK := json.Unmarshal(row.Record, &jr) == nil
+	if rowOK && jr.HandedOn {
+		ms = max(0, j.EndedAt.Sub(jr.StartedAt).Milliseconds())
+	}
 	first, err := m.st.SettleJob(ctx, id, j.ID, ms)
 	if err != nil {
 		m.log.Warn("settle a job", "session", id, "job", j.ID, "err", err)
@@ -262,8 +270,7 @@ func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 		m.ledgerAppend(ctx, id, "job.output_truncated", map[string]any{"job": j.ID, "dropped_bytes": j.DroppedBytes,
 			"stdout_bytes": j.StdoutBytes, "stderr_bytes": j.StderrBytes})
 	}
-	var jr jobRow
-	if json.Unmarshal(row.Record, &jr) == nil && jr.Streamed {
+	if rowOK && jr.Streamed {
 		m.recordStreamed(ctx, id, row.Command, jr.Actor, j, ms)
 	}
 }

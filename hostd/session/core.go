@@ -149,6 +149,9 @@ func (m *Manager) OnStop(h StopHook) {
 
 // runStopHooks runs the stop hooks for session id.
 func (m *Manager) runStopHooks(ctx context.Context, id string, why StopReason) {
+	if why == StopDeleted || why == StopExpired {
+		m.vmEvent(id, VMEventStop, map[string]any{"reason": why.String()})
+	}
 	m.stops.mu.RLock()
 	hooks := m.stops.hooks
 	m.stops.mu.RUnlock()

@@ -9,6 +9,7 @@ import (
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress/rules"
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hypervisor"
 )
@@ -111,6 +112,7 @@ func (m *Manager) checkpointIn(ctx context.Context, s *Session, rev int64, mc hy
 		return nil, err
 	}
 	m.ledgerAppend(ctx, id, "checkpoint", map[string]any{"tag": req.Tag, "memory": snap.Memory, "snapshot_id": snap.ID})
+	m.vmEvent(id, apiv1.VMEventCheckpoint, map[string]any{"tag": req.Tag, "memory": snap.Memory, "snapshot_id": snap.ID, "bytes": snap.Bytes})
 	return &c, nil
 }
 
@@ -154,13 +156,36 @@ func (m *Manager) Restore(ctx context.Context, tenant, id string, rev int64, req
 		return nil, err
 	}
 	m.ledgerAppend(ctx, id, "restore", map[string]any{"tag": req.Tag, "snapshot_id": snap.ID})
+	m.vmEvent(id, apiv1.VMEventRestore, map[string]any{"tag": req.Tag, "snapshot_id": snap.ID, "memory": snap.Memory})
+	m.vmEvent(id, apiv1.VMEventBoot, map[string]any{"sandbox_id": mc.ID(), "from_snapshot": snap.ID})
 	return out, nil
 }
 
-// Fork starts count child sessions from the session's current state.
+// Fork starts count child sessions from the session's current state (or
+// the checkpoint req.From names); ForkDetail says more about them.
 func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req ForkRequest) ([]*Session, error) {
+	r, err := m.ForkDetail(ctx, tenant, id, rev, req)
+	if err != nil {
+		return nil, err
+	}
+	return r.Children, nil
+}
+
+// ForkDetail is Fork with the whole answer: the children, whether they
+// started from memory, the parent's jobs they do not carry and the
+// identity each got. The parent is not replaced, so running commands do
+// not stop a fork: they go on in the parent, and in the children too
+// when the fork is from memory.
+func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, req ForkRequest) (*ForkResult, error) {
 	if req.Count < 1 || req.Count > hypervisor.MaxForkChildren {
 		return nil, bad("count %d must be from 1 to %d", req.Count, hypervisor.MaxForkChildren)
+	}
+	mode, err := ForkIdentityMode(req.Identity)
+	if err != nil {
+		return nil, err
+	}
+	if req.From != "" && !tagRE.MatchString(req.From) {
+		return nil, bad("from %q: name one of this session's checkpoints (letters, digits, '.', '_' and '-', at most %d)", req.From, MaxTagLen)
 	}
 	s, base, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
@@ -172,7 +197,19 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	if rev >= 0 && rev != s.Revision {
 		return nil, fmt.Errorf("%w: session %s is at revision %d, not %d", ErrRevision, id, s.Revision, rev)
 	}
-	leave, err := m.beginOp(ctx, id, "fork", rev, mc)
+	var from *hypervisor.Snapshot
+	if req.From != "" {
+		snaps, err := m.snapshots(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		snap, ok := snaps[req.From]
+		if !ok {
+			return nil, fmt.Errorf("%w: session %s has no checkpoint tagged %q", ErrNotFound, id, req.From)
+		}
+		from = &snap
+	}
+	leave, err := m.beginOp(ctx, id, "fork", rev, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -210,19 +247,56 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 	if pol, err = m.compilePolicy(polIn); err != nil {
 		return nil, err
 	}
-	snap, err := mc.Checkpoint(ctx, "fork", false)
+	// What runs in the parent now: a disk fork leaves it behind.
+	running, err := m.refreshJobs(ctx, id, clientFor(mc))
+	if err != nil {
+		m.log.Warn("list jobs before a fork", "session", id, "err", err)
+	}
+	parentID, err := readIdentity(ctx, mc)
+	if err != nil && mode == apiv1.IdentityPreserve {
+		return nil, fmt.Errorf("%w: cannot read the parent's identity to preserve it: %v", ErrConflict, err)
+	}
+	var snap hypervisor.Snapshot
+	if from != nil {
+		snap = *from // the checkpoint stays the session's
+	} else {
+		// From memory where the backend keeps memory, so what runs goes on
+		// in the children; from the disk otherwise.
+		snap, err = mc.Checkpoint(ctx, "fork", s.Capabilities.MemoryCheckpoint)
+		if err != nil {
+			return nil, err
+		}
+		// The children's layers keep the snapshot alive; the record goes.
+		defer m.deleteSnapshot(snap)
+		// What it holds is counted with the first child (docs/tenants.md).
+		if err := adm.grow(s.Backend, s.Tenant, snapshotMB(snap)); err != nil {
+			return nil, err
+		}
+	}
+	kids, err := forkMachines(ctx, mc, snap, req.Count, mode, parentID)
 	if err != nil {
 		return nil, err
 	}
-	// The children's layers keep the snapshot alive; the record goes.
-	defer m.deleteSnapshot(snap)
-	// What it holds is counted with the first child (docs/tenants.md).
-	if err := adm.grow(s.Backend, s.Tenant, snapshotMB(snap)); err != nil {
-		return nil, err
+	res := &ForkResult{Identity: mode, From: req.From, Memory: snap.Memory, NotCarried: []NotCarried{}}
+	res.Identities, res.IdentityNote = checkIdentities(ctx, parentID, kids)
+	if mode == apiv1.IdentityUnique && res.IdentityNote != "" {
+		for _, k := range kids {
+			k.Stop(context.Background())
+		}
+		return nil, errdefs.WithCode(errdefs.CodeForkIdentityNotUnique,
+			fmt.Errorf("%w: identity unique: %s; no child was kept", ErrConflict, res.IdentityNote))
 	}
-	kids, err := mc.Fork(ctx, snap, req.Count)
-	if err != nil {
-		return nil, err
+	if mode == apiv1.IdentityPreserve {
+		res.IdentityNote = "" // alike on purpose
+	}
+	if !snap.Memory {
+		cmds := map[string]string{}
+		if rows, err := m.st.ListJobs(ctx, id); err == nil {
+			for _, r := range rows {
+				cmds[r.JobID] = r.Command
+			}
+		}
+		res.NotCarried = notCarried(running, cmds, "a disk fork starts the children from the files alone; the job keeps running in the parent")
 	}
 	// Each child's baseline is the parent's workspace at the fork.
 	parentNow, err := clientFor(mc).Manifest(ctx, api.ManifestRequest{Path: s.Workspace.Path})
@@ -230,7 +304,8 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 		parentNow = base
 	}
 	out := make([]*Session, 0, len(kids))
-	for _, k := range kids {
+	ids := make([]ChildIdentity, 0, len(kids))
+	for i, k := range kids {
 		now := m.now().UTC()
 		child := &Session{
 			ID: k.ID(), Agent: s.Agent, Tenant: s.Tenant, State: StateRunning, Backend: s.Backend,
@@ -241,30 +316,42 @@ func (m *Manager) Fork(ctx context.Context, tenant, id string, rev int64, req Fo
 		}
 		child.Policy = s.Policy
 		child.Budget = cloneBudget(kidBudget)
-		res := effective(rt, adm.cap)
-		if err := m.saveHeld(ctx, child, parentNow, polIn, &res); err != nil {
+		held := effective(rt, adm.cap)
+		if err := m.saveHeld(ctx, child, parentNow, polIn, &held); err != nil {
 			k.Stop(context.Background())
 			continue
 		}
 		if err := m.openEgress(child.ID, pol); err != nil {
 			m.log.Warn("serve a fork child's egress", "session", child.ID, "err", err)
 		}
+		if snap.Memory {
+			m.handOnJobs(ctx, id, child.ID)
+		}
 		m.track(child.ID, k)
-		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id})
+		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id, "from": req.From, "memory": snap.Memory, "identity": mode})
+		m.vmEvent(child.ID, apiv1.VMEventBoot, map[string]any{"sandbox_id": k.ID(), "from_snapshot": snap.ID, "fork_of": id, "memory": snap.Memory})
 		out = append(out, child)
+		ids = append(ids, res.Identities[i])
 	}
+	res.Children, res.Identities = out, ids
 	made = len(out)
-	ids := make([]string, len(out))
+	kidIDs := make([]string, len(out))
 	for i, c := range out {
-		ids[i] = c.ID
+		kidIDs[i] = c.ID
 	}
-	adm.commit(ids, effective(rt, adm.cap))
+	adm.commit(kidIDs, effective(rt, adm.cap))
 	m.updateStored(ctx, id, -1, func(st *stored) error {
-		st.Session.Children = append(st.Session.Children, ids...)
+		st.Session.Children = append(st.Session.Children, kidIDs...)
 		return nil
 	})
-	m.ledgerAppend(ctx, id, "fork", map[string]any{"count": req.Count, "children": ids})
-	return out, nil
+	nc := make([]string, len(res.NotCarried))
+	for i, j := range res.NotCarried {
+		nc[i] = j.Job
+	}
+	m.ledgerAppend(ctx, id, "fork", map[string]any{"count": req.Count, "children": kidIDs, "from": req.From,
+		"memory": snap.Memory, "identity": mode, "not_carried": nc})
+	m.vmEvent(id, apiv1.VMEventFork, map[string]any{"children": kidIDs, "snapshot_id": snap.ID, "memory": snap.Memory, "from": req.From})
+	return res, nil
 }
 
 // Artifacts diffs the workspace against the session's baseline.

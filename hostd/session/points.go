@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hypervisor"
 )
@@ -47,6 +48,7 @@ func (m *Manager) TakePoint(ctx context.Context, id, tag string, memory bool) (h
 		m.deleteSnapshot(snap)
 		return hypervisor.Snapshot{}, err
 	}
+	m.vmEvent(id, apiv1.VMEventCheckpoint, map[string]any{"point": tag, "memory": snap.Memory, "snapshot_id": snap.ID, "bytes": snap.Bytes})
 	return snap, nil
 }
 
@@ -80,6 +82,8 @@ func (m *Manager) RestorePoint(ctx context.Context, tenant, id string, snap hype
 		return nil, err
 	}
 	m.ledgerAppend(ctx, id, kind, data)
+	m.vmEvent(id, apiv1.VMEventRestore, map[string]any{"snapshot_id": snap.ID, "memory": snap.Memory, "by": kind})
+	m.vmEvent(id, apiv1.VMEventBoot, map[string]any{"sandbox_id": mc.ID(), "from_snapshot": snap.ID})
 	return out, nil
 }
 
@@ -134,13 +138,19 @@ func (h *HeldSession) Snapshot(ctx context.Context, tag string, memory bool) (hy
 		h.m.deleteSnapshot(snap)
 		return hypervisor.Snapshot{}, err
 	}
+	h.m.vmEvent(h.s.ID, apiv1.VMEventCheckpoint, map[string]any{"point": tag, "memory": snap.Memory, "snapshot_id": snap.ID, "bytes": snap.Bytes})
 	return snap, nil
 }
 
 // Restore puts the held machine back to snap.
 func (h *HeldSession) Restore(ctx context.Context, snap hypervisor.Snapshot) error {
 	h.Restores++
-	return h.m.restoreHeld(ctx, h.s, h.mc, snap)
+	if err := h.m.restoreHeld(ctx, h.s, h.mc, snap); err != nil {
+		return err
+	}
+	h.m.vmEvent(h.s.ID, apiv1.VMEventRestore, map[string]any{"snapshot_id": snap.ID, "memory": snap.Memory, "by": "held"})
+	h.m.vmEvent(h.s.ID, apiv1.VMEventBoot, map[string]any{"sandbox_id": h.mc.ID(), "from_snapshot": snap.ID})
+	return nil
 }
 
 // Exec runs a shell line in the held machine's workspace under the

@@ -365,6 +365,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	m.track(id, mc)
 	adm.commit([]string{id}, res)
 	m.ledgerAppend(ctx, id, "session.create", map[string]any{"agent": s.Agent, "image": rt.Image, "workspace": ws, "workspace_mode": mode, "sandbox_id": mc.ID(), "ttl_seconds": req.TTLSeconds})
+	m.vmEvent(id, apiv1.VMEventBoot, map[string]any{"sandbox_id": mc.ID(), "backend": s.Backend, "image": rt.Image})
 	if clone != nil {
 		m.ledgerAppend(ctx, id, "workspace.clone", map[string]any{"url": src.Redacted, "ok": clone.note == "", "duration_ms": clone.took.Milliseconds(), "note": clone.note})
 	}
@@ -904,6 +905,11 @@ func (m *Manager) Trajectory(ctx context.Context, tenant, id string) (*Trajector
 	for i, e := range es {
 		t.Steps = append(t.Steps, Step{Step: i + 1, Time: e.Time, Source: "ledger", Kind: e.Kind, Data: e.Data})
 	}
+	evs, err := m.vmEvents(ctx, id, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	t.Steps = mergeVMEvents(t.Steps, evs)
 	return t, nil
 }
 

@@ -222,6 +222,22 @@ BEGIN SELECT RAISE(ABORT, 'a ledger head only moves forward'); END;
 CREATE TRIGGER ledger_heads_no_delete BEFORE DELETE ON ledger_heads
 BEGIN SELECT RAISE(ABORT, 'a ledger head only moves forward'); END;
 `,
+	// 10: what happened to a session's machine, told by the daemon and
+	// its backend (issue 18): boot, checkpoint, restore, fork, stop, oom,
+	// death. Served as the events' vm_events and merged into the
+	// trajectory. Like the egress log it is not the ledger (no hash
+	// chain) and has no foreign key: like the ledger, the rows outlive
+	// the session row. AppendVMEvent keeps each session's newest 5000.
+	`
+CREATE TABLE vm_events (
+	id      INTEGER PRIMARY KEY AUTOINCREMENT,
+	session TEXT NOT NULL,
+	time    TEXT NOT NULL,
+	kind    TEXT NOT NULL,
+	data    TEXT NOT NULL CHECK (json_valid(data))
+);
+CREATE INDEX vm_events_session ON vm_events (session, id);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.

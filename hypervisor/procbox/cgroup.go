@@ -31,6 +31,9 @@ type limits interface {
 	killAll() error
 	// cpuUsage is the CPU time the cgroup's tasks have used.
 	cpuUsage() (time.Duration, error)
+	// oomKills is how many tasks the kernel killed for want of memory
+	// under the cgroup's limit.
+	oomKills() (int64, error)
 	delete() error
 	// dirFD returns an open directory fd for CLONE_INTO_CGROUP (v2 only;
 	// -1 on v1, where the pid is added after start).
@@ -183,6 +186,9 @@ func (c *v1) cpuUsage() (time.Duration, error) {
 	}
 	return time.Duration(ns), nil
 }
+func (c *v1) oomKills() (int64, error) {
+	return readCounter(filepath.Join("/sys/fs/cgroup/memory", c.group, "memory.oom_control"), "oom_kill")
+}
 func (c *v1) killAll() error {
 	// A frozen task cannot die: thaw first, then kill until empty.
 	c.c.Thaw()
@@ -234,6 +240,23 @@ func (c *v2) cpuUsage() (time.Duration, error) {
 		}
 	}
 	return 0, errors.New("cpu.stat has no usage_usec")
+}
+func (c *v2) oomKills() (int64, error) {
+	return readCounter(filepath.Join(c.path, "memory.events"), "oom_kill")
+}
+
+// readCounter reads the value of a "name value" line of a cgroup file.
+func readCounter(path, name string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s has no %s line", path, name)
 }
 func (c *v2) killAll() error {
 	c.m.Thaw()

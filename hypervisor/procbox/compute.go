@@ -15,7 +15,21 @@ import (
 var (
 	_ hypervisor.CPUMeter       = (*Machine)(nil)
 	_ hypervisor.CommandStopper = (*Machine)(nil)
+	_ hypervisor.OOMCounter     = (*Machine)(nil)
 )
+
+// OOMKills implements hypervisor.OOMCounter: the oom_kill count of the
+// machine's memory cgroup (memory.events on v2, memory.oom_control on
+// v1), for its current boot.
+func (m *Machine) OOMKills() (int64, error) {
+	m.mu.Lock()
+	lim := m.lim
+	m.mu.Unlock()
+	if lim == nil {
+		return 0, fmt.Errorf("%w: %s", hypervisor.ErrStopped, m.spec.ID)
+	}
+	return lim.oomKills()
+}
 
 // CPUTime implements hypervisor.CPUMeter: the CPU time of the machine's
 // cgroup (cpuacct.usage on v1, cpu.stat usage_usec on v2), plus that of

@@ -244,7 +244,7 @@ func (m *Machine) boot(ctx context.Context) error {
 	}
 	cfg := sandboxinit.Config{
 		Merged: merged, Lower: lower, Upper: upper, Work: work, IdentityDir: ident,
-		Hostname: m.spec.Hostname, GuestUser: m.spec.GuestUser, GuestHome: image.GuestHome,
+		Hostname: m.spec.Hostname, MachineID: m.spec.MachineID, GuestUser: m.spec.GuestUser, GuestHome: image.GuestHome,
 		Env: m.spec.Env, Overlays: overlays, TrustPEM: string(m.spec.TrustPEM),
 	}
 	if len(m.spec.TrustPEM) > 0 {
@@ -578,6 +578,14 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 // Fork implements hypervisor.Machine: n new machines boot from s in
 // parallel, each with its own upper layer, hostname and id.
 func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hypervisor.Machine, error) {
+	return m.ForkAs(ctx, s, n, hypervisor.ForkIdentity{})
+}
+
+var _ hypervisor.IdentityForker = (*Machine)(nil)
+
+// ForkAs implements hypervisor.IdentityForker: Fork whose children take
+// the host name and machine-id of id that are set.
+func (m *Machine) ForkAs(ctx context.Context, s hypervisor.Snapshot, n int, id hypervisor.ForkIdentity) ([]hypervisor.Machine, error) {
 	if n < 1 || n > hypervisor.MaxForkChildren {
 		return nil, fmt.Errorf("%w: fork count %d must be between 1 and %d", hypervisor.ErrInvalidSpec, n, hypervisor.MaxForkChildren)
 	}
@@ -585,7 +593,7 @@ func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hyp
 	if err != nil {
 		return nil, err
 	}
-	return hypervisor.ForkN(ctx, m.spec, s, n, m.b.create)
+	return hypervisor.ForkNAs(ctx, m.spec, s, n, id, m.b.create)
 }
 
 // DeleteSnapshot implements hypervisor.Machine. A snapshot whose layer is

@@ -76,6 +76,9 @@ func (b *Backend) create(ctx context.Context, spec hypervisor.MachineSpec) (*Mac
 	var idb [16]byte
 	rand.Read(idb[:])
 	m.machineID = hex.EncodeToString(idb[:])
+	if spec.MachineID != "" {
+		m.machineID = spec.MachineID
+	}
 	h := sha256.Sum256([]byte(spec.ID))
 	m.dir = filepath.Join(b.dir, "run", hex.EncodeToString(h[:8]))
 
@@ -534,13 +537,21 @@ func (m *Machine) Restore(ctx context.Context, s hypervisor.Snapshot) error {
 // each on its own layer over the frozen disk, from the same memory file
 // when s has memory, each with its own id, hostname, machine-id and seed.
 func (m *Machine) Fork(ctx context.Context, s hypervisor.Snapshot, n int) ([]hypervisor.Machine, error) {
+	return m.ForkAs(ctx, s, n, hypervisor.ForkIdentity{})
+}
+
+var _ hypervisor.IdentityForker = (*Machine)(nil)
+
+// ForkAs implements hypervisor.IdentityForker: Fork whose children take
+// the host name and machine-id of id that are set.
+func (m *Machine) ForkAs(ctx context.Context, s hypervisor.Snapshot, n int, id hypervisor.ForkIdentity) ([]hypervisor.Machine, error) {
 	if n < 1 || n > hypervisor.MaxForkChildren {
 		return nil, fmt.Errorf("%w: fork count %d must be between 1 and %d", hypervisor.ErrInvalidSpec, n, hypervisor.MaxForkChildren)
 	}
 	if _, err := m.b.loadSnapshot(s); err != nil {
 		return nil, err
 	}
-	return hypervisor.ForkN(ctx, m.spec, s, n, m.b.create)
+	return hypervisor.ForkNAs(ctx, m.spec, s, n, id, m.b.create)
 }
 
 // DeleteSnapshot implements hypervisor.Machine.
