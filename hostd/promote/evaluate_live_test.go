@@ -131,6 +131,11 @@ func TestEvaluateLiveBudget(t *testing.T) {
 	d := daemontest.New(t)
 	c := d.Client
 	ctx := context.Background()
+	// A session that is not there (or another tenant's) is the fork's
+	// 404, and nothing is made.
+	if _, err := c.Evaluate(ctx, "ses-nothere", client.EvaluateRequest{Candidates: []string{"true"}}); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("evaluate of a missing session: %v", err)
+	}
 	two := int64(2)
 	parent, err := c.CreateSession(ctx, apiv1.CreateRequest{Budget: &apiv1.Budget{MaxChildren: &two}})
 	if err != nil {
