@@ -30,6 +30,7 @@ func TestCLISessionEvaluate(t *testing.T) {
 		!strings.Contains(out, "deleted") {
 		t.Fatalf("evaluate: %d %q %q", code, out, se)
 	}
+	t.Logf("evaluate:\n%s", out)
 	var res struct {
 		Winner  int
 		Results []struct {
@@ -57,6 +58,7 @@ func TestCLISessionEvaluate(t *testing.T) {
 	if code != 0 || strings.Count(out, "deleted") != 3 || strings.Count(out, "hi") != 3 {
 		t.Fatalf("rollout: %d %q %q", code, out, se)
 	}
+	t.Logf("rollout:\n%s", out)
 	if _, _, code := pd("session", "rollout", s.ID, "--count", "2", "--", "exit 1"); code != exitNoneWon {
 		t.Errorf("rollout of a failing command: exit %d", code)
 	}
