@@ -339,6 +339,7 @@ workspace is (default /workspace).
 	cmd.AddCommand(rewindCommand(g, cl))
 	cmd.AddCommand(shellCommand(cl))
 	cmd.AddCommand(replayCommand(g, cl))
+	cmd.AddCommand(orchestrateCommands(g, cl)...)
 	return cmd
 }
 
