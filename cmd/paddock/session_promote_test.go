@@ -28,12 +28,12 @@ func TestCLISessionPromote(t *testing.T) {
 	if _, se, code := pd("session", "exec", s.ID, "--", "cd /workspace && echo a > a && echo b > b && mkdir d && echo x > d/x"); code != 0 {
 		t.Fatalf("exec: %q", se)
 	}
-	var kids []struct{ ID string }
+	var forked struct{ Children []struct{ ID string } }
 	out, se, code = pd("--json", "session", "fork", s.ID)
-	if err := json.Unmarshal([]byte(out), &kids); err != nil || code != 0 || len(kids) != 1 {
+	if err := json.Unmarshal([]byte(out), &forked); err != nil || code != 0 || len(forked.Children) != 1 {
 		t.Fatalf("fork: %q %q %d", out, se, code)
 	}
-	child := kids[0].ID
+	child := forked.Children[0].ID
 	pd("session", "exec", child, "--", "cd /workspace && echo A > a && echo B > b && echo X > d/x && echo n > d/new")
 	pd("session", "exec", s.ID, "--", "echo parent > /workspace/b")
 

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"strconv"
 	"strings"
@@ -236,17 +237,35 @@ func (m *Manager) recordJob(ctx context.Context, id string, j *api.Job, command 
 	}
 }
 
+// settleLocks are striped locks, one held while a job is settled: two
+// settlers of one job meet on the same lock.
+var settleLocks [64]sync.Mutex
+
+func settleLock(id, job string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	h.Write([]byte{0})
+	h.Write([]byte(job))
+	return &settleLocks[h.Sum32()%uint32(len(settleLocks))]
+}
+
 // settleJob accounts a job the guest reports ended: its guest-measured
 // run time goes into usage.job_ms once, output it dropped past its cap
 // is ledgered, and a streamed command (exec/stream) gets its exec entry.
 // Whoever sees the end first settles (a reader of the job, a listing,
 // the host's own follower of a streamed job, followStreamed); the store
 // makes it happen once. What it ledgers does not depend on the caller
-// staying: ctx's cancellation is dropped.
+// staying: ctx's cancellation is dropped. A caller that loses the race
+// waits for the winner to finish (settleLocks), so whoever saw the end
+// (a client reading its stream to the end) finds the entries written
+// when settleJob returns.
 func (m *Manager) settleJob(ctx context.Context, id string, j api.Job) {
 	if j.EndedAt == nil {
 		return
 	}
+	mu := settleLock(id, j.ID)
+	mu.Lock()
+	defer mu.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	row, err := m.st.GetJob(ctx, id, j.ID)
 	if err != nil {
