@@ -112,3 +112,23 @@ type RewindBisect struct {
 
 // RewindNow names the machine as it is, as a bisect's state.
 const RewindNow = "now"
+
+// DefaultBranchCount is how many children a branch starts when count is
+// left out; at most hypervisor.MaxForkChildren (32), as a fork.
+const DefaultBranchCount = 1
+
+// RewindBranchRequest is POST .../rewind/branch: start Count (default 1)
+// child sessions from the point Tag, with Identity as a fork's.
+type RewindBranchRequest struct {
+	Tag      string `json:"tag"`
+	Count    int    `json:"count,omitempty"`
+	Identity string `json:"identity,omitempty"`
+}
+
+// RewindBranch is a branch's answer: a fork's answer (From is the
+// point's tag) and the point the children started from. The children
+// have no workspace baseline, so promote does not apply to them.
+type RewindBranch struct {
+	ForkResult
+	Point RewindPoint `json:"point"`
+}

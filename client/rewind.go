@@ -39,3 +39,11 @@ func (c *Client) RewindBisect(ctx context.Context, id string, req api.RewindBise
 	var out api.RewindBisect
 	return &out, c.do(ctx, http.MethodPost, sp(id)+"/rewind/bisect", nil, req, &out)
 }
+
+// RewindBranch starts req.Count (default 1) child sessions from the point
+// req.Tag; the session itself is left as it is. The children have no
+// workspace baseline, so Promote refuses them (no_baseline).
+func (c *Client) RewindBranch(ctx context.Context, id string, req api.RewindBranchRequest) (*api.RewindBranch, error) {
+	var out api.RewindBranch
+	return &out, c.do(ctx, http.MethodPost, sp(id)+"/rewind/branch", nil, req, &out)
+}

@@ -13,8 +13,9 @@ import (
 	"paddock.dev/paddock/client"
 )
 
-// rewindCommand is `session rewind ID [on|off|undo|pin TAG|bisect TEST]`:
-// a session's automatic points before commands, undo, pins and bisect.
+// rewindCommand is `session rewind ID [on|off|undo|pin TAG|branch TAG|bisect TEST]`:
+// a session's automatic points before commands, undo, pins, branches and
+// bisect.
 func rewindCommand(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 	var (
 		maxPoints       int
@@ -23,6 +24,8 @@ func rewindCommand(g *globals, cl func() (*client.Client, error)) *cobra.Command
 		steps           int
 		to, good, bad   string
 		timeout         time.Duration
+		count           int
+		identity        string
 	)
 	printJSON := func(c *cobra.Command, v any) error {
 		enc := json.NewEncoder(c.OutOrStdout())
@@ -45,8 +48,8 @@ func rewindCommand(g *globals, cl func() (*client.Client, error)) *cobra.Command
 		return tw.flush()
 	}
 	cmd := &cobra.Command{
-		Use:   "rewind ID [on|off|undo|pin TAG|bisect TEST]",
-		Short: "List, turn on or off, undo to, pin and bisect a session's rewind points",
+		Use:   "rewind ID [on|off|undo|pin TAG|branch TAG|bisect TEST]",
+		Short: "List, turn on or off, undo to, pin, branch from and bisect a session's rewind points",
 		Long: `With rewind on, the daemon takes a point (a snapshot of the machine) just
 before each command of the kinds --triggers names (exec by default; job,
 file and git too), and keeps the last --max-points (default 10, at most
@@ -57,10 +60,13 @@ file and git too), and keeps the last --max-points (default 10, at most
   paddock session rewind ID off
   paddock session rewind ID undo [--steps N | --to TAG]
   paddock session rewind ID pin TAG [--unpin]
+  paddock session rewind ID branch TAG [--count N] [--identity MODE]
   paddock session rewind ID bisect TEST [--good TAG] [--bad TAG] [--timeout 60s]
 
 undo restores the machine to the point and drops it and the newer
 unpinned ones. A pinned point is never evicted; one slot stays free.
+branch starts N child sessions (default 1) from the point and leaves the
+session as it is; the children cannot be promoted (they have no baseline).
 bisect runs TEST (a shell line, exit 0 = good) in the states it picks and
 prints the command that broke it; the session ends as it started.`,
 		Args: cobra.RangeArgs(1, 3),
@@ -71,7 +77,7 @@ prints the command that broke it; the session ends as it started.`,
 			}
 			// Each flag belongs to one verb.
 			owner := map[string]string{"max-points": "on", "disk-only": "on", "triggers": "on", "steps": "undo", "to": "undo",
-				"unpin": "pin", "good": "bisect", "bad": "bisect", "timeout": "bisect"}
+				"unpin": "pin", "count": "branch", "identity": "branch", "good": "bisect", "bad": "bisect", "timeout": "bisect"}
 			var flagErr error
 			c.Flags().Visit(func(f *pflag.Flag) {
 				if v, ok := owner[f.Name]; ok && v != verb && flagErr == nil {
@@ -81,10 +87,10 @@ prints the command that broke it; the session ends as it started.`,
 			if flagErr != nil {
 				return flagErr
 			}
-			wantArgs := map[string]int{"": 1, "on": 2, "off": 2, "undo": 2, "pin": 3, "bisect": 3}
+			wantArgs := map[string]int{"": 1, "on": 2, "off": 2, "undo": 2, "pin": 3, "branch": 3, "bisect": 3}
 			n, ok := wantArgs[verb]
 			if !ok {
-				return usageError{fmt.Errorf("%q: use on, off, undo, pin TAG or bisect TEST", verb)}
+				return usageError{fmt.Errorf("%q: use on, off, undo, pin TAG, branch TAG or bisect TEST", verb)}
 			}
 			if len(args) != n {
 				return usageError{fmt.Errorf("rewind %s takes %d argument(s) after ID", verb, n-1)}
@@ -145,6 +151,17 @@ prints the command that broke it; the session ends as it started.`,
 				}
 				fmt.Fprintf(c.OutOrStdout(), "%s pinned: %t\n", p.Tag, p.Pinned)
 				return nil
+			case "branch":
+				b, err := k.RewindBranch(ctx, id, apiv1.RewindBranchRequest{Tag: args[2], Count: count, Identity: identity})
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return printJSON(c, b)
+				}
+				printFork(c, &b.ForkResult)
+				fmt.Fprintf(c.ErrOrStderr(), "branched from %s (before: %s); %s is as it was\n", cell(b.Point.Tag), cell(b.Point.Command), id)
+				return nil
 			default: // bisect
 				req := apiv1.RewindBisectRequest{Test: args[2], Good: good, Bad: bad}
 				if timeout != 0 {
@@ -174,6 +191,8 @@ prints the command that broke it; the session ends as it started.`,
 	f.IntVar(&steps, "steps", 0, "undo: how many points back (default 1)")
 	f.StringVar(&to, "to", "", "undo: back to this point's tag")
 	f.BoolVar(&unpin, "unpin", false, "pin: release the pin")
+	f.IntVar(&count, "count", 0, "branch: how many children (1 to 32, default 1)")
+	f.StringVar(&identity, "identity", "", "branch: the children's host names and machine ids: best-effort (default), unique or preserve")
 	f.StringVar(&good, "good", "", "bisect: a point where TEST passes (default the oldest)")
 	f.StringVar(&bad, "bad", "", "bisect: a point where TEST fails (default now)")
 	f.DurationVar(&timeout, "timeout", 0, "bisect: how long one run of TEST may take (default 60s, at most 10m)")

@@ -9,7 +9,8 @@ import (
 // TestCLISessionRewind: `paddock session rewind` against `paddock serve`:
 // on takes points before each exec, the list shows them, undo puts a
 // removed file back, pin marks a point, bisect prints the command that
-// broke a test and leaves the session as it was; flags of another verb
+// broke a test and leaves the session as it was, branch starts a child
+// from an old point that promote refuses; flags of another verb
 // and a max-points past 50 are usage errors, steps past the ring a
 // conflict.
 func TestCLISessionRewind(t *testing.T) {
@@ -63,11 +64,38 @@ func TestCLISessionRewind(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rw); err != nil || code != 0 || len(rw.Points) != 2 || rw.Points[0].Tag != "rw-1" || !rw.Points[0].Pinned {
 		t.Errorf("rewind --json after undo and one exec: %d %q", code, out)
 	}
+	// branch from rw-1 (before a was written): the child has no a, the
+	// session keeps it, and the child cannot be promoted.
+	var br struct {
+		From     string
+		Children []struct{ ID string }
+		Point    struct{ Tag string }
+	}
+	out, se, code = pd("--json", "session", "rewind", s.ID, "branch", "rw-1", "--count", "1")
+	if err := json.Unmarshal([]byte(out), &br); err != nil || code != 0 || br.From != "rw-1" || br.Point.Tag != "rw-1" || len(br.Children) != 1 {
+		t.Fatalf("branch --json: %d %q %q", code, out, se)
+	}
+	if out, se, code = pd("session", "exec", br.Children[0].ID, "--", "test ! -e /workspace/a && echo clean"); code != 0 || out != "clean\n" {
+		t.Errorf("the branch child: %d %q %q", code, out, se)
+	}
+	if out, se, code = pd("session", "exec", s.ID, "--", "cat /workspace/a"); code != 0 || out != "hi\n" {
+		t.Errorf("the session after the branch: %d %q %q", code, out, se)
+	}
+	if _, se, code = pd("session", "promote", br.Children[0].ID, "--dry-run"); code != exitConflict || !strings.Contains(se, "no baseline") {
+		t.Errorf("promote of a branch child: %d %q", code, se)
+	}
+	if out, se, code = pd("session", "rewind", s.ID, "branch", "rw-1"); code != 0 || !strings.Contains(out, "rw-1") || !strings.Contains(se, "branched from rw-1") {
+		t.Errorf("branch (table): %d %q %q", code, out, se)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
+		{[]string{"session", "rewind", s.ID, "undo", "--count", "2"}, exitUsage, "--count goes with `rewind ID branch`"},
+		{[]string{"session", "rewind", s.ID, "branch", "rw-1", "--count", "33"}, exitUsage, "count 33"},
+		{[]string{"session", "rewind", s.ID, "branch", "rw-77"}, exitNotFound, `no rewind point "rw-77"`},
+		{[]string{"session", "rewind", s.ID, "branch"}, exitUsage, "takes 2 argument"},
 		{[]string{"session", "rewind", s.ID, "undo", "--good", "rw-1"}, exitUsage, "--good goes with `rewind ID bisect`"},
 		{[]string{"session", "rewind", s.ID, "on", "--max-points", "51"}, exitUsage, "max_points 51"},
 		{[]string{"session", "rewind", s.ID, "rewind"}, exitUsage, "use on, off, undo"},

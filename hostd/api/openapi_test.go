@@ -235,6 +235,8 @@ var openAPISchemas = []struct {
 	{name: "RewindBisectRequest", goV: apiv1.RewindBisectRequest{}, dir: in},
 	{name: "RewindBisectState", goV: apiv1.RewindBisectState{}, dir: out},
 	{name: "RewindBisect", goV: apiv1.RewindBisect{}, dir: out},
+	{name: "RewindBranchRequest", goV: apiv1.RewindBranchRequest{}, dir: in},
+	{name: "RewindBranch", goV: apiv1.RewindBranch{}, dir: out},
 
 	{name: "TerminalTicket", goV: apiv1.TerminalTicket{}, dir: out},
 	{name: "TerminalResize", goV: apiv1.TerminalResize{}, dir: in},
@@ -375,6 +377,8 @@ var openAPILimits = []struct {
 	{"components/schemas/RewindBisectRequest/properties/timeout_seconds/maximum", apiv1.MaxBisectTimeout},
 	{"components/schemas/RewindBisectRequest/properties/timeout_seconds/default", apiv1.DefaultBisectTimeout},
 	{"components/schemas/RewindBisectRequest/properties/test/maxLength", apiv1.MaxCommandBytes},
+	{"components/schemas/RewindBranchRequest/properties/count/maximum", hypervisor.MaxForkChildren},
+	{"components/schemas/RewindBranchRequest/properties/count/default", apiv1.DefaultBranchCount},
 
 	{"components/parameters/TerminalCols/schema/maximum", apiv1.MaxTerminalDim},
 	{"components/parameters/TerminalCols/schema/default", apiv1.DefaultTerminalCols},

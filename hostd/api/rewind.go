@@ -13,6 +13,7 @@ func (s *Server) rewindRoutes(bind func(string, handler)) {
 	bind("POST /v1/agents/sessions/{id}/rewind/undo", s.rewindUndo)
 	bind("POST /v1/agents/sessions/{id}/rewind/pin", s.rewindPin)
 	bind("POST /v1/agents/sessions/{id}/rewind/bisect", s.rewindBisect)
+	bind("POST /v1/agents/sessions/{id}/rewind/branch", s.rewindBranch)
 }
 
 func (s *Server) getRewind(w http.ResponseWriter, r *http.Request) error {
@@ -69,6 +70,19 @@ func (s *Server) rewindBisect(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := s.svc.Rewind.Bisect(r.Context(), tenant(r), r.PathValue("id"), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) rewindBranch(w http.ResponseWriter, r *http.Request) error {
+	var req rewind.BranchRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.svc.Rewind.Branch(r.Context(), tenant(r), r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,7 @@ func TestRewindAccess(t *testing.T) {
 			{"POST", rp(id, "/undo"), map[string]any{"steps": 1}},
 			{"POST", rp(id, "/pin"), map[string]any{"tag": "rw-1"}},
 			{"POST", rp(id, "/bisect"), map[string]any{"test": "true"}},
+			{"POST", rp(id, "/branch"), map[string]any{"tag": "rw-1", "count": 1}},
 		}
 	}
 	const madeUp = "ses-0123456789abcdef"
@@ -88,13 +89,22 @@ func TestRewindAccess(t *testing.T) {
 		if err != nil || !rw.Config.Enabled || len(rw.Points) != 1 || rw.Points[0].Pinned {
 			t.Errorf("after the refusals: %+v %v", rw, err)
 		}
+		if got, err := s.c.GetSession(ctx, s.id); err != nil || len(got.Children) != 0 || got.Usage.Children != 0 {
+			t.Errorf("a refused branch made children: %+v %v", got, err)
+		}
 		for _, e := range entries(t, d.led, s.id) {
-			if e.Kind == "rewind.undo" || e.Kind == "rewind.pin" || e.Kind == "rewind.bisect" || (e.Kind == "rewind.config" && strings.Contains(string(e.Data), `"enabled":false`)) {
+			if e.Kind == "rewind.undo" || e.Kind == "rewind.pin" || e.Kind == "rewind.bisect" || e.Kind == "rewind.branch" || (e.Kind == "rewind.config" && strings.Contains(string(e.Data), `"enabled":false`)) {
 				t.Errorf("a refused call was ledgered: %s %s", e.Kind, e.Data)
 			}
 		}
 	}
-	// The admin may use them on a tenant's session.
+	// The admin may use them on a tenant's session; a branch child is
+	// the tenant's, like a fork's.
+	if b, err := d.c.RewindBranch(ctx, sb.ID, apiv1.RewindBranchRequest{Tag: "rw-1"}); err != nil || len(b.Children) != 1 || b.Children[0].Tenant != "beta" {
+		t.Errorf("the admin branches beta's session: %+v %v", b, err)
+	} else if _, err := acme.GetSession(ctx, b.Children[0].ID); status(err) != 404 {
+		t.Errorf("acme reads beta's branch child: %v", err)
+	}
 	if p, err := d.c.RewindPin(ctx, sb.ID, "rw-1", true); err != nil || !p.Pinned {
 		t.Errorf("the admin pins on beta's session: %+v %v", p, err)
 	}

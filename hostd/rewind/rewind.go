@@ -41,6 +41,8 @@ type (
 	BisectRequest = apiv1.RewindBisectRequest
 	Bisect        = apiv1.RewindBisect
 	BisectState   = apiv1.RewindBisectState
+	BranchRequest = apiv1.RewindBranchRequest
+	Branch        = apiv1.RewindBranch
 )
 
 // Limits.
@@ -590,4 +592,44 @@ func (s *Service) Bisect(ctx context.Context, tenant, id string, req BisectReque
 	s.m.LedgerAppend(ctx, id, "rewind.bisect", map[string]any{"command": session.ClipText(p.Command, 300), "point": p.Tag,
 		"last_good": out.LastGood, "first_bad": out.FirstBad, "tested": len(out.Tested), "restores": out.Restores})
 	return out, nil
+}
+
+// Branch is POST .../rewind/branch: child sessions start from a point's
+// snapshot while the session carries on as it is. The ring is held for
+// the fork, so the point cannot be evicted or undone under it; the point
+// stays in the ring, and the session's machine and points are not
+// touched. The core's fork (Manager.ForkPoint) does the rest under fork's
+// rules: max_children, admission, the identity mode, the ledger.
+func (s *Service) Branch(ctx context.Context, tenant, id string, req BranchRequest) (*Branch, error) {
+	if err := checkTag("tag", req.Tag); err != nil {
+		return nil, err
+	}
+	if req.Count == 0 {
+		req.Count = apiv1.DefaultBranchCount
+	}
+	if req.Count < 1 || req.Count > hypervisor.MaxForkChildren {
+		return nil, session.BadRequest("count %d must be from 1 to %d", req.Count, hypervisor.MaxForkChildren)
+	}
+	if _, err := session.ForkIdentityMode(req.Identity); err != nil {
+		return nil, err
+	}
+	if _, err := s.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	r := s.ringOf(id, false)
+	if r == nil {
+		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.index(req.Tag)
+	if i < 0 {
+		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
+	}
+	p := r.points[i]
+	res, err := s.m.ForkPoint(ctx, tenant, id, p.snap, p.Tag, req.Count, req.Identity)
+	if err != nil {
+		return nil, err
+	}
+	return &Branch{ForkResult: *res, Point: p.Point}, nil
 }

@@ -187,6 +187,35 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 	if req.From != "" && !tagRE.MatchString(req.From) {
 		return nil, bad("from %q: name one of this session's checkpoints (letters, digits, '.', '_' and '-', at most %d)", req.From, MaxTagLen)
 	}
+	return m.forkFrom(ctx, tenant, id, rev, req.Count, mode, forkSource{checkpoint: req.From})
+}
+
+// forkSource is where a fork's children start: the state now (the zero
+// value), a checkpoint of the session (checkpoint), or a rewind point's
+// snapshot (point, tagged pointTag) for a rewind branch.
+type forkSource struct {
+	checkpoint string
+	point      *hypervisor.Snapshot
+	pointTag   string
+}
+
+// branch says the children are a rewind branch's.
+func (f forkSource) branch() bool { return f.point != nil }
+
+// from is the tag the answer and the ledger name.
+func (f forkSource) from() string {
+	if f.branch() {
+		return f.pointTag
+	}
+	return f.checkpoint
+}
+
+// forkFrom starts count children of session id from src with identity
+// mode; the caller checked count and mode. A fork child's baseline is
+// the parent's workspace at the fork; a branch child has none (the
+// parent's files now are not where it starts), so promote refuses it.
+func (m *Manager) forkFrom(ctx context.Context, tenant, id string, rev int64, count int, mode string, src forkSource) (*ForkResult, error) {
+	req := ForkRequest{Count: count, Identity: mode, From: src.from()}
 	s, base, mc, err := m.running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
@@ -197,15 +226,15 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 	if rev >= 0 && rev != s.Revision {
 		return nil, fmt.Errorf("%w: session %s is at revision %d, not %d", ErrRevision, id, s.Revision, rev)
 	}
-	var from *hypervisor.Snapshot
-	if req.From != "" {
+	from := src.point
+	if src.checkpoint != "" {
 		snaps, err := m.snapshots(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		snap, ok := snaps[req.From]
+		snap, ok := snaps[src.checkpoint]
 		if !ok {
-			return nil, fmt.Errorf("%w: session %s has no checkpoint tagged %q", ErrNotFound, id, req.From)
+			return nil, fmt.Errorf("%w: session %s has no checkpoint tagged %q", ErrNotFound, id, src.checkpoint)
 		}
 		from = &snap
 	}
@@ -258,7 +287,7 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 	}
 	var snap hypervisor.Snapshot
 	if from != nil {
-		snap = *from // the checkpoint stays the session's
+		snap = *from // the checkpoint (or point) stays the session's
 	} else {
 		// From memory where the backend keeps memory, so what runs goes on
 		// in the children; from the disk otherwise.
@@ -289,19 +318,35 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 	if mode == apiv1.IdentityPreserve {
 		res.IdentityNote = "" // alike on purpose
 	}
-	if !snap.Memory {
+	if !snap.Memory || src.branch() {
 		cmds := map[string]string{}
 		if rows, err := m.st.ListJobs(ctx, id); err == nil {
 			for _, r := range rows {
 				cmds[r.JobID] = r.Command
 			}
 		}
-		res.NotCarried = notCarried(running, cmds, "a disk fork starts the children from the files alone; the job keeps running in the parent")
+		why := "a disk fork starts the children from the files alone; the job keeps running in the parent"
+		if src.branch() {
+			why = "a branch starts the children from a past rewind point, without the parent's job records; the job keeps running in the parent"
+		}
+		res.NotCarried = notCarried(running, cmds, why)
 	}
-	// Each child's baseline is the parent's workspace at the fork.
-	parentNow, err := clientFor(mc).Manifest(ctx, api.ManifestRequest{Path: s.Workspace.Path})
-	if err != nil {
-		parentNow = base
+	// Each child's baseline is the parent's workspace at the fork; a
+	// branch child has none.
+	var parentNow *api.Manifest
+	if !src.branch() {
+		parentNow, err = clientFor(mc).Manifest(ctx, api.ManifestRequest{Path: s.Workspace.Path})
+		if err != nil {
+			parentNow = base
+		}
+	}
+	baselineFiles := 0
+	if parentNow != nil {
+		baselineFiles = len(parentNow.Entries)
+	}
+	childKind, parentKind := "session.fork_child", "fork"
+	if src.branch() {
+		childKind, parentKind = "session.branch_child", "rewind.branch"
 	}
 	out := make([]*Session, 0, len(kids))
 	ids := make([]ChildIdentity, 0, len(kids))
@@ -310,7 +355,7 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 		child := &Session{
 			ID: k.ID(), Agent: s.Agent, Tenant: s.Tenant, State: StateRunning, Backend: s.Backend,
 			SandboxID: k.ID(), Capabilities: s.Capabilities, Runtime: s.Runtime,
-			Workspace:   Workspace{Path: s.Workspace.Path, Mode: s.Workspace.Mode, Git: s.Workspace.Git, Lower: s.Workspace.Lower, BaselineFiles: len(parentNow.Entries)},
+			Workspace:   Workspace{Path: s.Workspace.Path, Mode: s.Workspace.Mode, Git: s.Workspace.Git, Lower: s.Workspace.Lower, BaselineFiles: baselineFiles},
 			Checkpoints: []Checkpoint{}, Children: []string{}, Parent: id,
 			CreatedAt: now, ExpiresAt: s.ExpiresAt,
 		}
@@ -324,11 +369,12 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 		if err := m.openEgress(child.ID, pol); err != nil {
 			m.log.Warn("serve a fork child's egress", "session", child.ID, "err", err)
 		}
-		if snap.Memory {
+		if snap.Memory && !src.branch() {
+			// A branch's point is older than the parent's job records.
 			m.handOnJobs(ctx, id, child.ID)
 		}
 		m.track(child.ID, k)
-		m.ledgerAppend(ctx, child.ID, "session.fork_child", map[string]any{"parent": id, "from": req.From, "memory": snap.Memory, "identity": mode})
+		m.ledgerAppend(ctx, child.ID, childKind, map[string]any{"parent": id, "from": req.From, "memory": snap.Memory, "identity": mode})
 		m.vmEvent(child.ID, apiv1.VMEventBoot, map[string]any{"sandbox_id": k.ID(), "from_snapshot": snap.ID, "fork_of": id, "memory": snap.Memory})
 		out = append(out, child)
 		ids = append(ids, res.Identities[i])
@@ -348,7 +394,7 @@ func (m *Manager) ForkDetail(ctx context.Context, tenant, id string, rev int64, 
 	for i, j := range res.NotCarried {
 		nc[i] = j.Job
 	}
-	m.ledgerAppend(ctx, id, "fork", map[string]any{"count": req.Count, "children": kidIDs, "from": req.From,
+	m.ledgerAppend(ctx, id, parentKind, map[string]any{"count": req.Count, "children": kidIDs, "from": req.From,
 		"memory": snap.Memory, "identity": mode, "not_carried": nc})
 	m.vmEvent(id, apiv1.VMEventFork, map[string]any{"children": kidIDs, "snapshot_id": snap.ID, "memory": snap.Memory, "from": req.From})
 	return res, nil

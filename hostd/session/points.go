@@ -167,3 +167,23 @@ func (h *HeldSession) Exec(ctx context.Context, shell string, timeoutSeconds, ma
 
 // Release gives the session back.
 func (h *HeldSession) Release() { h.leave() }
+
+// ForkPoint starts count child sessions of session id (as the caller
+// with tenant sees it) from snap, a rewind point tagged tag, for a rewind
+// branch. It follows fork's rules (forkable backend, the lifecycle slot,
+// max_children spent, admission, identity mode as ForkIdentityMode reads
+// it) and leaves the parent's machine as it is. The children have no
+// workspace baseline, so promote refuses them; each child's ledger gets
+// session.branch_child and the parent's rewind.branch. The point's
+// snapshot stays the caller's: the caller keeps it from being deleted
+// until ForkPoint returns.
+func (m *Manager) ForkPoint(ctx context.Context, tenant, id string, snap hypervisor.Snapshot, tag string, count int, identity string) (*ForkResult, error) {
+	if count < 1 || count > hypervisor.MaxForkChildren {
+		return nil, bad("count %d must be from 1 to %d", count, hypervisor.MaxForkChildren)
+	}
+	mode, err := ForkIdentityMode(identity)
+	if err != nil {
+		return nil, err
+	}
+	return m.forkFrom(ctx, tenant, id, -1, count, mode, forkSource{point: &snap, pointTag: tag})
+}

@@ -182,6 +182,7 @@ var table = []Route{
 	idempotent(row("POST /v1/agents/sessions/{id}/rewind/undo", auth.AccessTenant)),
 	row("POST /v1/agents/sessions/{id}/rewind/pin", auth.AccessTenant),
 	row("POST /v1/agents/sessions/{id}/rewind/bisect", auth.AccessTenant),
+	idempotent(row("POST /v1/agents/sessions/{id}/rewind/branch", auth.AccessTenant)),
 
 	idempotent(row("POST /v1/sandboxes", auth.AccessTenant)),
 	row("GET /v1/sandboxes", auth.AccessTenant),
