@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -44,6 +46,8 @@ const (
 	MaxEventData = 2 << 10
 	// MaxForkCount bounds the children one session_fork makes.
 	MaxForkCount = 16
+	// MaxRules bounds the process-policy patterns of a session_create.
+	MaxRules = 64
 	// MaxJobWaitMS bounds how long session_job_read waits for output.
 	MaxJobWaitMS = 20000
 )
@@ -202,6 +206,12 @@ type CreateIn struct {
 	Backend    string `json:"backend,omitempty" jsonschema:"the backend (procbox, qemu); empty means the daemon's default"`
 	Git        string `json:"git,omitempty" jsonschema:"an https:// git URL cloned into the workspace at create"`
 	TTLSeconds int    `json:"ttl_seconds,omitempty" jsonschema:"seconds until the session expires; 0 means the daemon's default"`
+	// A session may be made stricter than the daemon's policy: commands
+	// it refuses or holds for approval, and a cap on its commands.
+	Allow    []string `json:"allow,omitempty" jsonschema:"process policy: command patterns allowed (with allow set, nothing else runs)"`
+	Deny     []string `json:"deny,omitempty" jsonschema:"process policy: command patterns refused"`
+	Ask      []string `json:"ask,omitempty" jsonschema:"process policy: command patterns held until an operator approves"`
+	MaxExecs int64    `json:"max_execs,omitempty" jsonschema:"budget: the most commands session_exec may run in the session; 0 means no limit"`
 }
 
 func sessionCreate(ctx context.Context, s *Server, in CreateIn) (*SessionOut, error) {
@@ -211,8 +221,18 @@ func sessionCreate(ctx context.Context, s *Server, in CreateIn) (*SessionOut, er
 	if in.TTLSeconds < 0 {
 		return nil, fmt.Errorf("invalid_argument: ttl_seconds must not be negative")
 	}
-	x, err := s.c.CreateSession(ctx, api.CreateRequest{Agent: in.Agent, TTLSeconds: in.TTLSeconds,
-		Runtime: api.Runtime{Image: in.Image, Backend: in.Backend}, Workspace: api.WorkspaceRequest{Git: in.Git}})
+	if in.MaxExecs < 0 || len(in.Allow)+len(in.Deny)+len(in.Ask) > MaxRules {
+		return nil, fmt.Errorf("invalid_argument: max_execs must not be negative, and allow, deny and ask hold at most %d patterns together", MaxRules)
+	}
+	req := api.CreateRequest{Agent: in.Agent, TTLSeconds: in.TTLSeconds,
+		Runtime: api.Runtime{Image: in.Image, Backend: in.Backend}, Workspace: api.WorkspaceRequest{Git: in.Git}}
+	if len(in.Allow)+len(in.Deny)+len(in.Ask) > 0 {
+		req.Policy = &api.PolicyRequest{Process: &api.ProcessRules{Allow: in.Allow, Deny: in.Deny, Ask: in.Ask}}
+	}
+	if in.MaxExecs > 0 {
+		req.Budget = &api.Budget{MaxExecs: &in.MaxExecs}
+	}
+	x, err := s.c.CreateSession(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -868,7 +888,12 @@ func sessionEvents(ctx context.Context, s *Server, in EventsIn) (*EventsOut, err
 	}
 	out := &EventsOut{Events: []EventOut{}, Total: len(es)}
 	for _, e := range es[max(0, len(es)-in.Limit):] {
-		d := string(e.Data)
+		var b bytes.Buffer
+		if json.Compact(&b, e.Data) != nil {
+			b.Reset()
+			b.Write(e.Data)
+		}
+		d := b.String()
 		cut := false
 		if len(d) > MaxEventData {
 			d, cut = d[:MaxEventData], true

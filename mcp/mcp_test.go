@@ -1,0 +1,274 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"paddock.dev/paddock/api"
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/mcp"
+)
+
+// connect runs a Paddock MCP server for c over in-memory transports and
+// returns the official SDK's client session talking to it.
+func connect(t *testing.T, c *client.Client, opts mcp.Options) *sdk.ClientSession {
+	t.Helper()
+	ctx := t.Context()
+	srv, err := mcp.New(ctx, c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "paddock-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func listTools(t *testing.T, cs *sdk.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		if tl.InputSchema == nil || tl.Description == "" {
+			t.Errorf("tool %s has no input schema or description", tl.Name)
+		}
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// call calls a tool; out (when not nil) gets its structured result. It
+// returns the error text of a tool that failed ("" when it did not).
+func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any, out any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	if res.IsError {
+		return text
+	}
+	if out != nil {
+		raw, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s: structured result %s: %v", name, raw, err)
+		}
+	}
+	return ""
+}
+
+func mustCall(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any, out any) {
+	t.Helper()
+	if e := call(t, cs, name, args, out); e != "" {
+		t.Fatalf("%s: %s", name, e)
+	}
+}
+
+var writeTools = []string{"session_create", "session_exec", "session_approve", "session_job_start", "session_job_stdin", "session_job_kill",
+	"session_file_write", "session_checkpoint", "session_restore", "session_fork", "session_promote", "session_delete"}
+
+// TestMCPSessionFlow drives the server with the official Go SDK's client
+// against a real daemon on procbox: the tool list with and without
+// --allow-write, create, exec, a command held for approval (its id in the
+// error), approval by the admin, the approved run, files, fork and
+// promote, a budget reached, the ledger naming the tools, and delete.
+func TestMCPSessionFlow(t *testing.T) {
+	d := daemontest.New(t)
+
+	ro := listTools(t, connect(t, d.Client, mcp.Options{}))
+	for _, w := range writeTools {
+		if slices.Contains(ro, w) {
+			t.Errorf("read-only server lists the write tool %s", w)
+		}
+	}
+	if !slices.Contains(ro, "session_file_read") || !slices.Contains(ro, "session_events") {
+		t.Errorf("read-only server: %v", ro)
+	}
+
+	cs := connect(t, d.Client, mcp.Options{AllowWrite: true})
+	rw := listTools(t, cs)
+	for _, w := range writeTools {
+		if !slices.Contains(rw, w) {
+			t.Errorf("admin write server lacks %s: %v", w, rw)
+		}
+	}
+
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{"ask": []string{"touch *"}, "max_execs": 6}, &ses)
+	if !strings.HasPrefix(ses.ID, "ses-") {
+		t.Fatalf("session_create: %+v", ses)
+	}
+	var ex struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+	}
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "echo hi"}, &ex)
+	if ex.ExitCode != 0 || ex.Stdout != "hi\n" {
+		t.Fatalf("exec: %+v", ex)
+	}
+
+	// A command held for approval: the error names the approval and how
+	// to wait for it.
+	held := call(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "touch /workspace/deployed"}, nil)
+	apr := regexp.MustCompile(`apr-[0-9a-f]{16}`).FindString(held)
+	if apr == "" || !strings.HasPrefix(held, "approval_required") || !strings.Contains(held, "approval_wait_seconds") || !strings.Contains(held, "touch *") {
+		t.Fatalf("held: %q", held)
+	}
+	var a struct{ State string }
+	mustCall(t, cs, "session_approve", map[string]any{"session": ses.ID, "approval_id": apr, "note": "fine"}, &a)
+	if a.State != "approved" {
+		t.Fatalf("approve: %+v", a)
+	}
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "touch /workspace/deployed", "approval_id": apr}, &ex)
+	if ex.ExitCode != 0 {
+		t.Fatalf("approved run: %+v", ex)
+	}
+
+	// Files.
+	var fw struct{ Bytes int }
+	mustCall(t, cs, "session_file_write", map[string]any{"session": ses.ID, "path": "/workspace/notes.txt", "content": "hello mcp\n"}, &fw)
+	var fr struct {
+		Content string
+		Size    int64
+		EOF     bool
+	}
+	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/notes.txt"}, &fr)
+	if fr.Content != "hello mcp\n" || fr.Size != 10 || !fr.EOF || fw.Bytes != 10 {
+		t.Fatalf("file read %+v after write %+v", fr, fw)
+	}
+	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/notes.txt", "offset": 6, "length": 3}, &fr)
+	if fr.Content != "mcp" || fr.EOF {
+		t.Fatalf("ranged read: %+v", fr)
+	}
+	var ls struct{ Entries []struct{ Name string } }
+	mustCall(t, cs, "session_files", map[string]any{"session": ses.ID}, &ls)
+	if !slices.ContainsFunc(ls.Entries, func(e struct{ Name string }) bool { return e.Name == "notes.txt" }) {
+		t.Errorf("files: %+v", ls)
+	}
+
+	// Fork, change the child, promote it back.
+	var fk struct{ Children []string }
+	mustCall(t, cs, "session_fork", map[string]any{"session": ses.ID, "count": 1}, &fk)
+	if len(fk.Children) != 1 {
+		t.Fatalf("fork: %+v", fk)
+	}
+	child := fk.Children[0]
+	mustCall(t, cs, "session_file_write", map[string]any{"session": child, "path": "/workspace/from-child.txt", "content": "child\n"}, nil)
+	var pr struct {
+		Applied int
+		Apply   []string
+	}
+	mustCall(t, cs, "session_promote", map[string]any{"session": child}, &pr)
+	if pr.Applied != 1 || len(pr.Apply) != 1 || !strings.Contains(pr.Apply[0], "from-child.txt") {
+		t.Fatalf("promote: %+v", pr)
+	}
+	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/from-child.txt"}, &fr)
+	if fr.Content != "child\n" {
+		t.Fatalf("promoted file on the parent: %+v", fr)
+	}
+	mustCall(t, cs, "session_delete", map[string]any{"session": child}, nil)
+
+	// The budget: the session may run 6 commands. Spend them, and the
+	// error says which budget and what is left.
+	var msg string
+	for range 6 {
+		if msg = call(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "true"}, nil); msg != "" {
+			break
+		}
+	}
+	if !strings.HasPrefix(msg, "budget_exceeded") || !strings.Contains(msg, "max_execs") || !strings.Contains(msg, "left") {
+		t.Fatalf("budget: %q", msg)
+	}
+
+	// The ledger names the tool behind each call.
+	var ev struct {
+		Events []struct{ Kind, Data string }
+	}
+	mustCall(t, cs, "session_events", map[string]any{"session": ses.ID, "limit": 200}, &ev)
+	var sawExec, sawWrite bool
+	for _, e := range ev.Events {
+		sawExec = sawExec || strings.Contains(e.Data, `"mcp_tool":"session_exec"`)
+		sawWrite = sawWrite || strings.Contains(e.Data, `"mcp_tool":"session_file_write"`)
+		if strings.Contains(e.Data, "hello mcp") {
+			t.Errorf("the ledger holds file contents: %s %s", e.Kind, e.Data)
+		}
+	}
+	if !sawExec || !sawWrite {
+		t.Errorf("the ledger does not name the tools (exec %v, file write %v): %+v", sawExec, sawWrite, ev.Events)
+	}
+
+	mustCall(t, cs, "session_delete", map[string]any{"session": ses.ID}, nil)
+	var gone struct{ State string }
+	mustCall(t, cs, "session_get", map[string]any{"session": ses.ID}, &gone)
+	if gone.State != "deleted" {
+		t.Errorf("get after delete: %+v", gone)
+	}
+}
+
+// TestMCPSessionToken: a session token's server lists only the tools its
+// ops allow, defaults to its session, and cannot reach another one.
+func TestMCPSessionToken(t *testing.T) {
+	d := daemontest.New(t)
+	ctx := t.Context()
+	a, err := d.Client.CreateSession(ctx, api.CreateRequest{Agent: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := d.Client.CreateSession(ctx, api.CreateRequest{Agent: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := d.Client.MintToken(ctx, a.ID, api.TokenRequest{Ops: []string{api.OpRead, api.OpExec, api.OpFilesRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := client.New(d.URL, tok.Token)
+	if _, err := mcp.New(ctx, sc, mcp.Options{Session: b.ID}); err == nil {
+		t.Error("a session token's server took another session as its default")
+	}
+	cs := connect(t, sc, mcp.Options{AllowWrite: true})
+	got := listTools(t, cs)
+	want := []string{"session_approvals", "session_events", "session_exec", "session_file_read", "session_files", "session_get"}
+	if !slices.Equal(got, want) {
+		t.Errorf("session token tools:\n got %v\nwant %v", got, want)
+	}
+	var ex struct{ Stdout string }
+	mustCall(t, cs, "session_exec", map[string]any{"command": "echo scoped"}, &ex)
+	if ex.Stdout != "scoped\n" {
+		t.Errorf("exec on the default session: %+v", ex)
+	}
+	if e := call(t, cs, "session_exec", map[string]any{"session": b.ID, "command": "echo no"}, nil); !strings.HasPrefix(e, "forbidden") {
+		t.Errorf("exec on another session: %q", e)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "session_file_write", Arguments: map[string]any{"path": "/workspace/x", "content": "x"}})
+	if err == nil && !res.IsError {
+		t.Errorf("a tool the token lacks was callable: %+v", res)
+	}
+}
