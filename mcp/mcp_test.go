@@ -121,7 +121,7 @@ func TestMCPSessionFlow(t *testing.T) {
 	}
 
 	var ses struct{ ID string }
-	mustCall(t, cs, "session_create", map[string]any{"ask": []string{"touch *"}, "max_execs": 6}, &ses)
+	mustCall(t, cs, "session_create", map[string]any{"ask": []string{"touch *"}, "deny": []string{"rm *"}, "max_execs": 8}, &ses)
 	if !strings.HasPrefix(ses.ID, "ses-") {
 		t.Fatalf("session_create: %+v", ses)
 	}
@@ -132,6 +132,49 @@ func TestMCPSessionFlow(t *testing.T) {
 	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "echo hi"}, &ex)
 	if ex.ExitCode != 0 || ex.Stdout != "hi\n" {
 		t.Fatalf("exec: %+v", ex)
+	}
+
+	// Output is cut to its last MaxStreamBytes, and the result says so.
+	var big struct {
+		Stdout        string `json:"stdout"`
+		Truncated     bool   `json:"truncated"`
+		StdoutDropped int64  `json:"stdout_dropped_bytes"`
+	}
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "head -c 40000 /dev/zero | tr '\\0' a; echo END"}, &big)
+	if len(big.Stdout) != mcp.MaxStreamBytes || !strings.HasSuffix(big.Stdout, "aEND\n") || !big.Truncated || big.StdoutDropped != 40004-mcp.MaxStreamBytes {
+		t.Fatalf("long output: %d bytes, truncated %v, dropped %d", len(big.Stdout), big.Truncated, big.StdoutDropped)
+	}
+
+	// A command the policy refuses names the rule.
+	refused := call(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "rm -rf /workspace"}, nil)
+	if !strings.HasPrefix(refused, "policy_refused") || !strings.Contains(refused, "process.deny") {
+		t.Fatalf("refused: %q", refused)
+	}
+
+	// A job with a stdin: start it, write to it, read its output to the end.
+	var job struct{ ID string }
+	mustCall(t, cs, "session_job_start", map[string]any{"session": ses.ID, "command": "cat", "stdin": true}, &job)
+	mustCall(t, cs, "session_job_stdin", map[string]any{"session": ses.ID, "job": job.ID, "text": "ping\n", "close": true}, nil)
+	var jr struct {
+		Stdout     string `json:"stdout"`
+		NextOffset int64  `json:"next_offset"`
+		EOF        bool   `json:"eof"`
+	}
+	var jobOut string
+	for i := 0; i < 20 && !jr.EOF; i++ {
+		mustCall(t, cs, "session_job_read", map[string]any{"session": ses.ID, "job": job.ID, "offset": jr.NextOffset, "wait_ms": 2000}, &jr)
+		jobOut += jr.Stdout
+	}
+	if jobOut != "ping\n" || !jr.EOF {
+		t.Fatalf("job output %q, eof %v", jobOut, jr.EOF)
+	}
+	var jobs struct{ Jobs []struct{ ID, State string } }
+	mustCall(t, cs, "session_jobs", map[string]any{"session": ses.ID}, &jobs)
+	if len(jobs.Jobs) != 1 || jobs.Jobs[0].ID != job.ID {
+		t.Errorf("jobs: %+v", jobs)
+	}
+	if e := call(t, cs, "session_job_read", map[string]any{"session": ses.ID, "job": job.ID, "wait_ms": 999999}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("wait_ms over the bound: %q", e)
 	}
 
 	// A command held for approval: the error names the approval and how
@@ -195,10 +238,10 @@ func TestMCPSessionFlow(t *testing.T) {
 	}
 	mustCall(t, cs, "session_delete", map[string]any{"session": child}, nil)
 
-	// The budget: the session may run 6 commands. Spend them, and the
+	// The budget: the session may run 8 commands. Spend them, and the
 	// error says which budget and what is left.
 	var msg string
-	for range 6 {
+	for range 8 {
 		if msg = call(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "true"}, nil); msg != "" {
 			break
 		}
