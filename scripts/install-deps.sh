@@ -28,6 +28,7 @@ if ! command -v npm >/dev/null; then
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
-if [ ! -d mcp/testdata/tsclient/node_modules/@modelcontextprotocol/sdk ]; then
-  npm ci --prefix mcp/testdata/tsclient --no-audit --no-fund --prefer-offline >/dev/null
+ts="$(dirname "$0")/../mcp/testdata/tsclient"
+if [ ! -d "$ts/node_modules/@modelcontextprotocol/sdk" ]; then
+  npm ci --prefix "$ts" --no-audit --no-fund --prefer-offline >/dev/null
 fi
