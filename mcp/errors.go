@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/errdefs"
 )
 
 // toolError turns an API error into the text an agent reads in a tool's
@@ -17,6 +18,11 @@ import (
 func toolError(err error) error {
 	var e *client.Error
 	if !errors.As(err, &e) {
+		// An error of the SDK's own orchestration (evaluate, rollout) is of
+		// an errdefs kind: lead with its code like the API's errors.
+		if code := errdefs.Code(err); code != "" && code != "internal" {
+			return fmt.Errorf("%s: %v", code, err)
+		}
 		return err
 	}
 	switch e.Code {

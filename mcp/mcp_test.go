@@ -315,3 +315,78 @@ func TestMCPSessionToken(t *testing.T) {
 		t.Errorf("a tool the token lacks was callable: %+v", res)
 	}
 }
+
+// TestMCPMoreTools: probe, artifacts, git (read, and commit refused by a
+// read-only server), rollout, evaluate and a minted session token, over
+// the Go SDK's client against a real daemon.
+func TestMCPMoreTools(t *testing.T) {
+	d := daemontest.New(t)
+	cs := connect(t, d.Client, mcp.Options{AllowWrite: true})
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	rw := connect(t, d.Client, mcp.Options{AllowWrite: true, Session: ses.ID})
+	ro := connect(t, d.Client, mcp.Options{Session: ses.ID})
+
+	var pb struct {
+		OS    string
+		Tools map[string]string
+	}
+	mustCall(t, ro, "session_probe", map[string]any{}, &pb)
+	if pb.OS != "linux" {
+		t.Errorf("probe: %+v", pb)
+	}
+	mustCall(t, rw, "session_file_write", map[string]any{"path": "/workspace/new.txt", "content": "n"}, nil)
+	var art struct{ Added []string }
+	mustCall(t, ro, "session_artifacts", map[string]any{}, &art)
+	if !slices.Contains(art.Added, "new.txt") && !slices.Contains(art.Added, "/workspace/new.txt") {
+		t.Errorf("artifacts: %+v", art)
+	}
+
+	if e := call(t, ro, "session_git", map[string]any{"verb": "commit", "message": "m"}, nil); !strings.HasPrefix(e, "forbidden") || !strings.Contains(e, "--allow-write") {
+		t.Errorf("git commit on a read-only server: %q", e)
+	}
+	if e := call(t, ro, "session_git", map[string]any{"verb": "push"}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("git push: %q", e)
+	}
+	if _, ok := pb.Tools["git"]; ok {
+		mustCall(t, rw, "session_exec", map[string]any{"command": "cd /workspace && git init -q && git -c user.email=a@b -c user.name=a add -A && git -c user.email=a@b -c user.name=a commit -qm first"}, nil)
+		var lg struct{ Log []string }
+		mustCall(t, ro, "session_git", map[string]any{"verb": "log"}, &lg)
+		if len(lg.Log) != 1 || !strings.HasSuffix(lg.Log[0], " first") {
+			t.Errorf("git log: %+v", lg)
+		}
+	}
+
+	var ro2 struct {
+		Runs []struct {
+			ExitCode   *int   `json:"exit_code"`
+			StdoutTail string `json:"stdout_tail"`
+			Deleted    bool
+		}
+	}
+	mustCall(t, rw, "session_rollout", map[string]any{"command": "echo rolled", "count": 2}, &ro2)
+	if len(ro2.Runs) != 2 || ro2.Runs[0].ExitCode == nil || *ro2.Runs[0].ExitCode != 0 || ro2.Runs[1].StdoutTail != "rolled\n" || !ro2.Runs[1].Deleted {
+		t.Errorf("rollout: %+v", ro2)
+	}
+	if e := call(t, rw, "session_rollout", map[string]any{"command": "true", "count": 99}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("rollout of 99: %q", e)
+	}
+	var ev struct {
+		Winner        int
+		WinnerSession string `json:"winner_session"`
+	}
+	mustCall(t, rw, "session_evaluate", map[string]any{"candidates": []string{"false", "echo ok > /workspace/won"}, "test": "test -f /workspace/won"}, &ev)
+	if ev.Winner != 1 || ev.WinnerSession == "" {
+		t.Errorf("evaluate: %+v", ev)
+	}
+	if e := call(t, rw, "session_evaluate", map[string]any{"candidates": []string{}}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("evaluate with no candidates: %q", e)
+	}
+
+	var tok struct{ Token string }
+	mustCall(t, rw, "session_token", map[string]any{"ops": []string{"read"}}, &tok)
+	who, err := client.New(d.URL, tok.Token).WhoAmI(t.Context())
+	if err != nil || who.Session != ses.ID || !slices.Equal(who.Ops, []string{"read"}) {
+		t.Errorf("minted token: %+v %v", who, err)
+	}
+}

@@ -92,7 +92,7 @@ func adminOnly(d toolDef) toolDef { d.adminOnly = true; return d }
 
 // toolTable is every tool, in the order a client lists them.
 func toolTable() []toolDef {
-	return []toolDef{
+	t := []toolDef{
 		tool("session_list", "List the live sessions this token can reach, oldest first (at most 500).", false, "", sessionList),
 		tool("session_get", "Show one session: its state, revision, runtime, checkpoints, children and usage.", false, api.OpRead, sessionGet),
 		tool("session_create", "Create a sandbox session and return its id. Give the id as \"session\" to the other tools.", true, "", sessionCreate),
@@ -121,6 +121,7 @@ func toolTable() []toolDef {
 			DefaultEvents, MaxEvents, MaxEventData), false, api.OpRead, sessionEvents),
 		tool("session_delete", "Delete the session and its sandbox (it cannot be undone).", true, "", sessionDelete),
 	}
+	return append(t, moreTools()...)
 }
 
 // SessionRef names the session a tool works on.
