@@ -298,7 +298,7 @@ func TestMCPSessionToken(t *testing.T) {
 	}
 	cs := connect(t, sc, mcp.Options{AllowWrite: true})
 	got := listTools(t, cs)
-	want := []string{"session_approvals", "session_events", "session_exec", "session_file_read", "session_files", "session_get"}
+	want := []string{"session_approvals", "session_artifacts", "session_events", "session_exec", "session_file_read", "session_files", "session_get", "session_probe"}
 	if !slices.Equal(got, want) {
 		t.Errorf("session token tools:\n got %v\nwant %v", got, want)
 	}
