@@ -383,6 +383,44 @@ func TestMCPMoreTools(t *testing.T) {
 		t.Errorf("evaluate with no candidates: %q", e)
 	}
 
+	// The lower sandbox API.
+	var sb struct{ ID string }
+	mustCall(t, rw, "sandbox_create", map[string]any{}, &sb)
+	if sb.ID == "" {
+		t.Fatal("sandbox_create gave no id")
+	}
+	var sx struct {
+		ExitCode int `json:"exit_code"`
+		Stdout   string
+	}
+	mustCall(t, rw, "sandbox_exec", map[string]any{"sandbox": sb.ID, "command": "echo in a sandbox; exit 3"}, &sx)
+	if sx.ExitCode != 3 || sx.Stdout != "in a sandbox\n" {
+		t.Errorf("sandbox_exec: %+v", sx)
+	}
+	mustCall(t, rw, "sandbox_write_file", map[string]any{"sandbox": sb.ID, "path": "/tmp/s.txt", "content": "0123456789"}, nil)
+	var sr struct {
+		Content    string
+		NextOffset int64 `json:"next_offset"`
+		EOF        bool
+	}
+	mustCall(t, ro, "sandbox_read_file", map[string]any{"sandbox": sb.ID, "path": "/tmp/s.txt", "offset": 4, "length": 3}, &sr)
+	if sr.Content != "456" || sr.NextOffset != 7 || sr.EOF {
+		t.Errorf("sandbox_read_file: %+v", sr)
+	}
+	mustCall(t, rw, "sandbox_delete", map[string]any{"sandbox": sb.ID}, nil)
+
+	// Grants: a grant needs a secret's name, never a value; revoking none
+	// is fine.
+	// (The SDK checks the input schema's required fields; the tool
+	// checks the rest.)
+	if e := call(t, rw, "session_grant", map[string]any{"hosts": []string{"example.com"}}, nil); !strings.Contains(e, "secret_ref") {
+		t.Errorf("grant without secret_ref: %q", e)
+	}
+	if e := call(t, rw, "session_grant", map[string]any{"secret_ref": "x", "hosts": []string{}}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("grant without hosts: %q", e)
+	}
+	mustCall(t, rw, "session_revoke_grants", map[string]any{}, nil)
+
 	var tok struct{ Token string }
 	mustCall(t, rw, "session_token", map[string]any{"ops": []string{"read"}}, &tok)
 	who, err := client.New(d.URL, tok.Token).WhoAmI(t.Context())

@@ -121,7 +121,8 @@ func toolTable() []toolDef {
 			DefaultEvents, MaxEvents, MaxEventData), false, api.OpRead, sessionEvents),
 		tool("session_delete", "Delete the session and its sandbox (it cannot be undone).", true, "", sessionDelete),
 	}
-	return append(t, moreTools()...)
+	t = append(t, moreTools()...)
+	return append(t, sandboxTools()...)
 }
 
 // SessionRef names the session a tool works on.
@@ -300,6 +301,12 @@ func sessionExec(ctx context.Context, s *Server, in ExecIn) (*ExecOut, error) {
 	if err != nil {
 		return nil, err
 	}
+	return execOut(r), nil
+}
+
+// execOut is a command's result with each stream cut to its last
+// MaxStreamBytes.
+func execOut(r *api.ExecResult) *ExecOut {
 	out := &ExecOut{ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Truncated: r.Truncated,
 		StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped, DurationMS: r.DurationMS}
 	var cut bool
@@ -307,7 +314,7 @@ func sessionExec(ctx context.Context, s *Server, in ExecIn) (*ExecOut, error) {
 	out.Truncated = out.Truncated || cut
 	out.Stderr, cut = tail(r.Stderr, MaxStreamBytes, &out.StderrDropped)
 	out.Truncated = out.Truncated || cut
-	return out, nil
+	return out
 }
 
 // tail keeps the last n bytes of s (on a rune boundary), adding what it
@@ -688,6 +695,27 @@ type FileWriteIn struct {
 	Mode          string `json:"mode,omitempty" jsonschema:"octal permission bits, e.g. 0755"`
 }
 
+// content is a file write's bytes: text, or base64, at most MaxWriteBytes.
+func content(path, text, b64 string) ([]byte, error) {
+	if path == "" {
+		return nil, fmt.Errorf("invalid_argument: path is empty")
+	}
+	if text != "" && b64 != "" {
+		return nil, fmt.Errorf("invalid_argument: give content or content_base64, not both")
+	}
+	data := []byte(text)
+	if b64 != "" {
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(b64); err != nil {
+			return nil, fmt.Errorf("invalid_argument: content_base64: %v", err)
+		}
+	}
+	if len(data) > MaxWriteBytes {
+		return nil, fmt.Errorf("too_large: the content is %d bytes; this tool writes at most %d", len(data), MaxWriteBytes)
+	}
+	return data, nil
+}
+
 type FileWriteOut struct {
 	Path  string `json:"path"`
 	Bytes int    `json:"bytes"`
@@ -701,17 +729,9 @@ func sessionFileWrite(ctx context.Context, s *Server, in FileWriteIn) (*FileWrit
 	if in.Path == "" {
 		return nil, fmt.Errorf("invalid_argument: path is empty")
 	}
-	if in.Content != "" && in.ContentBase64 != "" {
-		return nil, fmt.Errorf("invalid_argument: give content or content_base64, not both")
-	}
-	data := []byte(in.Content)
-	if in.ContentBase64 != "" {
-		if data, err = base64.StdEncoding.DecodeString(in.ContentBase64); err != nil {
-			return nil, fmt.Errorf("invalid_argument: content_base64: %v", err)
-		}
-	}
-	if len(data) > MaxWriteBytes {
-		return nil, fmt.Errorf("too_large: the content is %d bytes; this tool writes at most %d", len(data), MaxWriteBytes)
+	data, err := content(in.Path, in.Content, in.ContentBase64)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.c.Call(ctx, http.MethodPut, id, "/files/content", nil,
 		api.FileWrite{Path: in.Path, ContentBase64: base64.StdEncoding.EncodeToString(data), Mode: in.Mode}, nil); err != nil {
