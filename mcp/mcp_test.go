@@ -413,7 +413,7 @@ func TestMCPMoreTools(t *testing.T) {
 	// is fine.
 	// (The SDK checks the input schema's required fields; the tool
 	// checks the rest.)
-	if e := call(t, rw, "session_grant", map[string]any{"hosts": []string{"example.com"}}, nil); !strings.Contains(e, "secret_ref") {
+	if e := call(t, rw, "session_grant", map[string]any{"hosts": []string{"example.com"}}, nil); !strings.HasPrefix(e, "invalid_argument") || !strings.Contains(e, "secret_ref") {
 		t.Errorf("grant without secret_ref: %q", e)
 	}
 	if e := call(t, rw, "session_grant", map[string]any{"secret_ref": "x", "hosts": []string{}}, nil); !strings.HasPrefix(e, "invalid_argument") {

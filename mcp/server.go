@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -68,6 +69,7 @@ func New(ctx context.Context, c *client.Client, opts Options) (*Server, error) {
 		}),
 		c: c, opts: opts, who: who,
 	}
+	s.AddReceivingMiddleware(codeInputErrors)
 	for _, t := range toolTable() {
 		if !s.offers(t) {
 			continue
@@ -131,4 +133,19 @@ func instructions(opts Options, who *api.WhoAmI) string {
 		s += " Its token reaches session " + who.Session + " only."
 	}
 	return s
+}
+
+// codeInputErrors makes the SDK's own refusal of a tool's input (it checks
+// the input against the tool's schema before the tool runs) lead with a
+// code, invalid_argument, like every other tool error.
+func codeInputErrors(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*sdk.CallToolResult); ok && err == nil && r.IsError && len(r.Content) > 0 {
+			if tc, ok := r.Content[0].(*sdk.TextContent); ok && strings.HasPrefix(tc.Text, `validating "arguments"`) {
+				tc.Text = "invalid_argument: " + tc.Text
+			}
+		}
+		return res, err
+	}
 }
