@@ -35,8 +35,9 @@ func toolError(err error) error {
 		}
 		if json.Unmarshal(e.Body, &h) == nil && h.ApprovalID != "" {
 			return fmt.Errorf("approval_required: the command did not run: %s matched the policy rule %q, so an operator must approve it. "+
-				"Approval id: %s (valid until %s). To wait for the decision, call the same tool again with approval_wait_seconds "+
-				"(at most 120) and approval_id %q; once it is approved, the call with approval_id runs the command. "+
+				"Approval id: %s (valid until %s). Either call the same tool again with the same command and approval_wait_seconds "+
+				"(at most 120): the call waits for the decision and runs the command once it is approved; or, after it is approved, "+
+				"call again with the same command and approval_id %q. "+
 				"An operator approves it with session_approve or `paddock session approve SESSION %s`",
 				h.Summary, h.Matched, h.ApprovalID, h.ExpiresAt.UTC().Format(time.RFC3339), h.ApprovalID, h.ApprovalID)
 		}

@@ -91,6 +91,12 @@ func mustCall(t *testing.T, cs *sdk.ClientSession, name string, args map[string]
 	}
 }
 
+// ExecResult is session_exec's result as a test reads it.
+type ExecResult struct {
+	ExitCode int    `json:"exit_code"`
+	Stdout   string `json:"stdout"`
+}
+
 var writeTools = []string{"session_create", "session_exec", "session_approve", "session_job_start", "session_job_stdin", "session_job_kill",
 	"session_file_write", "session_checkpoint", "session_restore", "session_fork", "session_promote", "session_delete"}
 
@@ -192,6 +198,36 @@ func TestMCPSessionFlow(t *testing.T) {
 	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "touch /workspace/deployed", "approval_id": apr}, &ex)
 	if ex.ExitCode != 0 {
 		t.Fatalf("approved run: %+v", ex)
+	}
+
+	// Waiting for the decision: a call with approval_wait_seconds holds
+	// until the operator approves, then runs the command.
+	type result struct {
+		ex  ExecResult
+		err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = call(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "touch /workspace/waited", "approval_wait_seconds": 60}, &r.ex)
+		done <- r
+	}()
+	var pending string
+	for deadline := time.Now().Add(30 * time.Second); pending == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var as struct{ Approvals []struct{ ID, Command, State string } }
+		mustCall(t, cs, "session_approvals", map[string]any{"session": ses.ID}, &as)
+		for _, x := range as.Approvals {
+			if x.State == "pending" && x.Command == "touch /workspace/waited" {
+				pending = x.ID
+			}
+		}
+	}
+	if pending == "" {
+		t.Fatal("the waiting command's approval request never showed as pending")
+	}
+	mustCall(t, cs, "session_approve", map[string]any{"session": ses.ID, "approval_id": pending}, nil)
+	if r := <-done; r.err != "" || r.ex.ExitCode != 0 {
+		t.Fatalf("the waited command: %+v", r)
 	}
 
 	// Files.
