@@ -419,6 +419,42 @@ func TestMCPMoreTools(t *testing.T) {
 		t.Errorf("evaluate with no candidates: %q", e)
 	}
 
+	// Rewind: with rewind on, each exec takes a point first; going back
+	// one step undoes the last command.
+	on := true
+	if _, err := d.Client.RewindConfig(t.Context(), ses.ID, api.RewindConfigRequest{Enabled: &on, Triggers: []string{api.RewindTriggerExec}}); err != nil {
+		t.Fatal(err)
+	}
+	mustCall(t, rw, "session_exec", map[string]any{"command": "echo a > /workspace/r.txt"}, nil)
+	mustCall(t, rw, "session_exec", map[string]any{"command": "echo b > /workspace/r.txt"}, nil)
+	var pts struct {
+		Points []struct{ Tag, Command string }
+	}
+	mustCall(t, rw, "session_rewind_points", map[string]any{}, &pts)
+	if len(pts.Points) != 2 || pts.Points[1].Command != "echo b > /workspace/r.txt" {
+		t.Fatalf("rewind points: %+v", pts)
+	}
+	var rb struct{ Restored string }
+	mustCall(t, rw, "session_rewind", map[string]any{}, &rb)
+	var rr struct{ Content string }
+	mustCall(t, rw, "session_file_read", map[string]any{"path": "/workspace/r.txt"}, &rr)
+	if rb.Restored != pts.Points[1].Tag || rr.Content != "a\n" {
+		t.Errorf("rewind restored %q (want %q), file %q", rb.Restored, pts.Points[1].Tag, rr.Content)
+	}
+	off := false
+	if _, err := d.Client.RewindConfig(t.Context(), ses.ID, api.RewindConfigRequest{Enabled: &off, Triggers: []string{api.RewindTriggerExec}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var pv struct{ ID, URL string }
+	mustCall(t, rw, "session_preview", map[string]any{"port": 8080}, &pv)
+	if pv.ID == "" || !strings.HasPrefix(pv.URL, d.URL) {
+		t.Errorf("preview: %+v", pv)
+	}
+	if e := call(t, rw, "session_preview", map[string]any{"port": 70000}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("preview of port 70000: %q", e)
+	}
+
 	// The lower sandbox API.
 	var sb struct{ ID string }
 	mustCall(t, rw, "sandbox_create", map[string]any{}, &sb)
