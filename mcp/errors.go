@@ -83,7 +83,7 @@ var hints = map[int]string{
 	400: "Fix the input the message names, then call again.",
 	401: "The server's token is not valid (revoked or expired): the server must be restarted with a valid token.",
 	403: "This token may not do that: do not retry as is.",
-	404: "Check the id: the session may have expired or been deleted (session_list shows the live ones).",
+	404: "Check the id or the path: a session may have expired or been deleted (session_list shows the live ones).",
 	409: "The session's state does not allow this now: read it (session_get), then retry or change the request.",
 	412: "The session changed: read it again, then retry.",
 	413: "Send less: the message says the limit.",
