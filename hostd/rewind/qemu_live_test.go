@@ -59,3 +59,15 @@ func TestRewindMemoryPointsQEMU(t *testing.T) {
 		t.Errorf("the process started before the point is not running after the undo: tick %d then %d", a, b)
 	}
 }
+
+// TestRewindBranchQEMU is TestRewindBranchLive between microVMs (qemu,
+// TCG here): the points are memory points and the children start from
+// them, holding only the state before the second write, while the
+// parent and its ring carry on.
+func TestRewindBranchQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots four VMs")
+	}
+	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	rewindBranchLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
+}
