@@ -14,8 +14,11 @@ import (
 )
 
 // Version is the protocol version the agent reports from /v1/health.
-// Version 2 added Health.OOMKills.
 const Version = 2
+
+// VersionOOMKills is the first version whose health answer carries
+// OOMKills; a host treats the field as absent from an older agent.
+const VersionOOMKills = 2
 
 // Limits the agent enforces on whatever the host sends.
 const (

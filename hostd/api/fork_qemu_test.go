@@ -150,7 +150,7 @@ func TestOOMEventQEMULive(t *testing.T) {
 	defer d.c.DeleteSession(ctx, s.ID)
 	t0 := time.Now()
 	runOutOfMemory(t, d, s.ID)
-	waitOOMEvents(t, d, s.ID, 1, 30*time.Second)
+	waitOOMEvents(t, d, s.ID, 1, time.Minute)
 	t.Logf("the first oom event came %v after the command started", time.Since(t0))
 	if !s.Capabilities.MemoryCheckpoint {
 		t.Skipf("no memory checkpoints here: %s", s.Capabilities.MemoryCheckpointReason)
@@ -160,7 +160,7 @@ func TestOOMEventQEMULive(t *testing.T) {
 		t.Fatal(err)
 	}
 	runOutOfMemory(t, d, s.ID)
-	waitOOMEvents(t, d, s.ID, 2, 30*time.Second)
+	waitOOMEvents(t, d, s.ID, 2, time.Minute)
 	// The guest now counts 2; the snapshot holds 1.
 	if _, err := d.c.Restore(ctx, s.ID, -1, "one-kill"); err != nil {
 		t.Fatal(err)
@@ -171,5 +171,5 @@ func TestOOMEventQEMULive(t *testing.T) {
 		t.Fatalf("after the restore: %+v %v", r, err)
 	}
 	runOutOfMemory(t, d, s.ID)
-	waitOOMEvents(t, d, s.ID, 3, 30*time.Second)
+	waitOOMEvents(t, d, s.ID, 3, time.Minute)
 }

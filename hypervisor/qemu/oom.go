@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/guest/client"
 	"paddock.dev/paddock/guest/vmchan"
 	"paddock.dev/paddock/hypervisor"
@@ -103,7 +104,7 @@ func (m *Machine) guestOOMKills(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("qemu: read the guest's OOM count: %w", err)
 	}
-	if h.Version < 2 || h.OOMKills == nil {
+	if h.Version < api.VersionOOMKills || h.OOMKills == nil {
 		return 0, fmt.Errorf("qemu: the guest (agent protocol %d) does not report its OOM count", h.Version)
 	}
 	return *h.OOMKills, nil
