@@ -71,3 +71,14 @@ func TestRewindBranchQEMU(t *testing.T) {
 	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
 	rewindBranchLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
 }
+
+// TestRewindBisectQEMU is TestRewindBisectLive in a microVM (qemu, TCG
+// here): 16 memory points, the breaking command named with at most
+// log2(17)+2 restores from memory, and the VM ends where it started.
+func TestRewindBisectQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	rewindBisectLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
+}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
@@ -274,10 +275,21 @@ func TestRewindPinsLive(t *testing.T) {
 // it with about log2(n)+2 restores, and the session ends where it started
 // (its files as they were, the ring untouched).
 func TestRewindBisectLive(t *testing.T) {
-	d := liveDaemon(t)
+	rewindBisectLive(t, liveDaemon(t), api.Runtime{})
+}
+
+// rewindBisectLive is the body of the bisect tests, in a session of rt
+// on d.
+func rewindBisectLive(t *testing.T, d *daemontest.Daemon, rt api.Runtime) {
 	c := d.Client
 	ctx := context.Background()
-	s := newSession(t, c)
+	s, err := c.CreateSession(ctx, api.CreateRequest{TTLSeconds: 900, Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.Backend != "" && s.Backend != rt.Backend {
+		t.Fatalf("the session runs on %q, want %q", s.Backend, rt.Backend)
+	}
 	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), MaxPoints: ptr(20)}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +304,11 @@ func TestRewindBisectLive(t *testing.T) {
 	before, err := c.Rewind(ctx, s.ID)
 	if err != nil || len(before.Points) != 16 {
 		t.Fatalf("16 points: %+v %v", before, err)
+	}
+	for _, p := range before.Points {
+		if p.Memory != s.Capabilities.MemoryCheckpoint {
+			t.Fatalf("point %s: memory %v, the backend's memory checkpoints %v", p.Tag, p.Memory, s.Capabilities.MemoryCheckpoint)
+		}
 	}
 	const test = "! test -e /workspace/flag"
 	// The ends agree: 409.
@@ -313,11 +330,12 @@ func TestRewindBisectLive(t *testing.T) {
 		}
 	}
 
+	t0 := time.Now()
 	b, err := c.RewindBisect(ctx, s.ID, api.RewindBisectRequest{Test: test})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("bisect: %+v", b)
+	t.Logf("bisect on %s took %v: %+v", s.Backend, time.Since(t0), b)
 	if b.Command != "echo BROKEN > /workspace/flag" || b.Point != fmt.Sprintf("rw-%d", breaking) ||
 		b.LastGood != "rw-11" || b.FirstBad != "rw-12" {
 		t.Errorf("bisect named %+v, want the 11th command", b)
