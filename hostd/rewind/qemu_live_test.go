@@ -82,3 +82,14 @@ func TestRewindBisectQEMU(t *testing.T) {
 	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
 	rewindBisectLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
 }
+
+// TestRewindPinsQEMU is TestRewindPinsLive in a microVM (qemu, TCG
+// here): a pinned memory point survives the ring's eviction and an undo
+// past it, and still restores.
+func TestRewindPinsQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	rewindPinsLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
+}

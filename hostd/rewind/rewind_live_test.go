@@ -27,9 +27,19 @@ func liveDaemon(t *testing.T) *daemontest.Daemon {
 
 func newSession(t *testing.T, c *client.Client) *api.Session {
 	t.Helper()
-	s, err := c.CreateSession(context.Background(), api.CreateRequest{TTLSeconds: 900})
+	return sessionOn(t, c, api.Runtime{})
+}
+
+// sessionOn makes a session of rt and checks it runs on rt's backend,
+// when rt names one.
+func sessionOn(t *testing.T, c *client.Client, rt api.Runtime) *api.Session {
+	t.Helper()
+	s, err := c.CreateSession(context.Background(), api.CreateRequest{TTLSeconds: 900, Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rt.Backend != "" && s.Backend != rt.Backend {
+		t.Fatalf("the session runs on %q, want %q", s.Backend, rt.Backend)
 	}
 	return s
 }
@@ -217,10 +227,14 @@ func status(err error) int {
 // undo that goes past it; a pin that would leave no free slot is 409, and
 // so is lowering max_points under the pins.
 func TestRewindPinsLive(t *testing.T) {
-	d := liveDaemon(t)
+	rewindPinsLive(t, liveDaemon(t), api.Runtime{})
+}
+
+// rewindPinsLive is the body of the pin tests, in a session of rt on d.
+func rewindPinsLive(t *testing.T, d *daemontest.Daemon, rt api.Runtime) {
 	c := d.Client
 	ctx := context.Background()
-	s := newSession(t, c)
+	s := sessionOn(t, c, rt)
 	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), MaxPoints: ptr(3)}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +248,9 @@ func TestRewindPinsLive(t *testing.T) {
 	rw, err := c.Rewind(ctx, s.ID)
 	if err != nil || pointTags(rw) != "rw-1*,rw-4,rw-5" {
 		t.Fatalf("after 5 execs in a ring of 3 with rw-1 pinned: %q %v", pointTags(rw), err)
+	}
+	if rw.Points[0].Memory != s.Capabilities.MemoryCheckpoint {
+		t.Errorf("the pinned point: memory %v, the backend's memory checkpoints %v", rw.Points[0].Memory, s.Capabilities.MemoryCheckpoint)
 	}
 	if _, err := c.RewindPin(ctx, s.ID, "rw-4", true); err != nil {
 		t.Fatalf("a second pin in a ring of 3: %v", err)
@@ -283,13 +300,7 @@ func TestRewindBisectLive(t *testing.T) {
 func rewindBisectLive(t *testing.T, d *daemontest.Daemon, rt api.Runtime) {
 	c := d.Client
 	ctx := context.Background()
-	s, err := c.CreateSession(ctx, api.CreateRequest{TTLSeconds: 900, Runtime: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rt.Backend != "" && s.Backend != rt.Backend {
-		t.Fatalf("the session runs on %q, want %q", s.Backend, rt.Backend)
-	}
+	s := sessionOn(t, c, rt)
 	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), MaxPoints: ptr(20)}); err != nil {
 		t.Fatal(err)
 	}
