@@ -291,16 +291,17 @@ func TestMCPSessionFlow(t *testing.T) {
 		Events []struct{ Kind, Data string }
 	}
 	mustCall(t, cs, "session_events", map[string]any{"session": ses.ID, "limit": 200}, &ev)
-	var sawExec, sawWrite bool
+	var sawExec, sawWrite, sawRead bool
 	for _, e := range ev.Events {
+		sawRead = sawRead || e.Kind == "mcp.read" && strings.Contains(e.Data, `"mcp_tool":"session_file_read"`) && strings.Contains(e.Data, `"path":"/workspace/notes.txt"`)
 		sawExec = sawExec || strings.Contains(e.Data, `"mcp_tool":"session_exec"`)
 		sawWrite = sawWrite || strings.Contains(e.Data, `"mcp_tool":"session_file_write"`)
 		if strings.Contains(e.Data, "hello mcp") {
 			t.Errorf("the ledger holds file contents: %s %s", e.Kind, e.Data)
 		}
 	}
-	if !sawExec || !sawWrite {
-		t.Errorf("the ledger does not name the tools (exec %v, file write %v): %+v", sawExec, sawWrite, ev.Events)
+	if !sawExec || !sawWrite || !sawRead {
+		t.Errorf("the ledger does not name the tools (exec %v, file write %v, file read %v): %+v", sawExec, sawWrite, sawRead, ev.Events)
 	}
 
 	mustCall(t, cs, "session_delete", map[string]any{"session": ses.ID}, nil)
