@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,12 @@ import (
 // returns the official SDK's client session talking to it.
 func connect(t *testing.T, c *client.Client, opts mcp.Options) *sdk.ClientSession {
 	t.Helper()
+	return connectWith(t, c, opts, nil)
+}
+
+// connectWith is connect with the SDK client's options.
+func connectWith(t *testing.T, c *client.Client, opts mcp.Options, copts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	ctx := t.Context()
 	srv, err := mcp.New(ctx, c, opts)
 	if err != nil {
@@ -32,7 +39,7 @@ func connect(t *testing.T, c *client.Client, opts mcp.Options) *sdk.ClientSessio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "paddock-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "paddock-test", Version: "1"}, copts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +221,9 @@ func TestMCPSessionFlow(t *testing.T) {
 	}()
 	var pending string
 	for deadline := time.Now().Add(30 * time.Second); pending == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var as struct{ Approvals []struct{ ID, Command, State string } }
+		var as struct {
+			Approvals []struct{ ID, Command, State string }
+		}
 		mustCall(t, cs, "session_approvals", map[string]any{"session": ses.ID}, &as)
 		for _, x := range as.Approvals {
 			if x.State == "pending" && x.Command == "touch /workspace/waited" {
@@ -499,5 +508,47 @@ func TestMCPMoreTools(t *testing.T) {
 	who, err := client.New(d.URL, tok.Token).WhoAmI(t.Context())
 	if err != nil || who.Session != ses.ID || !slices.Equal(who.Ops, []string{"read"}) {
 		t.Errorf("minted token: %+v %v", who, err)
+	}
+}
+
+// TestMCPProgress: a call that asks for progress hears, while its tool
+// runs, that the tool still runs; none after the result, and none for a
+// call that did not ask.
+func TestMCPProgress(t *testing.T) {
+	defer mcp.SetProgressEvery(200 * time.Millisecond)()
+	d := daemontest.New(t)
+	var mu sync.Mutex
+	got := map[any][]string{}
+	cs := connectWith(t, d.Client, mcp.Options{AllowWrite: true}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[r.Params.ProgressToken] = append(got[r.Params.ProgressToken], r.Params.Message)
+		},
+	})
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	p := &sdk.CallToolParams{Name: "session_exec", Arguments: map[string]any{"session": ses.ID, "command": "sleep 1.5"}}
+	p.SetProgressToken("long-exec")
+	if res, err := cs.CallTool(t.Context(), p); err != nil || res.IsError {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	mu.Lock()
+	n := len(got["long-exec"])
+	mu.Unlock()
+	if n < 3 {
+		t.Fatalf("%d progress notifications during a 1.5 s exec at 200 ms: %v", n, got)
+	}
+	mu.Lock()
+	if !strings.HasPrefix(got["long-exec"][0], "session_exec still running after") {
+		t.Errorf("progress message: %q", got["long-exec"][0])
+	}
+	mu.Unlock()
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "sleep 1"}, nil)
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got["long-exec"]) != n || len(got) != 1 {
+		t.Errorf("progress after the result, or without a token: %v", got)
 	}
 }

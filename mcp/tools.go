@@ -78,14 +78,56 @@ type handler[In, Out any] func(ctx context.Context, s *Server, in In) (*Out, err
 func tool[In, Out any](name, desc string, write bool, op string, h handler[In, Out]) toolDef {
 	return toolDef{name: name, write: write, op: op, register: func(s *Server) {
 		t := &sdk.Tool{Name: name, Description: desc, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !write}}
-		sdk.AddTool(s.Server, t, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, *Out, error) {
+		sdk.AddTool(s.Server, t, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, *Out, error) {
+			stop := heartbeat(ctx, req, name)
 			out, err := h(client.WithTool(ctx, name), s, in)
+			stop()
 			if err != nil {
 				return nil, nil, toolError(err)
 			}
 			return nil, out, nil
 		})
 	}}
+}
+
+// progressEvery is how often a call whose client asked for progress (a
+// progressToken) hears that its tool still runs.
+var progressEvery = 5 * time.Second
+
+// heartbeat sends a progress notification every progressEvery while a
+// tool runs, when the call carries a progress token. The tools cannot say
+// how far a fork or an evaluation has got (the API answers once, at the
+// end), so the progress counts the notifications and the message says how
+// long the tool has run; a client that resets its request timeout on
+// progress keeps waiting for a long tool. The returned function stops it,
+// and no notification follows the result.
+func heartbeat(ctx context.Context, req *sdk.CallToolRequest, name string) (stop func()) {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return func() {}
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return func() {}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		start := time.Now()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
+					Message: fmt.Sprintf("%s still running after %s", name, time.Since(start).Round(time.Second))})
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func adminOnly(d toolDef) toolDef { d.adminOnly = true; return d }
