@@ -552,3 +552,42 @@ func TestMCPProgress(t *testing.T) {
 		t.Errorf("progress after the result, or without a token: %v", got)
 	}
 }
+
+// TestMCPCancel: a call the client cancels ends its request to the
+// daemon, and the command it ran does not run on.
+func TestMCPCancel(t *testing.T) {
+	d := daemontest.New(t)
+	cs := connect(t, d.Client, mcp.Options{AllowWrite: true})
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	// sleeping lists the sandbox's processes running sleep 20 (from /proc:
+	// the image may have no ps).
+	const sleeping = `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep '^sleep 20' || true`
+	var ex struct{ Stdout string }
+	// A control: a running sleep 20 is seen.
+	var job struct{ ID string }
+	mustCall(t, cs, "session_job_start", map[string]any{"session": ses.ID, "command": "sleep 20"}, &job)
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": sleeping}, &ex)
+	if ex.Stdout == "" {
+		t.Fatal("the control sleep 20 is not seen")
+	}
+	mustCall(t, cs, "session_job_kill", map[string]any{"session": ses.ID, "job": job.ID, "signal": "KILL"}, nil)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "session_exec", Arguments: map[string]any{"session": ses.ID, "command": "sleep 20; touch /workspace/late"}})
+	if err == nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("cancelled call: %v after %s", err, time.Since(start))
+	}
+	// The command is gone from the sandbox soon after.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": sleeping}, &ex)
+		if ex.Stdout == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled command still runs: %q", ex.Stdout)
+		}
+	}
+}
