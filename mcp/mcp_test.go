@@ -255,6 +255,22 @@ func TestMCPSessionFlow(t *testing.T) {
 	if fr.Content != "mcp" || fr.EOF {
 		t.Fatalf("ranged read: %+v", fr)
 	}
+	// A part that would end inside a character stops before it.
+	mustCall(t, cs, "session_file_write", map[string]any{"session": ses.ID, "path": "/workspace/utf8.txt", "content": "héllo"}, nil)
+	var part struct {
+		Content       string
+		ContentBase64 string `json:"content_base64"`
+		NextOffset    int64  `json:"next_offset"`
+		EOF           bool
+	}
+	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/utf8.txt", "length": 2}, &part)
+	if part.Content != "h" || part.ContentBase64 != "" || part.NextOffset != 1 || part.EOF {
+		t.Fatalf("a part ending inside é: %+v", part)
+	}
+	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/utf8.txt", "offset": 1}, &part)
+	if part.Content != "éllo" || !part.EOF {
+		t.Fatalf("the rest: %+v", part)
+	}
 	var ls struct{ Entries []struct{ Name string } }
 	mustCall(t, cs, "session_files", map[string]any{"session": ses.ID}, &ls)
 	if !slices.ContainsFunc(ls.Entries, func(e struct{ Name string }) bool { return e.Name == "notes.txt" }) {
