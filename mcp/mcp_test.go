@@ -3,6 +3,8 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/mcp"
 )
@@ -605,5 +608,38 @@ func TestMCPCancel(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the cancelled command still runs: %q", ex.Stdout)
 		}
+	}
+}
+
+// TestMCPTenant: a tenant token's server has every tool but
+// session_approve, and one tenant's server cannot see another's session.
+func TestMCPTenant(t *testing.T) {
+	dir := t.TempDir()
+	tokA, sumA := auth.NewTenantToken()
+	tokB, sumB := auth.NewTenantToken()
+	tf := filepath.Join(dir, "tenants.json")
+	if err := os.WriteFile(tf, []byte(`{"tenants":[{"name":"a","token_sha256":"`+sumA+`"},{"name":"b","token_sha256":"`+sumB+`"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.New(t, daemontest.WithTenants(tf))
+	a := connect(t, client.New(d.URL, tokA), mcp.Options{AllowWrite: true})
+	b := connect(t, client.New(d.URL, tokB), mcp.Options{AllowWrite: true})
+	tools := listTools(t, a)
+	if slices.Contains(tools, "session_approve") || !slices.Contains(tools, "session_create") || !slices.Contains(tools, "session_fork") {
+		t.Errorf("tenant tools: %v", tools)
+	}
+	var ses struct{ ID string }
+	mustCall(t, a, "session_create", map[string]any{}, &ses)
+	if e := call(t, b, "session_get", map[string]any{"session": ses.ID}, nil); !strings.HasPrefix(e, "not_found") {
+		t.Errorf("another tenant's session: %q", e)
+	}
+	var l struct{ Sessions []struct{ ID string } }
+	mustCall(t, b, "session_list", map[string]any{}, &l)
+	if len(l.Sessions) != 0 {
+		t.Errorf("tenant b lists %+v", l.Sessions)
+	}
+	mustCall(t, a, "session_list", map[string]any{}, &l)
+	if len(l.Sessions) != 1 || l.Sessions[0].ID != ses.ID {
+		t.Errorf("tenant a lists %+v", l.Sessions)
 	}
 }
