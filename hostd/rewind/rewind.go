@@ -352,6 +352,48 @@ func (r *ring) index(tag string) int {
 	return slices.IndexFunc(r.points, func(p *point) bool { return p.Tag == tag })
 }
 
+// find is the position of the point tagged tag in session id's ring, or
+// a not-found error naming it.
+func (r *ring) find(id, tag string) (int, error) {
+	if i := r.index(tag); i >= 0 {
+		return i, nil
+	}
+	return -1, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, tag)
+}
+
+// lockRing loads the session as the caller sees it (404 for another
+// tenant's) and returns its ring locked, or nil when it has none. The
+// caller unlocks a ring it gets.
+func (s *Service) lockRing(ctx context.Context, tenant, id string) (*ring, error) {
+	if _, err := s.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	r := s.ringOf(id, false)
+	if r != nil {
+		r.mu.Lock()
+	}
+	return r, nil
+}
+
+// lockPoint is lockRing for a verb on one point: the ring locked and the
+// point's position, or 404 when the session has no ring or no such
+// point (the ring is then not left locked).
+func (s *Service) lockPoint(ctx context.Context, tenant, id, tag string) (*ring, int, error) {
+	r, err := s.lockRing(ctx, tenant, id)
+	if err != nil {
+		return nil, -1, err
+	}
+	if r == nil {
+		return nil, -1, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, tag)
+	}
+	i, err := r.find(id, tag)
+	if err != nil {
+		r.mu.Unlock()
+		return nil, -1, err
+	}
+	return r, i, nil
+}
+
 // checkTag refuses a tag that cannot be a point's.
 func checkTag(field, tag string) error {
 	if !tagRE.MatchString(tag) {
@@ -375,19 +417,18 @@ func (s *Service) Undo(ctx context.Context, tenant, id string, req UndoRequest) 
 	case req.Steps < 0 || req.Steps > MaxPoints:
 		return nil, session.BadRequest("steps %d must be from 1 to %d", req.Steps, MaxPoints)
 	}
-	if _, err := s.load(ctx, tenant, id); err != nil {
+	r, err := s.lockRing(ctx, tenant, id)
+	if err != nil {
 		return nil, err
 	}
-	r := s.ringOf(id, false)
 	if r == nil {
 		return nil, fmt.Errorf("%w: session %s has no rewind points (turn rewind on with POST .../rewind/config)", session.ErrConflict, id)
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	at := len(r.points) - req.Steps
 	if req.To != "" {
-		if at = r.index(req.To); at < 0 {
-			return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.To)
+		if at, err = r.find(id, req.To); err != nil {
+			return nil, err
 		}
 	} else if at < 0 {
 		return nil, fmt.Errorf("%w: steps %d goes past the oldest point: session %s has %d rewind points", session.ErrConflict, req.Steps, id, len(r.points))
@@ -416,19 +457,11 @@ func (s *Service) Pin(ctx context.Context, tenant, id string, req PinRequest) (*
 	if err := checkTag("tag", req.Tag); err != nil {
 		return nil, err
 	}
-	if _, err := s.load(ctx, tenant, id); err != nil {
+	r, i, err := s.lockPoint(ctx, tenant, id, req.Tag)
+	if err != nil {
 		return nil, err
 	}
-	r := s.ringOf(id, false)
-	if r == nil {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.index(req.Tag)
-	if i < 0 {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
 	p := r.points[i]
 	pin := req.Pinned == nil || *req.Pinned
 	if pin && !p.Pinned && r.pinned()+1 >= r.cfg.MaxPoints {
@@ -498,14 +531,15 @@ func (s *Service) Bisect(ctx context.Context, tenant, id string, req BisectReque
 	}
 	// States 0..n-1 are the points, n is now.
 	good, bad := 0, n
+	var err error
 	if req.Good != "" {
-		if good = r.index(req.Good); good < 0 {
-			return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Good)
+		if good, err = r.find(id, req.Good); err != nil {
+			return nil, err
 		}
 	}
 	if req.Bad != "" && req.Bad != apiv1.RewindNow {
-		if bad = r.index(req.Bad); bad < 0 {
-			return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Bad)
+		if bad, err = r.find(id, req.Bad); err != nil {
+			return nil, err
 		}
 	}
 	if good >= bad {
@@ -613,19 +647,11 @@ func (s *Service) Branch(ctx context.Context, tenant, id string, req BranchReque
 	if _, err := session.ForkIdentityMode(req.Identity); err != nil {
 		return nil, err
 	}
-	if _, err := s.load(ctx, tenant, id); err != nil {
+	r, i, err := s.lockPoint(ctx, tenant, id, req.Tag)
+	if err != nil {
 		return nil, err
 	}
-	r := s.ringOf(id, false)
-	if r == nil {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.index(req.Tag)
-	if i < 0 {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
 	p := r.points[i]
 	res, err := s.m.ForkPoint(ctx, tenant, id, p.snap, p.Tag, req.Count, req.Identity)
 	if err != nil {
