@@ -160,6 +160,37 @@ func (m *Manager) runStopHooks(ctx context.Context, id string, why StopReason) {
 	}
 }
 
+// AdoptHook is told when this daemon adopts a running session that an
+// earlier daemon on the state dir left behind (Reattach), after its
+// sandbox is tracked again: a sibling loads what it keeps in the store
+// for the session. It must not call back into the Manager's lifecycle.
+type AdoptHook func(ctx context.Context, id string)
+
+type adoptHooks struct {
+	mu    sync.RWMutex
+	hooks []AdoptHook
+}
+
+// OnAdopt adds a hook every adoption runs. Add hooks before the daemon
+// serves (Reattach runs before it serves).
+func (m *Manager) OnAdopt(h AdoptHook) {
+	if h == nil {
+		panic("session: OnAdopt needs a hook")
+	}
+	m.adopts.mu.Lock()
+	defer m.adopts.mu.Unlock()
+	m.adopts.hooks = append(m.adopts.hooks, h)
+}
+
+func (m *Manager) runAdoptHooks(ctx context.Context, id string) {
+	m.adopts.mu.RLock()
+	hooks := m.adopts.hooks
+	m.adopts.mu.RUnlock()
+	for _, h := range hooks {
+		h(ctx, id)
+	}
+}
+
 // String is the reason as the ledger writes it.
 func (r StopReason) String() string {
 	if r == StopShutdown {

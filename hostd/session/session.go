@@ -98,6 +98,7 @@ type Manager struct {
 	// stops are the siblings' hooks for a session that stops running
 	// (core.go).
 	stops stopHooks
+	adopts adoptHooks
 	// sib are the siblings' busy checks and shutdown hooks (walk.go).
 	sib siblingHooks
 
