@@ -22,7 +22,9 @@ import (
 // they were before the third exec, and the next exec takes rw-5 (the tag
 // counter came back too). A clean stop that leaves the sandboxes keeps
 // the points' snapshots; the session's deletion after the restart
-// deletes them and the stored ring.
+// deletes them and the stored ring. A session whose sandbox died while
+// no daemon ran is lost after the restart; its points stay until it is
+// deleted, and then go.
 func TestRewindAcrossRestartLive(t *testing.T) {
 	state := t.TempDir()
 	opts := []daemontest.Option{daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)), daemontest.WithStateDir(state)}
@@ -40,6 +42,14 @@ func TestRewindAcrossRestartLive(t *testing.T) {
 	if err != nil || pointTags(before) != "rw-1,rw-2,rw-3,rw-4" {
 		t.Fatalf("ring before the restart: %+v %v", before, err)
 	}
+	// A second session whose sandbox dies while no daemon runs: lost
+	// after the restart, its two points stay until it is deleted.
+	lost := newSession(t, c)
+	if _, err := c.RewindConfig(ctx, lost.ID, api.RewindConfigRequest{Enabled: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, lost.ID, "true")
+	mustExec(t, c, lost.ID, "true")
 	if _, err := c.RewindPin(ctx, s.ID, "rw-1", true); err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +66,10 @@ func TestRewindAcrossRestartLive(t *testing.T) {
 	if err := d1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := liveSnapshots(t, d1); n != 4 {
-		t.Fatalf("%d point snapshots after a clean stop that leaves the sandboxes, want the 4 kept", n)
+	if n := liveSnapshots(t, d1); n != 6 {
+		t.Fatalf("%d point snapshots after a clean stop that leaves the sandboxes, want the 6 kept", n)
 	}
+	testutil.KillSandbox(t, lost.SandboxID)
 	// While no daemon runs, the newest point's snapshot goes.
 	dirs, _ := filepath.Glob(filepath.Join(state, "*", "snapshots", snapID))
 	if snapID == "" || len(dirs) != 1 {
@@ -80,14 +91,17 @@ func TestRewindAcrossRestartLive(t *testing.T) {
 			t.Errorf("point %d: %+v, was %+v", i, p, b)
 		}
 	}
-	lost := 0
+	noted := 0
 	for _, e := range ledgerOf(t, d2, s.ID) {
 		if e.Kind == "rewind.point_lost" && strings.Contains(string(e.Data), `"tag":"rw-4"`) {
-			lost++
+			noted++
 		}
 	}
-	if lost != 1 {
-		t.Errorf("%d rewind.point_lost entries for rw-4, want 1", lost)
+	if noted != 1 {
+		t.Errorf("%d rewind.point_lost entries for rw-4, want 1", noted)
+	}
+	if g, err := c.GetSession(ctx, lost.ID); err != nil || g.State != api.StateLost {
+		t.Fatalf("the session whose sandbox died: %+v %v, want lost", g, err)
 	}
 	u, err := c.RewindUndo(ctx, s.ID, api.RewindUndoRequest{})
 	if err != nil || u.Restored.Tag != "rw-3" {
@@ -100,17 +114,28 @@ func TestRewindAcrossRestartLive(t *testing.T) {
 	if err != nil || pointTags(rw) != "rw-1*,rw-2,rw-5" {
 		t.Errorf("ring after the undo and an exec: %+v %v, want rw-1*,rw-2,rw-5", rw, err)
 	}
-	if n := liveSnapshots(t, d2); n != 3 {
-		t.Errorf("%d point snapshots, want 3 (rw-1, rw-2, rw-5)", n)
+	if n := liveSnapshots(t, d2); n != 5 {
+		t.Errorf("%d point snapshots, want 5 (rw-1, rw-2, rw-5, and the lost session's 2)", n)
 	}
 	// The session's deletion still deletes its points, and its stored ring.
 	if err := c.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if n := liveSnapshots(t, d2); n != 0 {
-		t.Errorf("%d point snapshots after the delete, want 0", n)
+	if n := liveSnapshots(t, d2); n != 2 {
+		t.Errorf("%d point snapshots after the delete, want the lost session's 2", n)
 	}
 	if r, err := d2.Manager().Store().GetRewindRing(ctx, s.ID); err == nil {
-		t.Errorf("stored ring after the delete: %+v", r)
+		t.Errorf("stored ring after the delete: %d points", len(r.Points))
+	}
+	// The lost session's deletion deletes the points this daemon never
+	// loaded.
+	if err := c.DeleteSession(ctx, lost.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := liveSnapshots(t, d2); n != 0 {
+		t.Errorf("%d point snapshots after the lost session's delete, want 0", n)
+	}
+	if r, err := d2.Manager().Store().GetRewindRing(ctx, lost.ID); err == nil {
+		t.Errorf("the lost session's stored ring after its delete: %d points", len(r.Points))
 	}
 }
