@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,13 +38,7 @@ func (c *Client) FollowEvents(ctx context.Context, id string, since time.Time, f
 	if !since.IsZero() {
 		p += "?since=" + url.QueryEscape(since.UTC().Format(time.RFC3339Nano))
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+p, nil)
-	if err != nil {
-		return err
-	}
-	hr.Header.Set("Authorization", "Bearer "+c.token)
-	hr.Header.Set("Accept", "text/event-stream")
-	resp, err := c.hc.Do(hr)
+	resp, err := c.openStream(ctx, http.MethodGet, p, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -53,10 +46,6 @@ func (c *Client) FollowEvents(ctx context.Context, id string, since time.Time, f
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return decodeError(resp.StatusCode, data)
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), maxEventLine)
 	var event string
