@@ -80,7 +80,9 @@ death).
 
 --since T shows only the events after T, an RFC 3339 time or a duration
 meaning that long ago (10m, 2h). --follow keeps printing new events as
-they come, until the session ends or you stop it (Ctrl-C).
+they come, until the session ends (exit 0) or you stop it (Ctrl-C); the
+daemon ends a stream after an hour (exit 1, stream_max_age): start it
+again with --since the last time printed.
 
 A table for people; --json writes one JSON object a line (time, source,
 kind, seq for a ledger entry, actor, data).`,
