@@ -238,6 +238,36 @@ CREATE TABLE vm_events (
 );
 CREATE INDEX vm_events_session ON vm_events (session, id);
 `,
+	// 11: reserved for changesets (speculate, issue 18), which another
+	// branch adds. This placeholder only keeps the numbering: when the
+	// changesets migration lands it takes this entry's place.
+	`SELECT 1;`,
+	// 12: each session's rewind ring (issue 18), so its points outlive a
+	// daemon restart: rewind_rings holds the config (as the API shows it)
+	// and the tag counter, rewind_points the points, oldest first by pos,
+	// each with the backend's snapshot record (what a restore needs).
+	// Written by hostd/rewind whenever the ring changes and deleted with
+	// the session's points; no foreign key, like the other per-session
+	// tables that are not the session row.
+	`
+CREATE TABLE rewind_rings (
+	session TEXT PRIMARY KEY,
+	config  TEXT NOT NULL CHECK (json_valid(config)),
+	seq     INTEGER NOT NULL CHECK (seq >= 0)
+);
+CREATE TABLE rewind_points (
+	session    TEXT NOT NULL,
+	tag        TEXT NOT NULL,
+	pos        INTEGER NOT NULL CHECK (pos >= 0),
+	kind       TEXT NOT NULL,
+	command    TEXT NOT NULL,
+	memory     INTEGER NOT NULL CHECK (memory IN (0, 1)),
+	pinned     INTEGER NOT NULL CHECK (pinned IN (0, 1)),
+	snapshot   TEXT NOT NULL CHECK (json_valid(snapshot)),
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (session, tag)
+);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.
