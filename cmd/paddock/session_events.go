@@ -168,5 +168,3 @@ func printEvent(w io.Writer, asJSON bool) func(eventLine) error {
 		return err
 	}
 }
-
-
