@@ -45,3 +45,45 @@ func TestSpeculateBudgetLive(t *testing.T) {
 		t.Errorf("a speculation past max_children: %d %s, want 403 budget_exceeded", st, code)
 	}
 }
+
+// TestSpeculateCapLive: a target keeps at most MaxChangesetsPerTarget
+// changesets; with all of them pending a speculation is 409
+// changesets_full and runs nothing, and once one is decided the next
+// speculation takes its place.
+func TestSpeculateCapLive(t *testing.T) {
+	d := daemontest.New(t)
+	c := d.Client
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/v1/agents/sessions/" + s.ID
+	req := apiv1.SpeculateRequest{Command: "echo a > a", Paths: []string{"."}}
+	var first apiv1.Changeset
+	for i := range apiv1.MaxChangesetsPerTarget {
+		var cs apiv1.Changeset
+		if st, _ := call(t, d, d.Token, "POST", base+"/speculate", req, &cs); st != 201 {
+			t.Fatalf("speculation %d: %d", i, st)
+		}
+		if i == 0 {
+			first = cs
+		}
+	}
+	before, _ := c.GetSession(ctx, s.ID)
+	if st, code := call(t, d, d.Token, "POST", base+"/speculate", req, nil); st != 409 || code != "changesets_full" {
+		t.Fatalf("a speculation with %d pending: %d %s", apiv1.MaxChangesetsPerTarget, st, code)
+	}
+	if after, _ := c.GetSession(ctx, s.ID); after.Usage.Execs != before.Usage.Execs || after.Usage.Children != before.Usage.Children {
+		t.Errorf("a refused speculation ran: usage %+v then %+v", before.Usage, after.Usage)
+	}
+	call(t, d, d.Token, "POST", base+"/changesets/"+first.ID+"/decide", apiv1.ChangesetDecision{Decision: "reject"}, nil)
+	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", req, nil); st != 201 {
+		t.Fatalf("a speculation after one was decided: %d", st)
+	}
+	var list apiv1.ChangesetList
+	call(t, d, d.Token, "GET", base+"/changesets", nil, &list)
+	if len(list.Changesets) != apiv1.MaxChangesetsPerTarget || list.Changesets[0].ID == first.ID {
+		t.Errorf("%d changesets kept, the first %s (the decided one was %s)", len(list.Changesets), list.Changesets[0].ID, first.ID)
+	}
+}
