@@ -87,3 +87,30 @@ func TestSpeculateCapLive(t *testing.T) {
 		t.Errorf("%d changesets kept, the first %s (the decided one was %s)", len(list.Changesets), list.Changesets[0].ID, first.ID)
 	}
 }
+
+// TestSpeculateApplyBudgetLive: apply goes through the files routes'
+// budget: a changeset larger than what max_workspace_bytes leaves is
+// refused (403 budget_exceeded) before any of its files is written.
+func TestSpeculateApplyBudgetLive(t *testing.T) {
+	d := daemontest.New(t)
+	c := d.Client
+	ctx := context.Background()
+	limit := int64(64 << 10)
+	s, err := c.CreateSession(ctx, apiv1.CreateRequest{Budget: &apiv1.Budget{MaxWorkspaceBytes: &limit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/v1/agents/sessions/" + s.ID
+	var cs apiv1.Changeset
+	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
+		Command: "echo a > a.txt && head -c 40000 /dev/zero > b.bin && head -c 40000 /dev/zero > c.bin", Paths: []string{"."}}, &cs); st != 201 {
+		t.Fatalf("speculate: %d", st)
+	}
+	call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
+	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 403 || code != "budget_exceeded" {
+		t.Errorf("apply past max_workspace_bytes: %d %s, want 403 budget_exceeded", st, code)
+	}
+	if out := sh(t, c, s.ID, "ls -A "+s.Workspace.Path+" | wc -l"); out != "0\n" {
+		t.Errorf("a refused apply wrote %s files", out)
+	}
+}

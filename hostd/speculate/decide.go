@@ -141,11 +141,21 @@ func (s *Service) Apply(ctx context.Context, tenant, id, kind, cid string) (*App
 	if !cs.Complete {
 		return nil, coded(errdefs.CodeChangesetIncomplete, session.ErrConflict, "changeset %s is incomplete (a file without its content, or files past the limits): it cannot be applied", cid)
 	}
-	_, mc, err := s.m.Running(ctx, tenant, id)
+	x, mc, err := s.m.Running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
 	c := session.Guest(mc)
+	// The budget sees the whole changeset first, so a max_workspace_bytes
+	// refusal comes before any write rather than halfway through (each
+	// write is admitted again on its way).
+	var total int64
+	for _, f := range cs.Files {
+		total += int64(len(f.Content))
+	}
+	if err := s.m.AdmitWrite(ctx, x, c, total, "changeset apply"); err != nil {
+		return nil, err
+	}
 	var conflicts []string
 	for _, f := range cs.Files {
 		ok, err := unchanged(ctx, c, f)
