@@ -274,6 +274,22 @@ func TestSpeculateAccess(t *testing.T) {
 	if out := sh(t, a, s.ID, "test ! -e "+ws+"/out && echo none"); out != "none\n" {
 		t.Errorf("the refused apply wrote: %q", out)
 	}
+	// A directory the changeset writes into that the session then turns
+	// into a link (to /tmp, a place it may write) is a conflict: apply
+	// never writes where the speculation did not look.
+	var deep apiv1.Changeset
+	if st, _ := call(t, d, tokA, "POST", base+"/speculate", apiv1.SpeculateRequest{
+		Command: "mkdir -p sub/in && echo a > sub/a && echo b > sub/in/b", Paths: []string{"sub"}}, &deep); st != 201 || !deep.Complete {
+		t.Fatalf("speculate into sub: %d %s", st, ops(&deep))
+	}
+	sh(t, a, s.ID, "mkdir -p /tmp/elsewhere && ln -s /tmp/elsewhere "+ws+"/sub")
+	call(t, d, tokA, "POST", base+"/changesets/"+deep.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
+	if st, code := call(t, d, tokA, "POST", base+"/changesets/"+deep.ID+"/apply", nil, nil); st != 409 || code != "changeset_conflict" {
+		t.Errorf("apply through a link: %d %s", st, code)
+	}
+	if out := sh(t, a, s.ID, "ls -A /tmp/elsewhere | wc -l"); out != "0\n" {
+		t.Errorf("apply wrote through the link: %s files", out)
+	}
 	// Deleting the session drops its changesets.
 	if err := a.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
