@@ -6,8 +6,8 @@ import (
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/egress/rules"
-	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
+	hegress "paddock.dev/paddock/hostd/egress"
 	"paddock.dev/paddock/policy"
 )
 
