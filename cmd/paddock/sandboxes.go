@@ -229,6 +229,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 	}}
 	write.Flags().StringVar(&mode, "mode", "", "octal mode, e.g. 640 (default 0644)")
 	cmd.AddCommand(create, ls, get, rm, execCmd, read, write)
+	cmd.AddCommand(changesetCommands(g, cl, sandboxChangesets)...)
 	return cmd
 }
 

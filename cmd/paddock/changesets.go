@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/client"
+)
+
+// Speculation from the command line: `speculate`, `changesets` and
+// `changeset` under both `paddock session` and `paddock sandboxes`. The
+// two differ only in the SDK methods they call and in the words they
+// print, so one builder makes both from a changesetAPI.
+
+// changesetAPI is the SDK's speculation methods for one kind of target.
+type changesetAPI struct {
+	// noun is the CLI command the verbs hang under ("session" or
+	// "sandboxes"), used in the hints printed.
+	noun      string
+	speculate func(*client.Client, context.Context, string, apiv1.SpeculateRequest) (*apiv1.Changeset, error)
+	list      func(*client.Client, context.Context, string) ([]apiv1.Changeset, error)
+	get       func(*client.Client, context.Context, string, string) (*apiv1.Changeset, error)
+	decide    func(*client.Client, context.Context, string, string, apiv1.ChangesetDecision) (*apiv1.Changeset, error)
+	apply     func(*client.Client, context.Context, string, string) (*apiv1.ApplyResult, error)
+}
+
+var sessionChangesets = changesetAPI{
+	noun:      "session",
+	speculate: (*client.Client).Speculate,
+	list:      (*client.Client).Changesets,
+	get:       (*client.Client).Changeset,
+	decide:    (*client.Client).DecideChangeset,
+	apply:     (*client.Client).ApplyChangeset,
+}
+
+var sandboxChangesets = changesetAPI{
+	noun:      "sandboxes",
+	speculate: (*client.Client).SandboxSpeculate,
+	list:      (*client.Client).SandboxChangesets,
+	get:       (*client.Client).SandboxChangeset,
+	decide:    (*client.Client).SandboxDecideChangeset,
+	apply:     (*client.Client).SandboxApplyChangeset,
+}
+
+// maxShownContent is the largest file whose content `changeset ID CID`
+// prints (text files only); larger ones are left to --json.
+const maxShownContent = 4 << 10
+
+// changesetCommands are `speculate`, `changesets` and `changeset` for one
+// kind of target.
+func changesetCommands(g *globals, cl func() (*client.Client, error), a changesetAPI) []*cobra.Command {
+	printJSON := func(c *cobra.Command, v any) error {
+		enc := json.NewEncoder(c.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	where := "the session's workspace (or absolute)"
+	if a.noun == "sandboxes" {
+		where = "absolute paths in the sandbox"
+	}
+
+	var (
+		paths   []string
+		cwd     string
+		timeout time.Duration
+	)
+	speculate := &cobra.Command{
+		Use:   "speculate ID --path P [--path P]... [--timeout D] -- COMMAND...",
+		Short: "See what a command would change, without changing anything",
+		Long: `Run COMMAND in a throwaway copy of ID and record the files it added,
+modified or deleted under the --path files or directories (` + where + `;
+at least one, at most ` + fmt.Sprint(apiv1.MaxSpeculatePaths) + `). ID itself is left as it was. The changes are kept as
+a pending changeset: review it with ` + "`changeset ID CID`" + `, approve or reject
+it, and apply an approved one to make the changes for real.
+
+Only file changes under the paths are captured. Anything else the command
+did (processes, memory, network calls) happened in the copy and is gone,
+except network calls: those really happened if the copy could reach out,
+which the side effects line says.
+
+The exit status is 0 when the changeset was made, whatever the command's
+own exit code (printed, and in --json).`,
+		Example: "  paddock " + a.noun + " speculate ID --path /workspace -- 'sed -i s/old/new/ /workspace/app.conf'",
+		Args:    cobra.MinimumNArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(paths) == 0 {
+				return usageError{fmt.Errorf("give at least one --path: only changes under the paths are recorded")}
+			}
+			if len(paths) > apiv1.MaxSpeculatePaths {
+				return usageError{fmt.Errorf("%d paths: at most %d", len(paths), apiv1.MaxSpeculatePaths)}
+			}
+			if timeout < 0 || timeout > apiv1.MaxSpeculateTimeoutSeconds*time.Second {
+				return usageError{fmt.Errorf("--timeout %s: give at most %s", timeout, apiv1.MaxSpeculateTimeoutSeconds*time.Second)}
+			}
+			line := args[1]
+			if len(args) > 2 {
+				line = shellJoin(args[1:])
+			}
+			if len(line) > apiv1.MaxSpeculateCommandBytes {
+				return usageError{fmt.Errorf("the command is %d bytes: at most %d", len(line), apiv1.MaxSpeculateCommandBytes)}
+			}
+			req := apiv1.SpeculateRequest{Command: line, Paths: paths, Cwd: cwd}
+			if timeout > 0 {
+				// Whole seconds, rounded up so a short timeout is not 0 (the default).
+				req.TimeoutSeconds = int((timeout + time.Second - 1) / time.Second)
+			}
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			cs, err := a.speculate(k, c.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(c, cs)
+			}
+			printChangeset(c.OutOrStdout(), cs, false)
+			if cs.Status == apiv1.ChangesetPending {
+				fmt.Fprintf(c.ErrOrStderr(), "review: paddock %s changeset %s %s; then approve (or reject) and apply\n", a.noun, cell(args[0]), cell(cs.ID))
+			}
+			return nil
+		},
+	}
+	speculate.Flags().StringArrayVar(&paths, "path", nil, "record changes under this file or directory (repeatable, at least one)")
+	speculate.Flags().StringVar(&cwd, "cwd", "", "the command's working directory")
+	speculate.Flags().DurationVar(&timeout, "timeout", 0, "the command's timeout (default 60s, at most 1h)")
+
+	list := &cobra.Command{
+		Use:   "changesets ID",
+		Short: "List the changesets speculations made on ID",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			css, err := a.list(k, c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if css == nil {
+					css = []apiv1.Changeset{}
+				}
+				return printJSON(c, css)
+			}
+			tw := newTable(c.OutOrStdout(), "ID", "STATUS", "FILES", "EXIT", "COMPLETE", "CREATED", "COMMAND")
+			for _, cs := range css {
+				tw.row(cs.ID, cs.Status, len(cs.Files), cs.ExitCode, cs.Complete, cs.CreatedAt.Format(time.RFC3339), cs.Command)
+			}
+			return tw.flush()
+		},
+	}
+
+	var reason string
+	one := &cobra.Command{
+		Use:   "changeset ID CID [approve|reject [--reason R] | apply]",
+		Short: "Show, approve, reject or apply one changeset",
+		Long: `  paddock ` + a.noun + ` changeset ID CID                    the changeset, with small text files' contents
+  paddock ` + a.noun + ` changeset ID CID approve [--reason R]
+  paddock ` + a.noun + ` changeset ID CID reject [--reason R]
+  paddock ` + a.noun + ` changeset ID CID apply               write an approved changeset into ID
+
+Only a pending changeset can be decided, and it needs the admin token or
+the tenant's token: a session token cannot decide. apply is refused (exit
+4) and writes nothing when a file the changeset touches changed since the
+speculation, when it is not approved, or when it is incomplete (a file
+too large to keep, or too many files).`,
+		Args: cobra.RangeArgs(2, 3),
+		RunE: func(c *cobra.Command, args []string) error {
+			id, cid, verb := args[0], args[1], ""
+			if len(args) == 3 {
+				verb = args[2]
+			}
+			switch verb {
+			case "", "approve", "reject", "apply":
+			default:
+				return usageError{fmt.Errorf("%q: use approve, reject or apply", verb)}
+			}
+			var flagErr error
+			c.Flags().Visit(func(f *pflag.Flag) {
+				if f.Name == "reason" && verb != "approve" && verb != "reject" {
+					flagErr = usageError{fmt.Errorf("--reason goes with approve or reject")}
+				}
+			})
+			if flagErr != nil {
+				return flagErr
+			}
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			ctx := c.Context()
+			switch verb {
+			case "":
+				cs, err := a.get(k, ctx, id, cid)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return printJSON(c, cs)
+				}
+				printChangeset(c.OutOrStdout(), cs, true)
+				return nil
+			case "apply":
+				res, err := a.apply(k, ctx, id, cid)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return printJSON(c, res)
+				}
+				fmt.Fprintf(c.OutOrStdout(), "applied %s to %s: %d paths\n", cell(res.Changeset.ID), cell(id), len(res.Applied))
+				for _, p := range res.Applied {
+					fmt.Fprintf(c.OutOrStdout(), "  %s\n", cell(p))
+				}
+				return nil
+			default:
+				cs, err := a.decide(k, ctx, id, cid, apiv1.ChangesetDecision{Decision: verb, Reason: reason})
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return printJSON(c, cs)
+				}
+				fmt.Fprintf(c.OutOrStdout(), "%s is %s\n", cell(cs.ID), cell(cs.Status))
+				if cs.Status == apiv1.ChangesetApproved {
+					fmt.Fprintf(c.ErrOrStderr(), "apply: paddock %s changeset %s %s apply\n", a.noun, cell(id), cell(cs.ID))
+				}
+				return nil
+			}
+		},
+	}
+	one.Flags().StringVar(&reason, "reason", "", "why, kept with the decision")
+	return []*cobra.Command{speculate, list, one}
+}
+
+// printChangeset prints a changeset for people: its files as a table, the
+// side effects, the exit code and the id; full adds the command's output
+// and the contents of small text files.
+func printChangeset(w io.Writer, cs *apiv1.Changeset, full bool) {
+	if len(cs.Files) == 0 {
+		fmt.Fprintln(w, "no changes under", cell(strings.Join(cs.Paths, ", ")))
+	} else {
+		tw := newTable(w, "OP", "PATH", "SIZE", "NOTE")
+		for _, f := range cs.Files {
+			size, note := "-", ""
+			if f.Op != apiv1.PromoteDeleted {
+				size = fmt.Sprint(f.Size)
+			}
+			if f.ContentOmitted {
+				note = "content not kept (too large)"
+			}
+			tw.row(f.Op, f.Path, size, note)
+		}
+		tw.flush()
+	}
+	net := "none: the copy could not reach the network"
+	if cs.SideEffects.Network {
+		net = "network: calls the command made really happened"
+	}
+	fmt.Fprintf(w, "side effects: %s", net)
+	if cs.SideEffects.Detail != "" {
+		fmt.Fprintf(w, " (%s)", cell(cs.SideEffects.Detail))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "exit code %d, took %d ms (%s)\n", cs.ExitCode, cs.TookMS, cell(cs.How))
+	if !cs.Complete {
+		fmt.Fprintln(w, "incomplete: some content was not kept, so it cannot be applied")
+	}
+	if full {
+		fmt.Fprintf(w, "command: %s\n", cell(cs.Command))
+		if cs.DecidedBy != "" || cs.Reason != "" {
+			fmt.Fprintf(w, "decided by %s: %s\n", cell(orDash(cs.DecidedBy)), cell(orDash(cs.Reason)))
+		}
+		for _, o := range []struct{ name, s string }{{"stdout", cs.Stdout}, {"stderr", cs.Stderr}} {
+			if o.s != "" {
+				fmt.Fprintf(w, "--- %s\n%s", o.name, text(o.s))
+				if !strings.HasSuffix(o.s, "\n") {
+					fmt.Fprintln(w)
+				}
+			}
+		}
+		for _, f := range cs.Files {
+			if f.Op == apiv1.PromoteDeleted || len(f.Content) == 0 || len(f.Content) > maxShownContent || !isText(f.Content) {
+				continue
+			}
+			fmt.Fprintf(w, "--- %s (%s)\n%s", cell(f.Path), cell(f.Op), text(string(f.Content)))
+			if !bytes.HasSuffix(f.Content, []byte("\n")) {
+				fmt.Fprintln(w)
+			}
+		}
+	}
+	fmt.Fprintf(w, "changeset %s %s\n", cell(cs.ID), cell(cs.Status))
+}
+
+// isText reports whether b looks like text: UTF-8 without NUL bytes.
+func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
