@@ -286,20 +286,16 @@ func printChangeset(w io.Writer, cs *apiv1.Changeset, full bool) {
 		}
 		for _, o := range []struct{ name, s string }{{"stdout", cs.Stdout}, {"stderr", cs.Stderr}} {
 			if o.s != "" {
-				fmt.Fprintf(w, "--- %s\n%s", o.name, text(o.s))
-				if !strings.HasSuffix(o.s, "\n") {
-					fmt.Fprintln(w)
-				}
+				fmt.Fprintf(w, "%s:\n", o.name)
+				quoted(w, o.s)
 			}
 		}
 		for _, f := range cs.Files {
 			if f.Op == apiv1.PromoteDeleted || len(f.Content) == 0 || len(f.Content) > maxShownContent || !isText(f.Content) {
 				continue
 			}
-			fmt.Fprintf(w, "--- %s (%s)\n%s", cell(f.Path), cell(f.Op), text(string(f.Content)))
-			if !bytes.HasSuffix(f.Content, []byte("\n")) {
-				fmt.Fprintln(w)
-			}
+			fmt.Fprintf(w, "%s (%s):\n", cell(f.Path), cell(f.Op))
+			quoted(w, string(f.Content))
 		}
 	}
 	fmt.Fprintf(w, "changeset %s %s\n", cell(cs.ID), cell(cs.Status))
@@ -307,3 +303,13 @@ func printChangeset(w io.Writer, cs *apiv1.Changeset, full bool) {
 
 // isText reports whether b looks like text: UTF-8 without NUL bytes.
 func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
+
+// quoted prints s (a command's output or a file's content) line by line,
+// each line after "  | " and escaped as cell escapes (a tab too), so
+// nothing in it can pass for a line of the CLI's own; --json has the
+// exact bytes.
+func quoted(w io.Writer, s string) {
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n") {
+		fmt.Fprintf(w, "  | %s\n", cell(strings.TrimSuffix(line, "\n")))
+	}
+}
