@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	apiv1 "paddock.dev/paddock/api"
+)
+
+// TestCLISpeculate: `paddock session speculate`, `changesets` and
+// `changeset` against `paddock serve` on procbox, then the same verbs
+// under `paddock sandboxes`. A speculation shows its changes and leaves
+// the session as it was; approve then apply makes them; a session token
+// cannot approve (exit 5); an apply before approval, after a rejection or
+// over a file changed since is refused (exit 4) and writes nothing.
+func TestCLISpeculate(t *testing.T) {
+	bin, state, addr, env := daemonSetup(t)
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
+	defer stopServe(t, srv)
+	pd := func(args ...string) (string, string, int) {
+		t.Helper()
+		return runCLI(t, bin, env, nil, args...)
+	}
+	var s struct{ ID string }
+	out, se, code := pd("--json", "session", "run")
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
+		t.Fatalf("session run: %q %q %d", out, se, code)
+	}
+	defer pd("session", "rm", s.ID)
+	if _, se, code := pd("session", "exec", s.ID, "--", "cd /workspace && echo old > a && echo gone > c"); code != 0 {
+		t.Fatalf("exec: %q", se)
+	}
+	// cat prints each workspace file's content, or "-" for one missing.
+	cat := func(names string) string {
+		t.Helper()
+		out, _, _ := pd("session", "exec", s.ID, "--", "cd /workspace && for f in "+names+"; do cat $f 2>/dev/null || echo -; done")
+		return out
+	}
+
+	// Usage errors are caught before the daemon is asked.
+	for _, args := range [][]string{
+		{"session", "speculate", s.ID, "--", "true"},
+		{"session", "speculate", s.ID, "--path", "/workspace", "--timeout", "2h", "--", "true"},
+		{"session", "changeset", s.ID, "cs-x", "merge"},
+		{"session", "changeset", s.ID, "cs-x", "apply", "--reason", "why"},
+	} {
+		if _, se, code := pd(args...); code != exitUsage {
+			t.Errorf("%v: exit %d %q, want %d", args, code, se, exitUsage)
+		}
+	}
+
+	out, se, code = pd("session", "speculate", s.ID, "--path", "/workspace", "--", "cd /workspace && echo new > a && echo n > b && rm c && echo done")
+	m := regexp.MustCompile(`changeset (\S+) pending`).FindStringSubmatch(out)
+	if code != 0 || m == nil || !regexp.MustCompile(`modified\s+/workspace/a\s+4`).MatchString(out) ||
+		!regexp.MustCompile(`added\s+/workspace/b\s+2`).MatchString(out) || !regexp.MustCompile(`deleted\s+/workspace/c\s+-`).MatchString(out) ||
+		!strings.Contains(out, "side effects: none") || !strings.Contains(out, "exit code 0") || !strings.Contains(se, "changeset "+s.ID) {
+		t.Fatalf("speculate: %d %q %q", code, out, se)
+	}
+	cid := m[1]
+	if got := cat("a b c"); got != "old\n-\ngone\n" {
+		t.Fatalf("the session after the speculation: %q", got)
+	}
+	out, se, code = pd("session", "changesets", s.ID)
+	if code != 0 || !regexp.MustCompile(cid+`\s+pending\s+3\s+0\s+true`).MatchString(out) {
+		t.Errorf("changesets: %d %q %q", code, out, se)
+	}
+	out, se, code = pd("session", "changeset", s.ID, cid)
+	if code != 0 || !strings.Contains(out, "/workspace/a (modified):\n  | new\n") || !strings.Contains(out, "stdout:\n  | done\n") ||
+		!strings.Contains(out, "command: cd /workspace") {
+		t.Errorf("changeset: %d %q %q", code, out, se)
+	}
+
+	// Apply before approval: refused.
+	if _, se, code := pd("session", "changeset", s.ID, cid, "apply"); code != exitConflict {
+		t.Errorf("apply before approval: %d %q", code, se)
+	}
+	// A session token, even one that may run commands, cannot decide.
+	tok, se, code := pd("session", "token", s.ID, "--ops", "exec,files.read,files.write", "-q")
+	if code != 0 {
+		t.Fatalf("token: %d %q", code, se)
+	}
+	asTok := append(slices.Clone(env), "PADDOCK_TOKEN="+strings.TrimSpace(tok))
+	if _, se, code := runCLI(t, bin, asTok, nil, "session", "changeset", s.ID, cid, "approve"); code != exitForbidden {
+		t.Errorf("approve with a session token: %d %q", code, se)
+	}
+	out, se, code = pd("session", "changeset", s.ID, cid, "approve", "--reason", "looks right")
+	if code != 0 || out != cid+" is approved\n" {
+		t.Fatalf("approve: %d %q %q", code, out, se)
+	}
+	out, se, code = pd("session", "changeset", s.ID, cid, "apply")
+	if code != 0 || !strings.Contains(out, "applied "+cid+" to "+s.ID+": 3 paths") {
+		t.Fatalf("apply: %d %q %q", code, out, se)
+	}
+	if got := cat("a b c"); got != "new\nn\n-\n" {
+		t.Errorf("the session after apply: %q", got)
+	}
+
+	// A conflict: the file changes after the speculation; apply refuses
+	// and leaves every file as it was.
+	var cs apiv1.Changeset
+	out, se, code = pd("--json", "session", "speculate", s.ID, "--path", "/workspace", "--", "echo newer > /workspace/a; echo x > /workspace/x")
+	if err := json.Unmarshal([]byte(out), &cs); err != nil || code != 0 || cs.Status != apiv1.ChangesetPending || len(cs.Files) != 2 || !cs.Complete {
+		t.Fatalf("speculate --json: %d %q %q", code, out, se)
+	}
+	pd("session", "exec", s.ID, "--", "echo meanwhile > /workspace/a")
+	if _, se, code := pd("session", "changeset", s.ID, cs.ID, "approve"); code != 0 {
+		t.Fatalf("approve: %d %q", code, se)
+	}
+	if _, se, code := pd("session", "changeset", s.ID, cs.ID, "apply"); code != exitConflict || !strings.Contains(se, "/workspace/a") {
+		t.Errorf("a conflicting apply: %d %q", code, se)
+	}
+	if got := cat("a x"); got != "meanwhile\n-\n" {
+		t.Errorf("the session after the refused apply: %q", got)
+	}
+
+	// Rejected: it cannot be applied.
+	out, _, _ = pd("--json", "session", "speculate", s.ID, "--path", "/workspace", "--", "echo r > /workspace/r")
+	json.Unmarshal([]byte(out), &cs)
+	if out, se, code := pd("session", "changeset", s.ID, cs.ID, "reject"); code != 0 || out != cs.ID+" is rejected\n" {
+		t.Errorf("reject: %d %q %q", code, out, se)
+	}
+	if _, se, code := pd("session", "changeset", s.ID, cs.ID, "apply"); code != exitConflict {
+		t.Errorf("apply of a rejected changeset: %d %q", code, se)
+	}
+	if _, se, code := pd("session", "changeset", s.ID, "cs-nope"); code != exitNotFound {
+		t.Errorf("a changeset that is not there: %d %q", code, se)
+	}
+
+	// The same verbs under `paddock sandboxes`.
+	sb, se, code := pd("sandboxes", "create", "-q")
+	sb = strings.TrimSpace(sb)
+	if code != 0 || sb == "" {
+		t.Fatalf("sandboxes create: %d %q", code, se)
+	}
+	defer pd("sandboxes", "rm", sb)
+	out, se, code = pd("sandboxes", "speculate", sb, "--path", "/tmp/spec", "--", "mkdir -p /tmp/spec && echo hi > /tmp/spec/f")
+	m = regexp.MustCompile(`changeset (\S+) pending`).FindStringSubmatch(out)
+	if code != 0 || m == nil || !regexp.MustCompile(`added\s+/tmp/spec/f\s+3`).MatchString(out) {
+		t.Fatalf("sandboxes speculate: %d %q %q", code, out, se)
+	}
+	if _, _, code := pd("sandboxes", "read", sb, "/tmp/spec/f"); code == 0 {
+		t.Errorf("the speculated file is in the sandbox before apply")
+	}
+	if out, se, code := pd("sandboxes", "changesets", sb); code != 0 || !strings.Contains(out, m[1]) {
+		t.Errorf("sandboxes changesets: %d %q %q", code, out, se)
+	}
+	pd("sandboxes", "changeset", sb, m[1], "approve")
+	if out, se, code := pd("sandboxes", "changeset", sb, m[1], "apply"); code != 0 || !strings.Contains(out, "/tmp/spec/f") {
+		t.Fatalf("sandboxes apply: %d %q %q", code, out, se)
+	}
+	if out, se, code := pd("sandboxes", "read", sb, "/tmp/spec/f"); code != 0 || out != "hi\n" {
+		t.Errorf("sandboxes read after apply: %d %q %q", code, out, se)
+	}
+}
