@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,6 +36,8 @@ type changesetAPI struct {
 	get       func(*client.Client, context.Context, string, string) (*apiv1.Changeset, error)
 	decide    func(*client.Client, context.Context, string, string, apiv1.ChangesetDecision) (*apiv1.Changeset, error)
 	apply     func(*client.Client, context.Context, string, string) (*apiv1.ApplyResult, error)
+	// read is a file's content on the target now (for --diff).
+	read func(*client.Client, context.Context, string, string) ([]byte, error)
 }
 
 var sessionChangesets = changesetAPI{
@@ -41,6 +47,13 @@ var sessionChangesets = changesetAPI{
 	get:       (*client.Client).Changeset,
 	decide:    (*client.Client).DecideChangeset,
 	apply:     (*client.Client).ApplyChangeset,
+	read: func(k *client.Client, ctx context.Context, id, path string) ([]byte, error) {
+		var f apiv1.FileRead
+		if err := k.Call(ctx, "GET", id, "/files/content", url.Values{"path": {path}}, nil, &f); err != nil {
+			return nil, err
+		}
+		return base64.StdEncoding.DecodeString(f.ContentBase64)
+	},
 }
 
 var sandboxChangesets = changesetAPI{
@@ -50,6 +63,10 @@ var sandboxChangesets = changesetAPI{
 	get:       (*client.Client).SandboxChangeset,
 	decide:    (*client.Client).SandboxDecideChangeset,
 	apply:     (*client.Client).SandboxApplyChangeset,
+	read: func(k *client.Client, ctx context.Context, id, path string) ([]byte, error) {
+		data, _, err := k.SandboxReadFile(ctx, id, path)
+		return data, err
+	},
 }
 
 // maxShownContent is the largest file whose content `changeset ID CID`
@@ -73,6 +90,7 @@ func changesetCommands(g *globals, cl func() (*client.Client, error), a changese
 		paths   []string
 		cwd     string
 		timeout time.Duration
+		diff    bool
 	)
 	speculate := &cobra.Command{
 		Use:   "speculate ID --path P [--path P]... [--timeout D] -- COMMAND...",
@@ -126,6 +144,11 @@ own exit code (printed, and in --json).`,
 				return printJSON(c, cs)
 			}
 			printChangeset(c.OutOrStdout(), cs, false)
+			if diff {
+				if err := printDiffs(c, k, a, args[0], cs); err != nil {
+					return err
+				}
+			}
 			if cs.Status == apiv1.ChangesetPending {
 				fmt.Fprintf(c.ErrOrStderr(), "review: paddock %s changeset %s %s; then approve (or reject) and apply\n", a.noun, cell(args[0]), cell(cs.ID))
 			}
@@ -135,6 +158,7 @@ own exit code (printed, and in --json).`,
 	speculate.Flags().StringArrayVar(&paths, "path", nil, "record changes under this file or directory (repeatable, at least one)")
 	speculate.Flags().StringVar(&cwd, "cwd", "", "the command's working directory")
 	speculate.Flags().DurationVar(&timeout, "timeout", 0, "the command's timeout (default 60s, at most 1h)")
+	speculate.Flags().BoolVar(&diff, "diff", false, "also print a unified diff of each added or modified text file")
 
 	list := &cobra.Command{
 		Use:   "changesets ID",
@@ -193,6 +217,9 @@ too large to keep, or too many files).`,
 				if f.Name == "reason" && verb != "approve" && verb != "reject" {
 					flagErr = usageError{fmt.Errorf("--reason goes with approve or reject")}
 				}
+				if f.Name == "diff" && verb != "" {
+					flagErr = usageError{fmt.Errorf("--diff goes with showing a changeset, not with %s", verb)}
+				}
 			})
 			if flagErr != nil {
 				return flagErr
@@ -212,6 +239,9 @@ too large to keep, or too many files).`,
 					return printJSON(c, cs)
 				}
 				printChangeset(c.OutOrStdout(), cs, true)
+				if diff {
+					return printDiffs(c, k, a, id, cs)
+				}
 				return nil
 			case "apply":
 				res, err := a.apply(k, ctx, id, cid)
@@ -243,6 +273,7 @@ too large to keep, or too many files).`,
 		},
 	}
 	one.Flags().StringVar(&reason, "reason", "", "why, kept with the decision")
+	one.Flags().BoolVar(&diff, "diff", false, "also print a unified diff of each added or modified text file")
 	return []*cobra.Command{speculate, list, one}
 }
 
@@ -312,4 +343,41 @@ func quoted(w io.Writer, s string) {
 	for _, line := range strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n") {
 		fmt.Fprintf(w, "  | %s\n", cell(strings.TrimSuffix(line, "\n")))
 	}
+}
+
+// printDiffs writes a unified diff for each added or modified text file
+// of cs whose content it holds: against the file on the target now (the
+// state the command started from, as a speculation leaves the target as
+// it was), or against nothing for an added file. A file that changed on
+// the target since the speculation is named and not compared.
+func printDiffs(c *cobra.Command, k *client.Client, a changesetAPI, id string, cs *apiv1.Changeset) error {
+	w := c.OutOrStdout()
+	for _, f := range cs.Files {
+		if f.Op == apiv1.PromoteDeleted || f.ContentOmitted || !isText(f.Content) {
+			continue
+		}
+		var base []byte
+		nameA := "a" + f.Path
+		if f.Op == apiv1.PromoteAdded {
+			nameA = "/dev/null"
+		} else {
+			b, err := a.read(k, c.Context(), id, f.Path)
+			if err != nil {
+				return err
+			}
+			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != f.BaseSHA256 {
+				fmt.Fprintf(c.ErrOrStderr(), "%s changed since the speculation: no diff\n", cell(f.Path))
+				continue
+			}
+			base = b
+		}
+		var d strings.Builder
+		if err := unifiedDiff(&d, nameA, "b"+f.Path, string(base), string(f.Content)); err != nil {
+			fmt.Fprintln(c.ErrOrStderr(), cell(err.Error()))
+			continue
+		}
+		// Raw for a program (patch -p1 reads it), escaped for a screen.
+		fmt.Fprint(w, textFor(w, d.String()))
+	}
+	return nil
 }

@@ -46,6 +46,7 @@ func TestCLISpeculate(t *testing.T) {
 		{"session", "speculate", s.ID, "--path", "/workspace", "--timeout", "2h", "--", "true"},
 		{"session", "changeset", s.ID, "cs-x", "merge"},
 		{"session", "changeset", s.ID, "cs-x", "apply", "--reason", "why"},
+		{"session", "changeset", s.ID, "cs-x", "approve", "--diff"},
 	} {
 		if _, se, code := pd(args...); code != exitUsage {
 			t.Errorf("%v: exit %d %q, want %d", args, code, se, exitUsage)
@@ -71,6 +72,12 @@ func TestCLISpeculate(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "/workspace/a (modified):\n  | new\n") || !strings.Contains(out, "stdout:\n  | done\n") ||
 		!strings.Contains(out, "command: cd /workspace") {
 		t.Errorf("changeset: %d %q %q", code, out, se)
+	}
+
+	out, se, code = pd("session", "changeset", s.ID, cid, "--diff")
+	if code != 0 || !strings.Contains(out, "--- a/workspace/a\n+++ b/workspace/a\n@@ -1,1 +1,1 @@\n-old\n+new\n") ||
+		!strings.Contains(out, "--- /dev/null\n+++ b/workspace/b\n@@ -0,0 +1,1 @@\n+n\n") {
+		t.Errorf("changeset --diff: %d %q %q", code, out, se)
 	}
 
 	// Apply before approval: refused.
