@@ -238,6 +238,22 @@ CREATE TABLE vm_events (
 );
 CREATE INDEX vm_events_session ON vm_events (session, id);
 `,
+	// 11: changesets (issue 18): what a command speculated on a session
+	// or sandbox would change, kept for review, decision and apply. The
+	// record holds the whole changeset (file contents too), so it is
+	// bounded by MaxChangesetRecordBytes, not MaxRecordBytes. The rows go
+	// with the session row, and the daemon drops them when a session is
+	// deleted (its row stays).
+	`
+CREATE TABLE changesets (
+	id         TEXT PRIMARY KEY,
+	target     TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	status     TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	record     TEXT NOT NULL CHECK (json_valid(record))
+);
+CREATE INDEX changesets_target ON changesets (target, created_at);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.
