@@ -104,7 +104,7 @@ it, and apply an approved one to make the changes for real.
 Only file changes under the paths are captured. Anything else the command
 did (processes, memory, network calls) happened in the copy and is gone,
 except network calls: those really happened if the copy could reach out,
-which the side effects line says.
+which the network line says.
 
 The exit status is 0 when the changeset was made, whatever the command's
 own exit code (printed, and in --json).`,
@@ -251,7 +251,7 @@ too large to keep, or too many files).`,
 				if g.json {
 					return printJSON(c, res)
 				}
-				fmt.Fprintf(c.OutOrStdout(), "applied %s to %s: %d paths\n", cell(res.Changeset.ID), cell(id), len(res.Applied))
+				fmt.Fprintf(c.OutOrStdout(), "applied %s to %s, paths written or removed:\n", cell(res.Changeset.ID), cell(id))
 				for _, p := range res.Applied {
 					fmt.Fprintf(c.OutOrStdout(), "  %s\n", cell(p))
 				}
@@ -278,7 +278,7 @@ too large to keep, or too many files).`,
 }
 
 // printChangeset prints a changeset for people: its files as a table, the
-// side effects, the exit code and the id; full adds the command's output
+// network side effects, the exit code and the id; full adds the command's output
 // and the contents of small text files.
 func printChangeset(w io.Writer, cs *apiv1.Changeset, full bool) {
 	if len(cs.Files) == 0 {
@@ -297,15 +297,15 @@ func printChangeset(w io.Writer, cs *apiv1.Changeset, full bool) {
 		}
 		tw.flush()
 	}
-	net := "none: the copy could not reach the network"
+	// Network calls are the side effects a speculation cannot undo.
+	net := "no"
 	if cs.SideEffects.Network {
-		net = "network: calls the command made really happened"
+		net = "yes, calls the command made really happened"
 	}
-	fmt.Fprintf(w, "side effects: %s", net)
+	fmt.Fprintf(w, "network: %s\n", net)
 	if cs.SideEffects.Detail != "" {
-		fmt.Fprintf(w, " (%s)", cell(cs.SideEffects.Detail))
+		fmt.Fprintf(w, "  %s\n", cell(cs.SideEffects.Detail))
 	}
-	fmt.Fprintln(w)
 	fmt.Fprintf(w, "exit code %d, took %d ms (%s)\n", cs.ExitCode, cs.TookMS, cell(cs.How))
 	if !cs.Complete {
 		fmt.Fprintln(w, "incomplete: some content was not kept, so it cannot be applied")

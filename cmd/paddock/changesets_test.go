@@ -57,7 +57,7 @@ func TestCLISpeculate(t *testing.T) {
 	m := regexp.MustCompile(`changeset (\S+) pending`).FindStringSubmatch(out)
 	if code != 0 || m == nil || !regexp.MustCompile(`modified\s+/workspace/a\s+4`).MatchString(out) ||
 		!regexp.MustCompile(`added\s+/workspace/b\s+2`).MatchString(out) || !regexp.MustCompile(`deleted\s+/workspace/c\s+-`).MatchString(out) ||
-		!strings.Contains(out, "side effects: none") || !strings.Contains(out, "exit code 0") || !strings.Contains(se, "changeset "+s.ID) {
+		!strings.Contains(out, "network: no\n") || !strings.Contains(out, "exit code 0") || !strings.Contains(se, "changeset "+s.ID) {
 		t.Fatalf("speculate: %d %q %q", code, out, se)
 	}
 	cid := m[1]
@@ -98,7 +98,7 @@ func TestCLISpeculate(t *testing.T) {
 		t.Fatalf("approve: %d %q %q", code, out, se)
 	}
 	out, se, code = pd("session", "changeset", s.ID, cid, "apply")
-	if code != 0 || !strings.Contains(out, "applied "+cid+" to "+s.ID+": 3 paths") {
+	if code != 0 || !strings.Contains(out, "applied "+cid+" to "+s.ID+", paths written or removed:\n  /workspace/a\n  /workspace/b\n  /workspace/c\n") {
 		t.Fatalf("apply: %d %q %q", code, out, se)
 	}
 	if got := cat("a b c"); got != "new\nn\n-\n" {
