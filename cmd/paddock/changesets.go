@@ -87,10 +87,11 @@ func changesetCommands(g *globals, cl func() (*client.Client, error), a changese
 	}
 
 	var (
-		paths   []string
-		cwd     string
-		timeout time.Duration
-		diff    bool
+		paths      []string
+		cwd        string
+		timeout    time.Duration
+		diff       bool
+		approvalID string
 	)
 	speculate := &cobra.Command{
 		Use:   "speculate ID --path P [--path P]... [--timeout D] -- COMMAND...",
@@ -127,7 +128,7 @@ own exit code (printed, and in --json).`,
 			if len(line) > apiv1.MaxSpeculateCommandBytes {
 				return usageError{fmt.Errorf("the command is %d bytes: at most %d", len(line), apiv1.MaxSpeculateCommandBytes)}
 			}
-			req := apiv1.SpeculateRequest{Command: line, Paths: paths, Cwd: cwd}
+			req := apiv1.SpeculateRequest{Command: line, Paths: paths, Cwd: cwd, ApprovalID: approvalID}
 			if timeout > 0 {
 				// Whole seconds, rounded up so a short timeout is not 0 (the default).
 				req.TimeoutSeconds = int((timeout + time.Second - 1) / time.Second)
@@ -137,6 +138,9 @@ own exit code (printed, and in --json).`,
 				return err
 			}
 			cs, err := a.speculate(k, c.Context(), args[0], req)
+			if h := client.HoldOf(err); h != nil {
+				return heldError{args[0], h}
+			}
 			if err != nil {
 				return err
 			}
@@ -159,6 +163,10 @@ own exit code (printed, and in --json).`,
 	speculate.Flags().StringVar(&cwd, "cwd", "", "the command's working directory")
 	speculate.Flags().DurationVar(&timeout, "timeout", 0, "the command's timeout (default 60s, at most 1h)")
 	speculate.Flags().BoolVar(&diff, "diff", false, "also print a unified diff of each added or modified text file")
+	if a.noun == "session" {
+		// A sandbox has no approvals: its speculations are never held.
+		speculate.Flags().StringVar(&approvalID, "approval-id", "", "spend this approved request (after exit 6, held for approval)")
+	}
 
 	list := &cobra.Command{
 		Use:   "changesets ID",

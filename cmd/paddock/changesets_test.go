@@ -136,6 +136,26 @@ func TestCLISpeculate(t *testing.T) {
 		t.Errorf("a changeset that is not there: %d %q", code, se)
 	}
 
+	// A session that holds the command for an operator: exit 6 with the
+	// approval to ask for, then the approved request spent with
+	// --approval-id.
+	var held struct{ ID string }
+	out, _, _ = pd("--json", "session", "run", "--cmd-ask", "touch*")
+	json.Unmarshal([]byte(out), &held)
+	defer pd("session", "rm", held.ID)
+	_, se, code = pd("session", "speculate", held.ID, "--path", "/workspace", "--", "touch /workspace/t")
+	apr := regexp.MustCompile(`--approval-id (\S+)`).FindStringSubmatch(se)
+	if code != exitHeld || apr == nil {
+		t.Fatalf("a held speculation: %d %q", code, se)
+	}
+	if _, se, code := pd("session", "approve", held.ID, apr[1]); code != 0 {
+		t.Fatalf("approve %s: %d %q", apr[1], code, se)
+	}
+	out, se, code = pd("session", "speculate", held.ID, "--path", "/workspace", "--approval-id", apr[1], "--", "touch /workspace/t")
+	if code != 0 || !regexp.MustCompile(`added\s+/workspace/t\s+0`).MatchString(out) {
+		t.Errorf("speculate with --approval-id: %d %q %q", code, out, se)
+	}
+
 	// The same verbs under `paddock sandboxes`.
 	sb, se, code := pd("sandboxes", "create", "-q")
 	sb = strings.TrimSpace(sb)
