@@ -163,10 +163,14 @@ func TestCLISpeculate(t *testing.T) {
 		t.Fatalf("sandboxes create: %d %q", code, se)
 	}
 	defer pd("sandboxes", "rm", sb)
-	out, se, code = pd("sandboxes", "speculate", sb, "--path", "/tmp/spec", "--", "mkdir -p /tmp/spec && echo hi > /tmp/spec/f")
+	if _, se, code := pd("sandboxes", "exec", sb, "--", "mkdir -p /tmp/spec && echo old > /tmp/spec/g"); code != 0 {
+		t.Fatalf("sandboxes exec: %d %q", code, se)
+	}
+	out, se, code = pd("sandboxes", "speculate", sb, "--path", "/tmp/spec", "--diff", "--", "echo hi > /tmp/spec/f && echo new > /tmp/spec/g")
 	m = regexp.MustCompile(`changeset (\S+) pending`).FindStringSubmatch(out)
-	if code != 0 || m == nil || !regexp.MustCompile(`added\s+/tmp/spec/f\s+3`).MatchString(out) {
-		t.Fatalf("sandboxes speculate: %d %q %q", code, out, se)
+	if code != 0 || m == nil || !regexp.MustCompile(`added\s+/tmp/spec/f\s+3`).MatchString(out) ||
+		!strings.Contains(out, "--- a/tmp/spec/g\n+++ b/tmp/spec/g\n@@ -1,1 +1,1 @@\n-old\n+new\n") {
+		t.Fatalf("sandboxes speculate --diff: %d %q %q", code, out, se)
 	}
 	if _, _, code := pd("sandboxes", "read", sb, "/tmp/spec/f"); code == 0 {
 		t.Errorf("the speculated file is in the sandbox before apply")
@@ -175,7 +179,7 @@ func TestCLISpeculate(t *testing.T) {
 		t.Errorf("sandboxes changesets: %d %q %q", code, out, se)
 	}
 	pd("sandboxes", "changeset", sb, m[1], "approve")
-	if out, se, code := pd("sandboxes", "changeset", sb, m[1], "apply"); code != 0 || !strings.Contains(out, "/tmp/spec/f") {
+	if out, se, code := pd("sandboxes", "changeset", sb, m[1], "apply"); code != 0 || !strings.Contains(out, "  /tmp/spec/f\n  /tmp/spec/g\n") {
 		t.Fatalf("sandboxes apply: %d %q %q", code, out, se)
 	}
 	if out, se, code := pd("sandboxes", "read", sb, "/tmp/spec/f"); code != 0 || out != "hi\n" {

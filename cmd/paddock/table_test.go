@@ -119,23 +119,25 @@ func TestEveryTableEscapes(t *testing.T) {
 	entry.Data, _ = json.Marshal(map[string]string{"path": hostile})
 	const sp = "/v1/agents/sessions/ses-1"
 	answers := map[string]any{
-		"/v1/agents/sessions":          map[string]any{"sessions": []*session.Session{&sess}},
-		sp:                             &sess,
-		sp + "/artifacts":              &artifacts,
-		sp + "/events":                 map[string]any{"ledger": []ledger.Entry{entry}},
-		sp + "/files":                  &listing,
-		sp + "/jobs":                   map[string]any{"jobs": []session.Job{job}},
-		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
-		sp + "/tokens":                 map[string]any{"tokens": []tokens.SessionToken{tok}},
-		sp + "/approvals":              map[string]any{"approvals": []approvals.Approval{appr}},
-		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
-		sp + "/approvals/ap-1/approve": &appr,
-		"/v1/sandboxes":                map[string]any{"sandboxes": []*sandboxes.Sandbox{&sbx}},
-		"/v1/sandboxes/sbx-1":          &sbx,
-		"/v1/whoami":                   &who,
-		sp + "/changesets":             apiv1.ChangesetList{Changesets: []apiv1.Changeset{cs}},
-		sp + "/changesets/cs-1":        &cs,
-		sp + "/changesets/cs-1/decide": &cs,
+		"/v1/agents/sessions":            map[string]any{"sessions": []*session.Session{&sess}},
+		sp:                               &sess,
+		sp + "/artifacts":                &artifacts,
+		sp + "/events":                   map[string]any{"ledger": []ledger.Entry{entry}},
+		sp + "/files":                    &listing,
+		sp + "/jobs":                     map[string]any{"jobs": []session.Job{job}},
+		sp + "/grants":                   map[string]any{"grants": []grants.Grant{grant}},
+		sp + "/tokens":                   map[string]any{"tokens": []tokens.SessionToken{tok}},
+		sp + "/approvals":                map[string]any{"approvals": []approvals.Approval{appr}},
+		sp + "/previews":                 map[string]any{"previews": []previews.Preview{prev}},
+		sp + "/approvals/ap-1/approve":   &appr,
+		"/v1/sandboxes":                  map[string]any{"sandboxes": []*sandboxes.Sandbox{&sbx}},
+		"/v1/sandboxes/sbx-1":            &sbx,
+		"/v1/whoami":                     &who,
+		sp + "/changesets":               apiv1.ChangesetList{Changesets: []apiv1.Changeset{cs}},
+		sp + "/changesets/cs-1":          &cs,
+		sp + "/changesets/cs-1/decide":   &cs,
+		sp + "/speculate":                &cs,
+		"/v1/sandboxes/sbx-1/changesets": apiv1.ChangesetList{Changesets: []apiv1.Changeset{cs}},
 		"/v1/sandboxes/sbx-1/changesets/cs-1/apply": apiv1.ApplyResult{Changeset: cs, Applied: []string{hostile}},
 	}
 	daemon := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -182,6 +184,8 @@ func TestEveryTableEscapes(t *testing.T) {
 		{"session", "changeset", "ses-1", "cs-1"},
 		{"session", "changeset", "ses-1", "cs-1", "approve"},
 		{"sandboxes", "changeset", "sbx-1", "cs-1", "apply"},
+		{"session", "speculate", "ses-1", "--path", "/workspace", "true"},
+		{"sandboxes", "changesets", "sbx-1"},
 	} {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
 			out := run(t, args...)
