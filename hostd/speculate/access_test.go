@@ -2,6 +2,7 @@ package speculate_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,6 +200,26 @@ func TestSpeculateAccess(t *testing.T) {
 	if after := countSessions(t, a); after != before || len(list.Changesets) != n {
 		t.Errorf("a refused speculation made something: sessions %d -> %d, changesets %d -> %d", before, after, n, len(list.Changesets))
 	}
+	// The held request, once approved, is spent by a speculation naming
+	// it; it was asked for a speculation, so it never runs the command
+	// for real through exec.
+	as, err := a.Approvals(ctx, s.ID)
+	if err != nil || len(as) != 1 || as[0].State != "pending" {
+		t.Fatalf("approvals: %+v %v", as, err)
+	}
+	if _, err := d.Client.Approve(ctx, s.ID, as[0].ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Exec(ctx, s.ID, apiv1.ExecRequest{Command: "touch x", TimeoutSeconds: apiv1.DefaultSpeculateTimeoutSeconds, ApprovalID: as[0].ID}); status(err) != 403 {
+		t.Errorf("exec with a speculation's approval: %v, want 403", err)
+	}
+	var held apiv1.Changeset
+	if st, _ := call(t, d, tokA, "POST", base+"/speculate", apiv1.SpeculateRequest{Command: "touch x", Paths: []string{"."}, ApprovalID: as[0].ID}, &held); st != 201 || ops(&held) != "added:"+ws+"/x" {
+		t.Errorf("speculate with its approval: %d %s", st, ops(&held))
+	}
+	if st, _ := call(t, d, tokA, "POST", base+"/speculate", apiv1.SpeculateRequest{Command: "touch x", Paths: []string{"."}, ApprovalID: as[0].ID}, nil); st != 403 {
+		t.Errorf("an approval spent twice: %d, want 403", st)
+	}
 
 	// Limits.
 	many := make([]string, apiv1.MaxSpeculatePaths+1)
@@ -253,6 +274,22 @@ func TestSpeculateAccess(t *testing.T) {
 	if out := sh(t, a, s.ID, "test ! -e "+ws+"/out && echo none"); out != "none\n" {
 		t.Errorf("the refused apply wrote: %q", out)
 	}
+	// A directory the changeset writes into that the session then turns
+	// into a link (to /tmp, a place it may write) is a conflict: apply
+	// never writes where the speculation did not look.
+	var deep apiv1.Changeset
+	if st, _ := call(t, d, tokA, "POST", base+"/speculate", apiv1.SpeculateRequest{
+		Command: "mkdir -p sub/in && echo a > sub/a && echo b > sub/in/b", Paths: []string{"sub"}}, &deep); st != 201 || !deep.Complete {
+		t.Fatalf("speculate into sub: %d %s", st, ops(&deep))
+	}
+	sh(t, a, s.ID, "mkdir -p /tmp/elsewhere && ln -s /tmp/elsewhere "+ws+"/sub")
+	call(t, d, tokA, "POST", base+"/changesets/"+deep.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
+	if st, code := call(t, d, tokA, "POST", base+"/changesets/"+deep.ID+"/apply", nil, nil); st != 409 || code != "changeset_conflict" {
+		t.Errorf("apply through a link: %d %s", st, code)
+	}
+	if out := sh(t, a, s.ID, "ls -A /tmp/elsewhere | wc -l"); out != "0\n" {
+		t.Errorf("apply wrote through the link: %s files", out)
+	}
 	// Deleting the session drops its changesets.
 	if err := a.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
@@ -260,6 +297,14 @@ func TestSpeculateAccess(t *testing.T) {
 	if rows, err := d.Store().ListChangesets(ctx, s.ID); err != nil || len(rows) != 0 {
 		t.Errorf("changesets after the session's delete: %d %v", len(rows), err)
 	}
+}
+
+func status(err error) int {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return ce.Status
+	}
+	return 0
 }
 
 func countSessions(t *testing.T, c *client.Client) int {

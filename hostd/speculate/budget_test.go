@@ -45,3 +45,72 @@ func TestSpeculateBudgetLive(t *testing.T) {
 		t.Errorf("a speculation past max_children: %d %s, want 403 budget_exceeded", st, code)
 	}
 }
+
+// TestSpeculateCapLive: a target keeps at most MaxChangesetsPerTarget
+// changesets; with all of them pending a speculation is 409
+// changesets_full and runs nothing, and once one is decided the next
+// speculation takes its place.
+func TestSpeculateCapLive(t *testing.T) {
+	d := daemontest.New(t)
+	c := d.Client
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/v1/agents/sessions/" + s.ID
+	req := apiv1.SpeculateRequest{Command: "echo a > a", Paths: []string{"."}}
+	var first apiv1.Changeset
+	for i := range apiv1.MaxChangesetsPerTarget {
+		var cs apiv1.Changeset
+		if st, _ := call(t, d, d.Token, "POST", base+"/speculate", req, &cs); st != 201 {
+			t.Fatalf("speculation %d: %d", i, st)
+		}
+		if i == 0 {
+			first = cs
+		}
+	}
+	before, _ := c.GetSession(ctx, s.ID)
+	if st, code := call(t, d, d.Token, "POST", base+"/speculate", req, nil); st != 409 || code != "changesets_full" {
+		t.Fatalf("a speculation with %d pending: %d %s", apiv1.MaxChangesetsPerTarget, st, code)
+	}
+	if after, _ := c.GetSession(ctx, s.ID); after.Usage.Execs != before.Usage.Execs || after.Usage.Children != before.Usage.Children {
+		t.Errorf("a refused speculation ran: usage %+v then %+v", before.Usage, after.Usage)
+	}
+	call(t, d, d.Token, "POST", base+"/changesets/"+first.ID+"/decide", apiv1.ChangesetDecision{Decision: "reject"}, nil)
+	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", req, nil); st != 201 {
+		t.Fatalf("a speculation after one was decided: %d", st)
+	}
+	var list apiv1.ChangesetList
+	call(t, d, d.Token, "GET", base+"/changesets", nil, &list)
+	if len(list.Changesets) != apiv1.MaxChangesetsPerTarget || list.Changesets[0].ID == first.ID {
+		t.Errorf("%d changesets kept, the first %s (the decided one was %s)", len(list.Changesets), list.Changesets[0].ID, first.ID)
+	}
+}
+
+// TestSpeculateApplyBudgetLive: apply goes through the files routes'
+// budget: a changeset larger than what max_workspace_bytes leaves is
+// refused (403 budget_exceeded) before any of its files is written.
+func TestSpeculateApplyBudgetLive(t *testing.T) {
+	d := daemontest.New(t)
+	c := d.Client
+	ctx := context.Background()
+	limit := int64(64 << 10)
+	s, err := c.CreateSession(ctx, apiv1.CreateRequest{Budget: &apiv1.Budget{MaxWorkspaceBytes: &limit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/v1/agents/sessions/" + s.ID
+	var cs apiv1.Changeset
+	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
+		Command: "echo a > a.txt && head -c 40000 /dev/zero > b.bin && head -c 40000 /dev/zero > c.bin", Paths: []string{"."}}, &cs); st != 201 {
+		t.Fatalf("speculate: %d", st)
+	}
+	call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
+	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 403 || code != "budget_exceeded" {
+		t.Errorf("apply past max_workspace_bytes: %d %s, want 403 budget_exceeded", st, code)
+	}
+	if out := sh(t, c, s.ID, "ls -A "+s.Workspace.Path+" | wc -l"); out != "0\n" {
+		t.Errorf("a refused apply wrote %s files", out)
+	}
+}

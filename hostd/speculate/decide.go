@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	apiv1 "paddock.dev/paddock/api"
@@ -141,16 +142,34 @@ func (s *Service) Apply(ctx context.Context, tenant, id, kind, cid string) (*App
 	if !cs.Complete {
 		return nil, coded(errdefs.CodeChangesetIncomplete, session.ErrConflict, "changeset %s is incomplete (a file without its content, or files past the limits): it cannot be applied", cid)
 	}
-	_, mc, err := s.m.Running(ctx, tenant, id)
+	x, mc, err := s.m.Running(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
 	c := session.Guest(mc)
+	// The budget sees the whole changeset first, so a max_workspace_bytes
+	// refusal comes before any write rather than halfway through (each
+	// write is admitted again on its way).
+	var total int64
+	for _, f := range cs.Files {
+		total += int64(len(f.Content))
+	}
+	if err := s.m.AdmitWrite(ctx, x, c, total, "changeset apply"); err != nil {
+		return nil, err
+	}
 	var conflicts []string
+	links := map[string]bool{} // directories of the target that are links
 	for _, f := range cs.Files {
 		ok, err := unchanged(ctx, c, f)
 		if err != nil {
 			return nil, err
+		}
+		if ok {
+			// A directory on the way that became a link would take the
+			// write somewhere the speculation never looked.
+			if ok, err = noLinkOnTheWay(ctx, c, cs.Paths, f.Path, links); err != nil {
+				return nil, err
+			}
 		}
 		if !ok {
 			conflicts = append(conflicts, f.Path)
@@ -229,4 +248,45 @@ func unchanged(ctx context.Context, c interface {
 		return false, session.GuestError(err)
 	}
 	return r.SHA256 != "" && r.SHA256 == f.BaseSHA256, nil
+}
+
+// noLinkOnTheWay reports whether no directory between the speculation's
+// path that covers p (included) and p is a symbolic link in the target
+// now (seen caches what was asked already).
+func noLinkOnTheWay(ctx context.Context, c interface {
+	List(context.Context, string) (*api.Listing, error)
+}, roots []string, p string, seen map[string]bool) (bool, error) {
+	root := ""
+	for _, r := range roots {
+		if r == p {
+			return true, nil // a path named itself: no directory between
+		}
+		if strings.HasPrefix(p, r+"/") && len(r) > len(root) {
+			root = r
+		}
+	}
+	if root == "" {
+		return false, nil // not under the paths: never apply it
+	}
+	for dir := path.Dir(p); ; dir = path.Dir(dir) {
+		link, ok := seen[dir]
+		if !ok {
+			l, err := c.List(ctx, dir)
+			switch {
+			case notFound(err):
+				link = false // made by the write, as a directory
+			case err != nil:
+				return false, session.GuestError(err)
+			default:
+				link = l.Self != nil && l.Self.Type == api.TypeSymlink
+			}
+			seen[dir] = link
+		}
+		if link {
+			return false, nil
+		}
+		if dir == root || len(dir) <= len(root) {
+			return true, nil
+		}
+	}
 }

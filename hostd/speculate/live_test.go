@@ -201,3 +201,35 @@ func TestSpeculateSessionLive(t *testing.T) {
 		t.Errorf("ledger kinds %v", kinds)
 	}
 }
+
+// TestSpeculateFilePathsLive: paths may name files, one that exists (its
+// change is recorded) and one that does not yet (the command makes it);
+// what the command does outside the paths is not recorded, and apply
+// writes only what was.
+func TestSpeculateFilePathsLive(t *testing.T) {
+	d := daemontest.New(t)
+	c := d.Client
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := s.Workspace.Path
+	base := "/v1/agents/sessions/" + s.ID
+	sh(t, c, s.ID, "cd "+ws+" && echo 1 > conf && echo keep > other")
+	var cs apiv1.Changeset
+	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
+		Command: "echo 2 > conf && echo made > fresh && echo changed > other", Paths: []string{"conf", ws + "/fresh"}}, &cs); st != 201 {
+		t.Fatalf("speculate: %d", st)
+	}
+	if got, want := ops(&cs), "modified:"+ws+"/conf,added:"+ws+"/fresh"; got != want || !cs.Complete {
+		t.Fatalf("files %s, want %s (complete %v)", got, want, cs.Complete)
+	}
+	call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
+	if st, _ := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 200 {
+		t.Fatalf("apply: %d", st)
+	}
+	if out := sh(t, c, s.ID, "cd "+ws+" && cat conf fresh other"); out != "2\nmade\nkeep\n" {
+		t.Errorf("after apply: %q", out)
+	}
+}

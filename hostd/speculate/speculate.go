@@ -289,17 +289,17 @@ func (s *Service) Speculate(ctx context.Context, tenant, id, kind string, req Re
 		session.AdmitStep(session.StartExec, req.TimeoutSeconds),
 		session.SpendApprovalStep(),
 		session.NewStep(session.StepRun, func(ctx context.Context, p session.Pipe) error {
-			ran, err := s.runInCopy(ctx, tenant, p, req, cs)
+			ran, err := s.runInCopy(ctx, tenant, p, req, cs, &ms)
 			if ran {
 				p.Started()
 				ranOnce = true
 			}
-			ms = s.m.Now().Sub(t0).Milliseconds()
 			runErr = err
 			return err
 		}),
 		session.NewStep(session.StepRecord, func(ctx context.Context, p session.Pipe) error {
-			entry := map[string]any{"command": req.Command, "paths": paths, "how": HowFork, "rule": p.Command().Rule}
+			entry := map[string]any{"command": req.Command, "paths": paths, "how": HowFork, "rule": p.Command().Rule,
+				"duration_ms": ms, "took_ms": s.m.Now().Sub(t0).Milliseconds()}
 			if runErr != nil {
 				entry["error"] = session.ClipText(runErr.Error(), 300)
 			} else {
@@ -364,8 +364,9 @@ func (s *Service) put(ctx context.Context, cs *Changeset) error {
 
 // runInCopy forks the target into one child, runs the command there and
 // records the changes into cs, then deletes the child. ran says the
-// command was started in the child.
-func (s *Service) runInCopy(ctx context.Context, tenant string, p session.Pipe, req Request, cs *Changeset) (ran bool, err error) {
+// command was started in the child; ms is set to how long it ran, which
+// the target's usage counts as an exec's time.
+func (s *Service) runInCopy(ctx context.Context, tenant string, p session.Pipe, req Request, cs *Changeset, ms *int64) (ran bool, err error) {
 	tgt := p.Session()
 	fr, err := s.m.ForkDetail(ctx, tenant, tgt.ID, -1, session.ForkRequest{Count: 1})
 	if err != nil {
@@ -406,11 +407,14 @@ func (s *Service) runInCopy(ctx context.Context, tenant string, p session.Pipe, 
 			outCap = min(outCap, adm.OutputCap)
 		}
 	}
+	started := s.m.Now()
 	res, err := c.Exec(ctx, api.ExecRequest{Command: api.Command{Shell: req.Command, Cwd: cwd, TimeoutSeconds: timeout,
 		MaxOutputBytes: outCap, Confine: p.Command().Confine}})
 	if err != nil {
+		*ms = s.m.Now().Sub(started).Milliseconds()
 		return !session.RefusedBeforeStart(err), session.GuestError(err)
 	}
+	*ms = res.DurationMillis
 	cs.ExitCode = res.ExitCode
 	cs.Stdout = tail(res.Stdout, apiv1.MaxChangesetOutputBytes)
 	cs.Stderr = tail(res.Stderr, apiv1.MaxChangesetOutputBytes)
