@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -69,7 +70,7 @@ func TestRunUsage(t *testing.T) {
 			t.Errorf("run(%q) = %d, want %d; stderr %s", tt.args, got, tt.want, errb.String())
 		}
 	}
-	if !strings.Contains(out.String(), "paddock-guest dev (protocol 1)") {
+	if want := "paddock-guest dev (protocol " + strconv.Itoa(api.Version) + ")"; !strings.Contains(out.String(), want) {
 		t.Errorf("version printed %q", out.String())
 	}
 }

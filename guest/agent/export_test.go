@@ -11,3 +11,6 @@ func SetForwardDrainTimeout(t testing.TB, d time.Duration) {
 	old := forwardDrainTimeout.Swap(int64(d))
 	t.Cleanup(func() { forwardDrainTimeout.Store(old) })
 }
+
+// ReadOOMKills is readOOMKills for the tests.
+var ReadOOMKills = readOOMKills

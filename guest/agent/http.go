@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"paddock.dev/paddock/guest/api"
@@ -99,8 +101,39 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) error {
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) error {
 	host, _ := os.Hostname()
-	writeJSON(w, http.StatusOK, api.Health{Version: api.Version, PID: os.Getpid(), Hostname: host})
+	h := api.Health{Version: api.Version, PID: os.Getpid(), Hostname: host}
+	if n, ok := readOOMKills(procVMStat); ok {
+		h.OOMKills = &n
+	}
+	writeJSON(w, http.StatusOK, h)
 	return nil
+}
+
+// procVMStat holds the kernel's memory counters, oom_kill among them.
+const procVMStat = "/proc/vmstat"
+
+// readOOMKills reads the oom_kill line of a vmstat file. ok is false when
+// the file cannot be read or has no such line (an old kernel).
+func readOOMKills(path string) (n int64, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	// /proc/vmstat is a few kilobytes; read no more than 64 KiB of it.
+	sc := bufio.NewScanner(io.LimitReader(f, 64<<10))
+	for sc.Scan() {
+		name, val, found := strings.Cut(sc.Text(), " ")
+		if !found || name != "oom_kill" {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		if err != nil || v < 0 {
+			return 0, false
+		}
+		return v, true
+	}
+	return 0, false
 }
 
 func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) error {

@@ -29,7 +29,16 @@ func TestHealthAndCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, _ := os.Hostname()
-	if diff := cmp.Diff(&api.Health{Version: api.Version, PID: os.Getpid(), Hostname: host}, h); diff != "" {
+	want := &api.Health{Version: api.Version, PID: os.Getpid(), Hostname: host}
+	// The kernel's OOM count, when it keeps one: it can only have grown
+	// between this read and the agent's.
+	if n, ok := agent.ReadOOMKills("/proc/vmstat"); ok {
+		if h.OOMKills == nil || *h.OOMKills < n {
+			t.Errorf("health oom_kills %v, the kernel says %d", h.OOMKills, n)
+		}
+		want.OOMKills = h.OOMKills
+	}
+	if diff := cmp.Diff(want, h); diff != "" {
 		t.Errorf("health (-want +got):\n%s", diff)
 	}
 	caps, err := a.c.Capabilities(ctx)
@@ -37,8 +46,8 @@ func TestHealthAndCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	// guest/confine probes the kernel on its own; the two must agree.
-	want := &api.Capabilities{JobsV2: true, PTY: true, Confinement: confine.Support()}
-	if diff := cmp.Diff(want, caps); diff != "" {
+	wantCaps := &api.Capabilities{JobsV2: true, PTY: true, Confinement: confine.Support()}
+	if diff := cmp.Diff(wantCaps, caps); diff != "" {
 		t.Errorf("capabilities (-want +got):\n%s", diff)
 	}
 	status, _ := os.ReadFile("/proc/self/status")
@@ -189,5 +198,35 @@ func TestUnprivileged(t *testing.T) {
 	}
 	if want := strconv.Itoa(os.Getuid()) + "\n"; string(res.Stdout) != want || res.ExitCode != 0 {
 		t.Errorf("ran as %q (exit %d, stderr %q), want the agent's own uid %q", res.Stdout, res.ExitCode, res.Stderr, want)
+	}
+}
+
+// TestReadOOMKills: the oom_kill line of a vmstat file is read wherever it
+// sits; a file without it, with a bad value, or missing, is "not counted".
+func TestReadOOMKills(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, body string
+		n          int64
+		ok         bool
+	}{
+		{"middle", "nr_free_pages 100\noom_kill 7\npgfault 9\n", 7, true},
+		{"last", "nr_free_pages 100\noom_kill 0", 0, true},
+		{"prefix only", "oom_kill_other 5\n", 0, false},
+		{"absent", "nr_free_pages 100\n", 0, false},
+		{"bad value", "oom_kill many\n", 0, false},
+		{"negative", "oom_kill -1\n", 0, false},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+		if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := agent.ReadOOMKills(p); n != tc.n || ok != tc.ok {
+			t.Errorf("%s: %d %v, want %d %v", tc.name, n, ok, tc.n, tc.ok)
+		}
+	}
+	if _, ok := agent.ReadOOMKills(filepath.Join(dir, "missing")); ok {
+		t.Error("a missing file counted")
 	}
 }

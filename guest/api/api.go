@@ -14,7 +14,11 @@ import (
 )
 
 // Version is the protocol version the agent reports from /v1/health.
-const Version = 1
+const Version = 2
+
+// VersionOOMKills is the first version whose health answer carries
+// OOMKills; a host treats the field as absent from an older agent.
+const VersionOOMKills = 2
 
 // Limits the agent enforces on whatever the host sends.
 const (
@@ -88,6 +92,13 @@ type Health struct {
 	Version  int    `json:"version"`
 	PID      int    `json:"pid"`
 	Hostname string `json:"hostname"`
+	// OOMKills is the oom_kill count of the kernel the agent runs on
+	// (/proc/vmstat): how many processes it killed for want of memory
+	// since it booted. In a VM that is the guest's own kernel, which the
+	// host cannot see otherwise; under procbox it is the host's and the
+	// host does not use it. Absent when the kernel does not count them
+	// (before Linux 4.13) and from agents older than version 2.
+	OOMKills *int64 `json:"oom_kills,omitempty"`
 }
 
 // Capabilities answers GET /v1/capabilities: what this agent can do.

@@ -127,3 +127,49 @@ func TestForkMemoryQEMULive(t *testing.T) {
 		t.Errorf("the parent's counter job after the children killed theirs: %d %+v", code, j)
 	}
 }
+
+// TestOOMEventQEMULive: in a qemu session (TCG where KVM does not work)
+// of the smallest memory, a command that needs more runs the guest's
+// kernel out of memory. The host cannot see that kill itself: the guest
+// agent reports its kernel's count and the daemon's watcher turns the
+// rise into an oom event, as it does for procbox's cgroup. A restore from
+// memory brings back the older, lower count the snapshot held; that is
+// the restored machine's new start, so it makes no event, and the next
+// kill makes one.
+func TestOOMEventQEMULive(t *testing.T) {
+	testutil.RequiresRoot(t)
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	d := newTestDaemon(t, daemontest.WithBackend("procbox", "qemu"))
+	ctx := context.Background()
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{Runtime: session.Runtime{Backend: "qemu", MemoryMB: 128}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.c.DeleteSession(ctx, s.ID)
+	t0 := time.Now()
+	runOutOfMemory(t, d, s.ID)
+	waitOOMEvents(t, d, s.ID, 1, time.Minute)
+	t.Logf("the first oom event came %v after the command started", time.Since(t0))
+	if !s.Capabilities.MemoryCheckpoint {
+		t.Skipf("no memory checkpoints here: %s", s.Capabilities.MemoryCheckpointReason)
+	}
+	mem := true
+	if _, err := d.c.Checkpoint(ctx, s.ID, -1, session.CheckpointRequest{Tag: "one-kill", Memory: &mem}); err != nil {
+		t.Fatal(err)
+	}
+	runOutOfMemory(t, d, s.ID)
+	waitOOMEvents(t, d, s.ID, 2, time.Minute)
+	// The guest now counts 2; the snapshot holds 1.
+	if _, err := d.c.Restore(ctx, s.ID, -1, "one-kill"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(6 * time.Second) // three of the watcher's polls
+	waitOOMEvents(t, d, s.ID, 2, 0)
+	if r, err := d.c.Exec(ctx, s.ID, session.ExecRequest{Command: "echo alive"}); err != nil || r.Stdout != "alive\n" {
+		t.Fatalf("after the restore: %+v %v", r, err)
+	}
+	runOutOfMemory(t, d, s.ID)
+	waitOOMEvents(t, d, s.ID, 3, time.Minute)
+}

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -373,29 +372,60 @@ func TestOOMEventLive(t *testing.T) {
 	testutil.RequiresRoot(t)
 	d := newTestDaemon(t)
 	ctx := context.Background()
-	s, err := d.c.CreateSession(ctx, session.CreateRequest{Runtime: apiv1.Runtime{MemoryMB: 64}})
+	s, err := d.c.CreateSession(ctx, session.CreateRequest{Runtime: session.Runtime{MemoryMB: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.c.DeleteSession(ctx, s.ID)
+	runOutOfMemory(t, d, s.ID)
+	waitOOMEvents(t, d, s.ID, 1, 10*time.Second)
+}
+
+// runOutOfMemory runs in session id a command that needs more memory
+// than the session has, and checks the kernel killed it.
+func runOutOfMemory(t *testing.T, d *testDaemon, id string) {
+	t.Helper()
 	// tail keeps a line it has not finished in memory: 512 MiB of zeros
-	// with no newline pass the 64 MiB limit.
-	r, err := d.c.Exec(ctx, s.ID, session.ExecRequest{Command: "head -c 536870912 /dev/zero | tail -n 1 >/dev/null", TimeoutSeconds: 60})
-	if err != nil {
-		t.Fatal(err)
+	// with no newline pass the session's memory.
+	r, err := d.c.Exec(context.Background(), id, session.ExecRequest{Command: "head -c 536870912 /dev/zero | tail -n 1 >/dev/null", TimeoutSeconds: 120})
+	if err != nil || r.ExitCode == 0 {
+		t.Fatalf("the command that eats memory: %+v %v", r, err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		ev, err := d.c.EventsSince(ctx, s.ID, time.Time{})
+}
+
+// waitOOMEvents waits up to wait for session id to have n oom events,
+// each saying how many processes were killed, and returns them.
+func waitOOMEvents(t *testing.T, d *testDaemon, id string, n int, wait time.Duration) []apiv1.VMEvent {
+	t.Helper()
+	for deadline := time.Now().Add(wait); ; time.Sleep(200 * time.Millisecond) {
+		ev, err := d.c.EventsSince(context.Background(), id, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		var ooms []apiv1.VMEvent
+		var kinds []string
 		for _, e := range ev.VMEvents {
+			kinds = append(kinds, e.Kind)
 			if e.Kind == "oom" {
-				return
+				ooms = append(ooms, e)
 			}
 		}
+		if len(ooms) > n {
+			t.Fatalf("%d oom events, want %d: %s", len(ooms), n, strings.Join(kinds, ","))
+		}
+		if len(ooms) == n {
+			for _, e := range ooms {
+				var data struct {
+					Killed int64 `json:"killed"`
+				}
+				if err := json.Unmarshal(e.Data, &data); err != nil || data.Killed < 1 {
+					t.Errorf("oom event data %s: %v", e.Data, err)
+				}
+			}
+			return ooms
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no oom event (the command: %+v): %s", r, fmt.Sprint(ev.VMEvents))
+			t.Fatalf("%d oom events, want %d: %s", len(ooms), n, strings.Join(kinds, ","))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
@@ -48,13 +49,23 @@ func gone(t *testing.T, d *daemontest.Daemon, id string) {
 // winner applies its change to the parent. Then a rollout into 3 runs
 // the command in 3 children and leaves none behind.
 func TestEvaluateLive(t *testing.T) {
-	d := daemontest.New(t)
+	evaluateLive(t, daemontest.New(t), apiv1.Runtime{})
+}
+
+// evaluateLive is the body of the evaluate tests: evaluate of three
+// candidates in a new session of rt, promote of the winner, then a
+// rollout into 3 children. The winner runs on the parent's backend.
+func evaluateLive(t *testing.T, d *daemontest.Daemon, rt apiv1.Runtime) {
 	c := d.Client
 	ctx := context.Background()
-	parent, err := c.CreateSession(ctx, apiv1.CreateRequest{})
+	parent, err := c.CreateSession(ctx, apiv1.CreateRequest{Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rt.Backend != "" && parent.Backend != rt.Backend {
+		t.Fatalf("the parent runs on %q, want %q", parent.Backend, rt.Backend)
+	}
+	t0 := time.Now()
 	ws := parent.Workspace.Path
 	sh(t, c, parent.ID, "cd "+ws+" && echo broken > app.txt && echo keep > other.txt")
 
@@ -69,6 +80,7 @@ func TestEvaluateLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("evaluate of 3 candidates took %v", time.Since(t0))
 	var scores []int
 	for _, r := range res.Results {
 		scores = append(scores, r.Score)
@@ -92,6 +104,10 @@ func TestEvaluateLive(t *testing.T) {
 		t.Errorf("sessions after evaluate %v, want the parent and the winner", live)
 	}
 
+	if w, err := c.GetSession(ctx, res.WinnerSession); err != nil || w.Backend != parent.Backend {
+		t.Errorf("the winner: %v, on %q, want %q", err, w.Backend, parent.Backend)
+	}
+
 	// The winner is ready to promote.
 	pr, err := c.Promote(ctx, res.WinnerSession, apiv1.PromoteRequest{})
 	if err != nil {
@@ -105,10 +121,12 @@ func TestEvaluateLive(t *testing.T) {
 	}
 
 	// Rollout: 3 children, 3 results, none left.
+	t0 = time.Now()
 	ro, err := c.Rollout(ctx, parent.ID, client.RolloutRequest{Count: 3, Command: "cat " + ws + "/app.txt; hostname >/dev/null"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("rollout into 3 took %v", time.Since(t0))
 	if len(ro.Runs) != 3 {
 		t.Fatalf("rollout runs: %+v", ro.Runs)
 	}

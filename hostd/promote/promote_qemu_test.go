@@ -54,3 +54,16 @@ func TestPromoteQEMU(t *testing.T) {
 		t.Errorf("the parent after restoring %s: %q", res.Checkpoint, out)
 	}
 }
+
+// TestEvaluateQEMU is TestEvaluateLive's evaluate and promote between
+// microVMs (qemu, TCG where KVM is unusable): three candidates, each a
+// VM forked from the parent's disk; the passing one wins, the two losers
+// are deleted and promoting the winner applies its change; a rollout
+// into 3 runs in 3 VMs and leaves none.
+func TestEvaluateQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots seven VMs")
+	}
+	d := daemontest.New(t, daemontest.WithBackend("procbox", "qemu"))
+	evaluateLive(t, d, apiv1.Runtime{Backend: "qemu", MemoryMB: 256})
+}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
 )
 
 // TestRewindBranchLive: three execs each write a file; a branch from the
@@ -17,14 +19,25 @@ import (
 // parent, and dropping it does not hurt the children. Bad input is 400,
 // an unknown point 404, and the children count against max_children.
 func TestRewindBranchLive(t *testing.T) {
-	d := liveDaemon(t)
+	rewindBranchLive(t, liveDaemon(t), api.Runtime{})
+}
+
+// rewindBranchLive is the body of the branch tests, in a session of rt
+// on d. Where the backend saves memory the points are memory points, and
+// the children start from them.
+func rewindBranchLive(t *testing.T, d *daemontest.Daemon, rt api.Runtime) {
 	c := d.Client
 	ctx := context.Background()
 	maxKids := int64(3)
-	s, err := c.CreateSession(ctx, api.CreateRequest{TTLSeconds: 900, Budget: &api.Budget{MaxChildren: &maxKids}})
+	s, err := c.CreateSession(ctx, api.CreateRequest{TTLSeconds: 900, Budget: &api.Budget{MaxChildren: &maxKids}, Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rt.Backend != "" && s.Backend != rt.Backend {
+		t.Fatalf("the session runs on %q, want %q", s.Backend, rt.Backend)
+	}
+	start := time.Now()
+	defer func() { t.Logf("the branch test took %v on %s", time.Since(start), s.Backend) }()
 
 	// No ring yet: the point is unknown.
 	if _, err := c.RewindBranch(ctx, s.ID, api.RewindBranchRequest{Tag: "rw-1"}); status(err) != 404 {
@@ -39,6 +52,11 @@ func TestRewindBranchLive(t *testing.T) {
 	before, err := c.Rewind(ctx, s.ID)
 	if err != nil || pointTags(before) != "rw-1,rw-2,rw-3" {
 		t.Fatalf("points: %+v %v", before, err)
+	}
+	for _, p := range before.Points {
+		if p.Memory != s.Capabilities.MemoryCheckpoint {
+			t.Errorf("point %s: memory %v, the backend's memory checkpoints %v", p.Tag, p.Memory, s.Capabilities.MemoryCheckpoint)
+		}
 	}
 
 	// The limits, each refused before anything is made.
@@ -61,10 +79,12 @@ func TestRewindBranchLive(t *testing.T) {
 		}
 	}
 
+	t0 := time.Now()
 	b, err := c.RewindBranch(ctx, s.ID, api.RewindBranchRequest{Tag: "rw-2", Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("a branch of 2 took %v", time.Since(t0))
 	if len(b.Children) != 2 || b.From != "rw-2" || b.Point.Tag != "rw-2" || b.Point.Command != "echo two > /workspace/f2" || b.Identity != api.IdentityBestEffort {
 		t.Fatalf("branch: %+v", b)
 	}

@@ -59,3 +59,37 @@ func TestRewindMemoryPointsQEMU(t *testing.T) {
 		t.Errorf("the process started before the point is not running after the undo: tick %d then %d", a, b)
 	}
 }
+
+// TestRewindBranchQEMU is TestRewindBranchLive between microVMs (qemu,
+// TCG here): the points are memory points and the children start from
+// them, holding only the state before the second write, while the
+// parent and its ring carry on.
+func TestRewindBranchQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots four VMs")
+	}
+	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	rewindBranchLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
+}
+
+// TestRewindBisectQEMU is TestRewindBisectLive in a microVM (qemu, TCG
+// here): 16 memory points, the breaking command named with at most
+// log2(17)+2 restores from memory, and the VM ends where it started.
+func TestRewindBisectQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	rewindBisectLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
+}
+
+// TestRewindPinsQEMU is TestRewindPinsLive in a microVM (qemu, TCG
+// here): a pinned memory point survives the ring's eviction and an undo
+// past it, and still restores.
+func TestRewindPinsQEMU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a VM")
+	}
+	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	rewindPinsLive(t, d, api.Runtime{Backend: qemu.Name, MemoryMB: 256})
+}

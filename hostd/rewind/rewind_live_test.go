@@ -11,6 +11,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
@@ -26,9 +27,19 @@ func liveDaemon(t *testing.T) *daemontest.Daemon {
 
 func newSession(t *testing.T, c *client.Client) *api.Session {
 	t.Helper()
-	s, err := c.CreateSession(context.Background(), api.CreateRequest{TTLSeconds: 900})
+	return sessionOn(t, c, api.Runtime{})
+}
+
+// sessionOn makes a session of rt and checks it runs on rt's backend,
+// when rt names one.
+func sessionOn(t *testing.T, c *client.Client, rt api.Runtime) *api.Session {
+	t.Helper()
+	s, err := c.CreateSession(context.Background(), api.CreateRequest{TTLSeconds: 900, Runtime: rt})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rt.Backend != "" && s.Backend != rt.Backend {
+		t.Fatalf("the session runs on %q, want %q", s.Backend, rt.Backend)
 	}
 	return s
 }
@@ -216,10 +227,14 @@ func status(err error) int {
 // undo that goes past it; a pin that would leave no free slot is 409, and
 // so is lowering max_points under the pins.
 func TestRewindPinsLive(t *testing.T) {
-	d := liveDaemon(t)
+	rewindPinsLive(t, liveDaemon(t), api.Runtime{})
+}
+
+// rewindPinsLive is the body of the pin tests, in a session of rt on d.
+func rewindPinsLive(t *testing.T, d *daemontest.Daemon, rt api.Runtime) {
 	c := d.Client
 	ctx := context.Background()
-	s := newSession(t, c)
+	s := sessionOn(t, c, rt)
 	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), MaxPoints: ptr(3)}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +248,9 @@ func TestRewindPinsLive(t *testing.T) {
 	rw, err := c.Rewind(ctx, s.ID)
 	if err != nil || pointTags(rw) != "rw-1*,rw-4,rw-5" {
 		t.Fatalf("after 5 execs in a ring of 3 with rw-1 pinned: %q %v", pointTags(rw), err)
+	}
+	if rw.Points[0].Memory != s.Capabilities.MemoryCheckpoint {
+		t.Errorf("the pinned point: memory %v, the backend's memory checkpoints %v", rw.Points[0].Memory, s.Capabilities.MemoryCheckpoint)
 	}
 	if _, err := c.RewindPin(ctx, s.ID, "rw-4", true); err != nil {
 		t.Fatalf("a second pin in a ring of 3: %v", err)
@@ -274,10 +292,15 @@ func TestRewindPinsLive(t *testing.T) {
 // it with about log2(n)+2 restores, and the session ends where it started
 // (its files as they were, the ring untouched).
 func TestRewindBisectLive(t *testing.T) {
-	d := liveDaemon(t)
+	rewindBisectLive(t, liveDaemon(t), api.Runtime{})
+}
+
+// rewindBisectLive is the body of the bisect tests, in a session of rt
+// on d.
+func rewindBisectLive(t *testing.T, d *daemontest.Daemon, rt api.Runtime) {
 	c := d.Client
 	ctx := context.Background()
-	s := newSession(t, c)
+	s := sessionOn(t, c, rt)
 	if _, err := c.RewindConfig(ctx, s.ID, api.RewindConfigRequest{Enabled: ptr(true), MaxPoints: ptr(20)}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +315,11 @@ func TestRewindBisectLive(t *testing.T) {
 	before, err := c.Rewind(ctx, s.ID)
 	if err != nil || len(before.Points) != 16 {
 		t.Fatalf("16 points: %+v %v", before, err)
+	}
+	for _, p := range before.Points {
+		if p.Memory != s.Capabilities.MemoryCheckpoint {
+			t.Fatalf("point %s: memory %v, the backend's memory checkpoints %v", p.Tag, p.Memory, s.Capabilities.MemoryCheckpoint)
+		}
 	}
 	const test = "! test -e /workspace/flag"
 	// The ends agree: 409.
@@ -313,11 +341,12 @@ func TestRewindBisectLive(t *testing.T) {
 		}
 	}
 
+	t0 := time.Now()
 	b, err := c.RewindBisect(ctx, s.ID, api.RewindBisectRequest{Test: test})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("bisect: %+v", b)
+	t.Logf("bisect on %s took %v: %+v", s.Backend, time.Since(t0), b)
 	if b.Command != "echo BROKEN > /workspace/flag" || b.Point != fmt.Sprintf("rw-%d", breaking) ||
 		b.LastGood != "rw-11" || b.FirstBad != "rw-12" {
 		t.Errorf("bisect named %+v, want the 11th command", b)

@@ -29,6 +29,10 @@
 // Directory overlays: mounted by the guest's PID 1 at each boot, their
 // writes on the machine's disk.
 //
+// OOM kills (oom.go): the guest's kernel kills commands where the host
+// cannot see it, so the machine reads the count the agent reports in its
+// health answer, from the start of the current boot or memory restore.
+//
 // Adoption (adopt.go): a daemon's VMs outlive it and the next one adopts
 // them. Not yet: a live run of the vsock channel (no /dev/vhost-vsock
 // here).

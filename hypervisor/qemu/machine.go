@@ -54,6 +54,13 @@ type Machine struct {
 	done     chan struct{}
 	doneOnce sync.Once
 	connMu   sync.Mutex // one handshake at a time
+
+	// The guest kernel's OOM count at the start of the current boot
+	// (see OOMKills): bootGen counts boots, oomBase is the count the
+	// boot began with, oomRebase says it is still to be read.
+	bootGen   uint64
+	oomBase   int64
+	oomRebase bool
 }
 
 var _ hypervisor.Machine = (*Machine)(nil)
@@ -196,6 +203,7 @@ func (m *Machine) boot(ctx context.Context, incoming string) error {
 	if err := m.connect(ctx, randomID("id-")); err != nil {
 		return err
 	}
+	m.startOOMCount(ctx, incoming != "")
 	return m.saveState()
 }
 
