@@ -98,14 +98,14 @@ func changesetCommands(g *globals, cl func() (*client.Client, error), a changese
 		Short: "See what a command would change, without changing anything",
 		Long: `Run COMMAND in a throwaway copy of ID and record the files it added,
 modified or deleted under the --path files or directories (` + where + `;
-at least one, at most ` + fmt.Sprint(apiv1.MaxSpeculatePaths) + `). ID itself is left as it was. The changes are kept as
-a pending changeset: review it with ` + "`changeset ID CID`" + `, approve or reject
-it, and apply an approved one to make the changes for real.
+1 to ` + fmt.Sprint(apiv1.MaxSpeculatePaths) + ` of them). ID itself is left as it was. The changes are
+kept as a pending changeset: review it with ` + "`changeset ID CID`" + `, approve
+or reject it, and apply an approved one to make the changes for real.
 
-Only file changes under the paths are captured. Anything else the command
-did (processes, memory, network calls) happened in the copy and is gone,
-except network calls: those really happened if the copy could reach out,
-which the network line says.
+Only file changes under the paths are kept. Processes the command started
+and what it held in memory end with the copy. Network calls cannot be
+taken back: if the copy could reach out they really happened, and the
+network line says whether it could.
 
 The exit status is 0 when the changeset was made, whatever the command's
 own exit code (printed, and in --json).`,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -40,8 +41,15 @@ func TestCLISpeculate(t *testing.T) {
 		return out
 	}
 
-	// Usage errors are caught before the daemon is asked.
+	// Usage errors and limits exit 2 (the CLI checks them before asking;
+	// the daemon would refuse the limits with a 400 too).
+	tooMany := []string{"session", "speculate", s.ID}
+	for i := range apiv1.MaxSpeculatePaths + 1 {
+		tooMany = append(tooMany, "--path", fmt.Sprint("/workspace/p", i))
+	}
 	for _, args := range [][]string{
+		append(tooMany, "--", "true"),
+		{"session", "speculate", s.ID, "--path", "/workspace", "--", strings.Repeat("x", apiv1.MaxSpeculateCommandBytes+1)},
 		{"session", "speculate", s.ID, "--", "true"},
 		{"session", "speculate", s.ID, "--path", "/workspace", "--timeout", "2h", "--", "true"},
 		{"session", "changeset", s.ID, "cs-x", "merge"},
