@@ -114,3 +114,41 @@ func TestSpeculateApplyBudgetLive(t *testing.T) {
 		t.Errorf("a refused apply wrote %s files", out)
 	}
 }
+
+// TestSpeculateLimitsLive: a changeset lists at most MaxChangesetFiles
+// files and keeps at most MaxChangesetBytes of contents; past either it
+// is incomplete (listed files past the bytes without content).
+func TestSpeculateLimitsLive(t *testing.T) {
+	d := daemontest.New(t)
+	c := d.Client
+	ctx := context.Background()
+	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/v1/agents/sessions/" + s.ID
+	var many apiv1.Changeset
+	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
+		Command: "mkdir many && cd many && seq 2001 | xargs touch", Paths: []string{"many"}}, &many); st != 201 {
+		t.Fatalf("speculate 2001 files: %d", st)
+	}
+	if len(many.Files) != apiv1.MaxChangesetFiles || many.Complete {
+		t.Errorf("2001 files: %d listed, complete %v; want %d and false", len(many.Files), many.Complete, apiv1.MaxChangesetFiles)
+	}
+	var big apiv1.Changeset
+	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
+		Command: "mkdir big && cd big && for i in $(seq 17); do head -c 1048576 /dev/urandom > f$i; done", Paths: []string{"big"}}, &big); st != 201 {
+		t.Fatalf("speculate 17 MiB: %d", st)
+	}
+	kept, omitted := 0, 0
+	for _, f := range big.Files {
+		if f.ContentOmitted {
+			omitted++
+		} else if len(f.Content) == 1<<20 {
+			kept++
+		}
+	}
+	if kept != apiv1.MaxChangesetBytes>>20 || omitted != 1 || big.Complete {
+		t.Errorf("17 files of 1 MiB: %d kept, %d omitted, complete %v; want 16, 1, false", kept, omitted, big.Complete)
+	}
+}
