@@ -290,6 +290,25 @@ func TestSpeculateAccess(t *testing.T) {
 	if out := sh(t, a, s.ID, "ls -A /tmp/elsewhere | wc -l"); out != "0\n" {
 		t.Errorf("apply wrote through the link: %s files", out)
 	}
+	// A sandbox: the other tenant's 404, a session token 403 (sandboxes
+	// take the admin or a tenant token), its owner 201.
+	var sb apiv1.Sandbox
+	if st, _ := call(t, d, tokA, "POST", "/v1/sandboxes", apiv1.SandboxRequest{}, &sb); st/100 != 2 {
+		t.Fatalf("create a sandbox: %d", st)
+	}
+	sreq := apiv1.SpeculateRequest{Command: "echo s > /workspace/s", Paths: []string{"/workspace"}}
+	if st, _ := call(t, d, tokB, "POST", "/v1/sandboxes/"+sb.ID+"/speculate", sreq, nil); st != 404 {
+		t.Errorf("tenant b speculates on a's sandbox: %d, want 404", st)
+	}
+	if st, _ := call(t, d, tokB, "GET", "/v1/sandboxes/"+sb.ID+"/changesets", nil, nil); st != 404 {
+		t.Errorf("tenant b lists a's sandbox's changesets: %d, want 404", st)
+	}
+	if st, _ := call(t, d, all, "POST", "/v1/sandboxes/"+sb.ID+"/speculate", sreq, nil); st != 403 {
+		t.Errorf("a session token on a sandbox: %d, want 403", st)
+	}
+	if st, _ := call(t, d, tokA, "POST", "/v1/sandboxes/"+sb.ID+"/speculate", sreq, nil); st != 201 {
+		t.Errorf("the owner on its sandbox: %d, want 201", st)
+	}
 	// Deleting the session drops its changesets.
 	if err := a.DeleteSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
