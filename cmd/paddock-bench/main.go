@@ -271,6 +271,7 @@ func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, d
 	row("API: checkpoint vs backend checkpoint", ck, direct, "backend directly")
 	benchPromote(ctx, cl, runs)
 	benchEvaluate(ctx, cl, runs)
+	benchSpeculate(ctx, cl, runs)
 	check(cl.DeleteSession(ctx, s.ID))
 	return ex
 }

@@ -341,6 +341,7 @@ workspace is (default /workspace).
 	cmd.AddCommand(shellCommand(cl))
 	cmd.AddCommand(replayCommand(g, cl))
 	cmd.AddCommand(orchestrateCommands(g, cl)...)
+	cmd.AddCommand(changesetCommands(g, cl, sessionChangesets)...)
 	return cmd
 }
 
