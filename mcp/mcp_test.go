@@ -280,6 +280,22 @@ func TestMCPSessionFlow(t *testing.T) {
 		t.Errorf("files: %+v", ls)
 	}
 
+	// Checkpoint, change, restore: the change is gone.
+	var cp struct{ Tag string }
+	mustCall(t, cs, "session_checkpoint", map[string]any{"session": ses.ID, "tag": "before-scratch"}, &cp)
+	if cp.Tag != "before-scratch" {
+		t.Fatalf("checkpoint: %+v", cp)
+	}
+	mustCall(t, cs, "session_file_write", map[string]any{"session": ses.ID, "path": "/workspace/scratch.txt", "content": "x"}, nil)
+	var restored struct{ Checkpoints []string }
+	mustCall(t, cs, "session_restore", map[string]any{"session": ses.ID, "tag": "before-scratch"}, &restored)
+	if !slices.Contains(restored.Checkpoints, "before-scratch") {
+		t.Errorf("restore: %+v", restored)
+	}
+	if e := call(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/scratch.txt"}, nil); !strings.HasPrefix(e, "not_found") {
+		t.Errorf("the file written after the checkpoint survived the restore: %q", e)
+	}
+
 	// Fork, change the child, promote it back.
 	var fk struct{ Children []string }
 	mustCall(t, cs, "session_fork", map[string]any{"session": ses.ID, "count": 1}, &fk)
