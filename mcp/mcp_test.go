@@ -379,7 +379,7 @@ func TestMCPSessionToken(t *testing.T) {
 	}
 	cs := connect(t, sc, mcp.Options{AllowWrite: true})
 	got := listTools(t, cs)
-	want := []string{"session_approvals", "session_artifacts", "session_events", "session_exec", "session_file_read", "session_files", "session_get", "session_probe"}
+	want := []string{"session_approvals", "session_artifacts", "session_changesets", "session_events", "session_exec", "session_file_read", "session_files", "session_get", "session_probe", "session_speculate"}
 	if !slices.Equal(got, want) {
 		t.Errorf("session token tools:\n got %v\nwant %v", got, want)
 	}
@@ -498,6 +498,34 @@ func TestMCPMoreTools(t *testing.T) {
 	}
 	if e := call(t, rw, "session_preview", map[string]any{"port": 70000}, nil); !strings.HasPrefix(e, "invalid_argument") {
 		t.Errorf("preview of port 70000: %q", e)
+	}
+
+	// Speculation on the session: nothing changes until the apply.
+	var sp struct {
+		ID     string
+		Status string
+	}
+	mustCall(t, rw, "session_speculate", map[string]any{"command": "echo spec > /workspace/spec.txt", "paths": []string{"/workspace"}}, &sp)
+	if sp.Status != "pending" {
+		t.Fatalf("session_speculate: %+v", sp)
+	}
+	if e := call(t, rw, "session_file_read", map[string]any{"path": "/workspace/spec.txt"}, nil); !strings.HasPrefix(e, "not_found") {
+		t.Errorf("the speculated file is in the session before apply: %q", e)
+	}
+	var scs struct {
+		Changesets []struct {
+			Files []struct{ Path, Content string }
+		}
+	}
+	mustCall(t, ro, "session_changesets", map[string]any{"changeset": sp.ID, "contents": true}, &scs)
+	if len(scs.Changesets) != 1 || len(scs.Changesets[0].Files) != 1 || scs.Changesets[0].Files[0].Content != "spec\n" {
+		t.Errorf("session_changesets: %+v", scs)
+	}
+	mustCall(t, rw, "session_changeset_decide", map[string]any{"changeset": sp.ID, "decision": "approve", "apply": true}, nil)
+	var spr struct{ Content string }
+	mustCall(t, rw, "session_file_read", map[string]any{"path": "/workspace/spec.txt"}, &spr)
+	if spr.Content != "spec\n" {
+		t.Errorf("after apply: %+v", spr)
 	}
 
 	// The lower sandbox API.

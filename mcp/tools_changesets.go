@@ -27,7 +27,30 @@ func changesetTools() []toolDef {
 		tool("sandbox_changesets", fmt.Sprintf("List a sandbox's changesets, or show one (changeset); with contents, the new text of each changed file "+
 			"(at most %d KiB a file, %d KiB in all).", MaxChangesetFileText>>10, MaxChangesetText>>10), false, "", sandboxChangesets),
 		tool("sandbox_changeset_decide", "Approve or reject a pending changeset; with apply, an approved one is written into the sandbox at once.", true, "", sandboxChangesetDecide),
+		tool("session_speculate", fmt.Sprintf("Run a command in a session speculatively: it runs on a copy, and what it would change in the paths given (1 to %d) "+
+			"becomes a pending changeset; the session is not changed. A command the policy holds for approval fails with its approval id (pass approval_id once approved).",
+			api.MaxSpeculatePaths), true, api.OpExec, sessionSpeculate),
+		tool("session_changesets", fmt.Sprintf("List a session's changesets, or show one (changeset); with contents, the new text of each changed file "+
+			"(at most %d KiB a file, %d KiB in all).", MaxChangesetFileText>>10, MaxChangesetText>>10), false, api.OpFilesRead, sessionChangesets),
+		tool("session_changeset_decide", "Approve or reject a session's pending changeset; with apply, an approved one is written into the session at once.", true, "", sessionChangesetDecide),
 	}
+}
+
+// changesetCalls are the SDK's changeset calls for one kind of target.
+type changesetCalls struct {
+	speculate func(ctx context.Context, id string, req api.SpeculateRequest) (*api.Changeset, error)
+	list      func(ctx context.Context, id string) ([]api.Changeset, error)
+	get       func(ctx context.Context, id, cid string) (*api.Changeset, error)
+	decide    func(ctx context.Context, id, cid string, d api.ChangesetDecision) (*api.Changeset, error)
+	apply     func(ctx context.Context, id, cid string) (*api.ApplyResult, error)
+}
+
+func (s *Server) sandboxCalls() changesetCalls {
+	return changesetCalls{s.c.SandboxSpeculate, s.c.SandboxChangesets, s.c.SandboxChangeset, s.c.SandboxDecideChangeset, s.c.SandboxApplyChangeset}
+}
+
+func (s *Server) sessionCalls() changesetCalls {
+	return changesetCalls{s.c.Speculate, s.c.Changesets, s.c.Changeset, s.c.DecideChangeset, s.c.ApplyChangeset}
 }
 
 type SpeculateIn struct {
@@ -92,10 +115,31 @@ func sandboxSpeculate(ctx context.Context, s *Server, in SpeculateIn) (*Changese
 	if err != nil {
 		return nil, err
 	}
-	if in.Command == "" || len(in.Paths) == 0 || len(in.Paths) > api.MaxSpeculatePaths {
+	return speculate(ctx, s.sandboxCalls(), id, api.SpeculateRequest{Command: in.Command, Paths: in.Paths, Cwd: in.Cwd, TimeoutSeconds: in.TimeoutSeconds})
+}
+
+type SessionSpeculateIn struct {
+	SessionRef
+	Command        string   `json:"command" jsonschema:"the shell command to run on a copy"`
+	Paths          []string `json:"paths" jsonschema:"the files or directories whose changes the changeset holds"`
+	Cwd            string   `json:"cwd,omitempty" jsonschema:"the directory to run in"`
+	TimeoutSeconds int      `json:"timeout_seconds,omitempty" jsonschema:"seconds before it is killed (default 60, at most 3600)"`
+	ApprovalID     string   `json:"approval_id,omitempty" jsonschema:"an approval id from an earlier call held for approval"`
+}
+
+func sessionSpeculate(ctx context.Context, s *Server, in SessionSpeculateIn) (*ChangesetOut, error) {
+	id, err := s.session(in.Session)
+	if err != nil {
+		return nil, err
+	}
+	return speculate(ctx, s.sessionCalls(), id, api.SpeculateRequest{Command: in.Command, Paths: in.Paths, Cwd: in.Cwd, TimeoutSeconds: in.TimeoutSeconds, ApprovalID: in.ApprovalID})
+}
+
+func speculate(ctx context.Context, calls changesetCalls, id string, req api.SpeculateRequest) (*ChangesetOut, error) {
+	if req.Command == "" || len(req.Paths) == 0 || len(req.Paths) > api.MaxSpeculatePaths {
 		return nil, fmt.Errorf("invalid_argument: give a command and 1 to %d paths", api.MaxSpeculatePaths)
 	}
-	c, err := s.c.SandboxSpeculate(ctx, id, api.SpeculateRequest{Command: in.Command, Paths: in.Paths, Cwd: in.Cwd, TimeoutSeconds: in.TimeoutSeconds})
+	c, err := calls.speculate(ctx, id, req)
 	if err != nil {
 		return nil, err
 	}
@@ -117,19 +161,37 @@ func sandboxChangesets(ctx context.Context, s *Server, in ChangesetsIn) (*Change
 	if err != nil {
 		return nil, err
 	}
+	return changesets(ctx, s.sandboxCalls(), id, in.Changeset, in.Contents)
+}
+
+type SessionChangesetsIn struct {
+	SessionRef
+	Changeset string `json:"changeset,omitempty" jsonschema:"one changeset's id; empty lists them all"`
+	Contents  bool   `json:"contents,omitempty" jsonschema:"with changeset: show each changed file's new text"`
+}
+
+func sessionChangesets(ctx context.Context, s *Server, in SessionChangesetsIn) (*ChangesetsOut, error) {
+	id, err := s.session(in.Session)
+	if err != nil {
+		return nil, err
+	}
+	return changesets(ctx, s.sessionCalls(), id, in.Changeset, in.Contents)
+}
+
+func changesets(ctx context.Context, calls changesetCalls, id, cid string, contents bool) (*ChangesetsOut, error) {
 	out := &ChangesetsOut{Changesets: []ChangesetOut{}}
-	if in.Changeset != "" {
-		c, err := s.c.SandboxChangeset(ctx, id, in.Changeset)
+	if cid != "" {
+		c, err := calls.get(ctx, id, cid)
 		if err != nil {
 			return nil, err
 		}
-		out.Changesets = append(out.Changesets, *changesetOut(c, in.Contents))
+		out.Changesets = append(out.Changesets, *changesetOut(c, contents))
 		return out, nil
 	}
-	if in.Contents {
+	if contents {
 		return nil, fmt.Errorf("invalid_argument: contents needs one changeset (the \"changeset\" field)")
 	}
-	l, err := s.c.SandboxChangesets(ctx, id)
+	l, err := calls.list(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -152,17 +214,37 @@ func sandboxChangesetDecide(ctx context.Context, s *Server, in DecideIn) (*Chang
 	if err != nil {
 		return nil, err
 	}
-	if in.Changeset == "" || (in.Decision != "approve" && in.Decision != "reject") || (in.Apply && in.Decision != "approve") {
-		return nil, fmt.Errorf("invalid_argument: give a changeset and the decision approve or reject (apply only with approve)")
-	}
-	c, err := s.c.SandboxDecideChangeset(ctx, id, in.Changeset, api.ChangesetDecision{Decision: in.Decision, Reason: in.Reason})
+	return decide(ctx, s.sandboxCalls(), id, in.Changeset, in.Decision, in.Reason, in.Apply)
+}
+
+type SessionDecideIn struct {
+	SessionRef
+	Changeset string `json:"changeset" jsonschema:"the changeset's id"`
+	Decision  string `json:"decision" jsonschema:"approve or reject"`
+	Reason    string `json:"reason,omitempty" jsonschema:"why, kept with the changeset"`
+	Apply     bool   `json:"apply,omitempty" jsonschema:"with approve: write the changes into the session now"`
+}
+
+func sessionChangesetDecide(ctx context.Context, s *Server, in SessionDecideIn) (*ChangesetOut, error) {
+	id, err := s.session(in.Session)
 	if err != nil {
 		return nil, err
 	}
-	if !in.Apply {
+	return decide(ctx, s.sessionCalls(), id, in.Changeset, in.Decision, in.Reason, in.Apply)
+}
+
+func decide(ctx context.Context, calls changesetCalls, id, cid, decision, reason string, apply bool) (*ChangesetOut, error) {
+	if cid == "" || (decision != "approve" && decision != "reject") || (apply && decision != "approve") {
+		return nil, fmt.Errorf("invalid_argument: give a changeset and the decision approve or reject (apply only with approve)")
+	}
+	c, err := calls.decide(ctx, id, cid, api.ChangesetDecision{Decision: decision, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	if !apply {
 		return changesetOut(c, false), nil
 	}
-	r, err := s.c.SandboxApplyChangeset(ctx, id, in.Changeset)
+	r, err := calls.apply(ctx, id, cid)
 	if err != nil {
 		return nil, err
 	}

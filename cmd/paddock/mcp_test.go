@@ -174,7 +174,7 @@ func TestMCPServe(t *testing.T) {
 		}
 	}
 	sc := mcpServe(t, bin, noTokenEnv, "--allow-write", "--token-file", tf)
-	if got, want := mcpTools(t, sc), []string{"session_approvals", "session_artifacts", "session_events", "session_file_read", "session_files", "session_get", "session_probe"}; !slices.Equal(got, want) {
+	if got, want := mcpTools(t, sc), []string{"session_approvals", "session_artifacts", "session_changesets", "session_events", "session_file_read", "session_files", "session_get", "session_probe"}; !slices.Equal(got, want) {
 		t.Errorf("session token tools: got %v, want %v", got, want)
 	}
 	if e := mcpCall(t, sc, "session_file_read", map[string]any{"path": "/workspace/a.txt"}, &fr); e != "" || fr.Content != "secret-ish text" {
