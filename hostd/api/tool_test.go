@@ -1,0 +1,75 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/client"
+)
+
+// TestToolHeader: a request naming its tool in Mcp-Tool gets the name
+// recorded as mcp_tool in the ledger entry it causes; a request without
+// it records none; a header that is not a tool name (too long, spaces, two
+// values) is refused with 400 invalid_argument before anything runs.
+func TestToolHeader(t *testing.T) {
+	d := fakeDaemon(t)
+	ctx := t.Context()
+	s, err := d.c.CreateSession(ctx, apiv1.CreateRequest{Agent: "tool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Exec(client.WithTool(ctx, "session_exec"), s.ID, apiv1.ExecRequest{Command: "echo tooled"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Exec(ctx, s.ID, apiv1.ExecRequest{Command: "echo plain"}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := d.c.Events(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tooled, plain string
+	for _, e := range es {
+		var data struct {
+			Command string `json:"command"`
+			Tool    string `json:"mcp_tool"`
+		}
+		json.Unmarshal(e.Data, &data)
+		switch {
+		case e.Kind == "exec" && data.Command == "echo tooled":
+			tooled = data.Tool
+		case e.Kind == "exec" && data.Command == "echo plain":
+			plain = data.Tool + "(none)"
+		}
+	}
+	if tooled != "session_exec" || plain != "(none)" {
+		t.Errorf("ledger tool notes: tooled %q, plain %q", tooled, plain)
+	}
+
+	for _, bad := range [][]string{{strings.Repeat("a", 65)}, {"rm -rf"}, {"a", "b"}, {""}} {
+		req, _ := http.NewRequest(http.MethodPost, d.url+"/v1/agents/sessions/"+s.ID+"/exec", bytes.NewReader([]byte(`{"command":"echo bad"}`)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header[client.ToolHeader] = bad
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Code string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || body.Code != "invalid_argument" {
+			t.Errorf("header %q: %d %q", bad, resp.StatusCode, body.Code)
+		}
+	}
+	es2, _ := d.c.Events(ctx, s.ID)
+	for _, e := range es2 {
+		if strings.Contains(string(e.Data), "echo bad") {
+			t.Errorf("a refused request ran: %s", e.Data)
+		}
+	}
+}
