@@ -58,6 +58,8 @@ type mcpClient struct {
 	project string
 	// entry is our server's JSON value in this client's shape.
 	entry func(l mcpLaunch) any
+	// seed is what a new JSON file starts from (nil: an empty object).
+	seed []byte
 }
 
 // The JSON shapes, as structs so that the keys come out in a fixed order.
@@ -133,6 +135,7 @@ var mcpClients = map[string]mcpClient{
 	},
 	"opencode": {
 		name: "opencode", key: "mcp", project: "opencode.json",
+		seed: []byte(`{"$schema": "https://opencode.ai/config.json"}`),
 		user: func(home string) string { return filepath.Join(configHome(home), "opencode", "opencode.json") },
 		entry: func(l mcpLaunch) any {
 			return opencodeEntry{Type: "local", Command: append([]string{l.Command}, l.Args...), Enabled: true, Environment: l.Env}

@@ -30,6 +30,9 @@ func mergeConfig(c mcpClient, old []byte, l mcpLaunch) (out []byte, changed bool
 	if c.toml {
 		return mergeTOML(old, l)
 	}
+	if len(bytes.TrimSpace(old)) == 0 && c.seed != nil {
+		old = c.seed
+	}
 	return mergeJSON(old, c.key, c.entry(l))
 }
 
@@ -346,8 +349,11 @@ func mergeTOML(old []byte, l mcpLaunch) ([]byte, bool, error) {
 		if !placed {
 			out = append(out, ours...)
 			placed = true
+			out = append(out, lines[last:end]...)
+		} else if len(out) > 0 && strings.TrimSpace(out[len(out)-1]) != "" {
+			// A later sub-table: its blank lines only where none are left.
+			out = append(out, lines[last:end]...)
 		}
-		out = append(out, lines[last:end]...)
 		i = end
 	}
 	if !placed {
