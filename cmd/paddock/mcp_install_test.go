@@ -233,7 +233,7 @@ func TestMCPInstallRefusesBroken(t *testing.T) {
 	for name, bad := range map[string]string{
 		"claude-code": `{"mcpServers": {`,
 		"vscode":      `{"servers": [] }`,
-		"gemini":      `// a comment
+		"gemini": `// a comment
 {"mcpServers": {}}`,
 		"opencode": `{"mcp": {}} {"more": 1}`,
 		"codex":    "[mcp_servers.x\ncommand = 1",
