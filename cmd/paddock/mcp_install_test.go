@@ -249,6 +249,16 @@ func TestMCPInstallRefusesBroken(t *testing.T) {
 	if _, _, err := mergeConfig(mcpClients["codex"], []byte(inline), goldenLaunch); err == nil || !strings.Contains(err.Error(), "by hand") {
 		t.Errorf("codex inline entry: %v", err)
 	}
+	// Lines inside a multi-line string that look like our table's header:
+	// cutting by lines would change the string and drop a key, and the
+	// check that decodes both files catches it.
+	tricky := "[mcp_servers.paddock]\ncommand = \"/old\"\nargs = []\n\n[notes]\na = \"\"\"\n[mcp_servers.paddock.x]\n\"\"\"\nb = \"\"\"\n[y]\n\"\"\"\n"
+	if _, err := toml.Decode(tricky, &map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := mergeConfig(mcpClients["codex"], []byte(tricky), goldenLaunch); err == nil {
+		t.Errorf("codex: a merge that changes another key was written:\n%s", out)
+	}
 }
 
 // runMCP runs `paddock args...` in this process with HOME at home.
