@@ -2,17 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/BurntSushi/toml"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var updateGolden = flag.Bool("update-mcp-golden", false, "rewrite testdata/mcp-install/*.golden")
@@ -433,5 +437,87 @@ func TestMCPStatusOffline(t *testing.T) {
 	}
 	if len(seen) != len(mcpClients) {
 		t.Errorf("rows for %d clients, want %d", len(seen), len(mcpClients))
+	}
+}
+
+// TestMCPInstallLive: against a real `paddock serve`, `mcp install` (as
+// the built binary) writes an entry that a client can start as written,
+// with only the entry's own environment, and that server lists its tools;
+// `mcp status` says the daemon answers with the entry's token file, and
+// does not with a wrong token.
+func TestMCPInstallLive(t *testing.T) {
+	bin, state, addr, env := daemonSetupFresh(t)
+	srv := startServe(t, bin, state, addr, env)
+	defer stopServe(t, srv)
+
+	home := t.TempDir()
+	var userEnv, bare []string // bare: what a client gives a server it starts
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME", "XDG_CONFIG_HOME", "CODEX_HOME":
+			continue
+		case "PADDOCK_TOKEN", "PADDOCK_URL", "PADDOCK_CA", "PADDOCK_STATE_DIR", "PADDOCK_ADMIN_TOKEN":
+		default:
+			bare = append(bare, kv)
+		}
+		userEnv = append(userEnv, kv)
+	}
+	userEnv = append(userEnv, "HOME="+home)
+	bare = append(bare, "HOME="+home)
+	good, bad := filepath.Join(home, "token"), filepath.Join(home, "bad-token")
+	os.WriteFile(good, []byte("pdk_cli_test_token_0123456789\n"), 0o600)
+	os.WriteFile(bad, []byte("pdk_not_a_token_000000000000\n"), 0o600)
+
+	if out, errOut, code := runCLI(t, bin, userEnv, nil, "--state-dir", state, "mcp", "install", "gemini", "--token-file", good); code != 0 {
+		t.Fatalf("install gemini: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := runCLI(t, bin, userEnv, nil, "--state-dir", state, "mcp", "install", "cursor", "--token-file", bad); code != 0 {
+		t.Fatalf("install cursor: %d %s %s", code, out, errOut)
+	}
+
+	b, err := os.ReadFile(filepath.Join(home, ".gemini", "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := parseBack(t, mcpClients["gemini"], b)
+	cmd := exec.Command(l.Command, l.Args...)
+	cmd.Env = bare
+	for k, v := range l.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "install-test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("starting the installed entry %v: %v", l, err)
+	}
+	defer cs.Close()
+	if tools := mcpTools(t, cs); !slices.Contains(tools, "session_list") || slices.Contains(tools, "session_exec") {
+		t.Errorf("tools of the installed entry: %v", tools)
+	}
+
+	out, errOut, code := runCLI(t, bin, userEnv, nil, "--json", "mcp", "status")
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, errOut)
+	}
+	var rows []mcpStatusRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, r := range rows {
+		switch r.Client {
+		case "gemini":
+			if !r.Installed || !r.Binary || r.AllowWrite || !strings.HasPrefix(r.Daemon, "ok") {
+				t.Errorf("gemini: %+v", r)
+			}
+		case "cursor":
+			if !r.Installed || strings.HasPrefix(r.Daemon, "ok") || r.Daemon == "" {
+				t.Errorf("cursor (wrong token): %+v", r)
+			}
+		}
+	}
+	if out, _, _ := runCLI(t, bin, userEnv, nil, "mcp", "status"); !strings.Contains(out, "gemini") || strings.Contains(out, "pdk_") {
+		t.Errorf("status table: %s", out)
 	}
 }
