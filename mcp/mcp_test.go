@@ -3,9 +3,12 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 
 	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/mcp"
 )
@@ -20,6 +24,12 @@ import (
 // connect runs a Paddock MCP server for c over in-memory transports and
 // returns the official SDK's client session talking to it.
 func connect(t *testing.T, c *client.Client, opts mcp.Options) *sdk.ClientSession {
+	t.Helper()
+	return connectWith(t, c, opts, nil)
+}
+
+// connectWith is connect with the SDK client's options.
+func connectWith(t *testing.T, c *client.Client, opts mcp.Options, copts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	ctx := t.Context()
 	srv, err := mcp.New(ctx, c, opts)
@@ -32,7 +42,7 @@ func connect(t *testing.T, c *client.Client, opts mcp.Options) *sdk.ClientSessio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "paddock-test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "paddock-test", Version: "1"}, copts).Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +224,9 @@ func TestMCPSessionFlow(t *testing.T) {
 	}()
 	var pending string
 	for deadline := time.Now().Add(30 * time.Second); pending == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var as struct{ Approvals []struct{ ID, Command, State string } }
+		var as struct {
+			Approvals []struct{ ID, Command, State string }
+		}
 		mustCall(t, cs, "session_approvals", map[string]any{"session": ses.ID}, &as)
 		for _, x := range as.Approvals {
 			if x.State == "pending" && x.Command == "touch /workspace/waited" {
@@ -245,6 +257,22 @@ func TestMCPSessionFlow(t *testing.T) {
 	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/notes.txt", "offset": 6, "length": 3}, &fr)
 	if fr.Content != "mcp" || fr.EOF {
 		t.Fatalf("ranged read: %+v", fr)
+	}
+	// A part that would end inside a character stops before it.
+	mustCall(t, cs, "session_file_write", map[string]any{"session": ses.ID, "path": "/workspace/utf8.txt", "content": "héllo"}, nil)
+	var part struct {
+		Content       string
+		ContentBase64 string `json:"content_base64"`
+		NextOffset    int64  `json:"next_offset"`
+		EOF           bool
+	}
+	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/utf8.txt", "length": 2}, &part)
+	if part.Content != "h" || part.ContentBase64 != "" || part.NextOffset != 1 || part.EOF {
+		t.Fatalf("a part ending inside é: %+v", part)
+	}
+	mustCall(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/utf8.txt", "offset": 1}, &part)
+	if part.Content != "éllo" || !part.EOF {
+		t.Fatalf("the rest: %+v", part)
 	}
 	var ls struct{ Entries []struct{ Name string } }
 	mustCall(t, cs, "session_files", map[string]any{"session": ses.ID}, &ls)
@@ -291,16 +319,17 @@ func TestMCPSessionFlow(t *testing.T) {
 		Events []struct{ Kind, Data string }
 	}
 	mustCall(t, cs, "session_events", map[string]any{"session": ses.ID, "limit": 200}, &ev)
-	var sawExec, sawWrite bool
+	var sawExec, sawWrite, sawRead bool
 	for _, e := range ev.Events {
+		sawRead = sawRead || e.Kind == "mcp.read" && strings.Contains(e.Data, `"mcp_tool":"session_file_read"`) && strings.Contains(e.Data, `"path":"/workspace/notes.txt"`)
 		sawExec = sawExec || strings.Contains(e.Data, `"mcp_tool":"session_exec"`)
 		sawWrite = sawWrite || strings.Contains(e.Data, `"mcp_tool":"session_file_write"`)
 		if strings.Contains(e.Data, "hello mcp") {
 			t.Errorf("the ledger holds file contents: %s %s", e.Kind, e.Data)
 		}
 	}
-	if !sawExec || !sawWrite {
-		t.Errorf("the ledger does not name the tools (exec %v, file write %v): %+v", sawExec, sawWrite, ev.Events)
+	if !sawExec || !sawWrite || !sawRead {
+		t.Errorf("the ledger does not name the tools (exec %v, file write %v, file read %v): %+v", sawExec, sawWrite, sawRead, ev.Events)
 	}
 
 	mustCall(t, cs, "session_delete", map[string]any{"session": ses.ID}, nil)
@@ -498,5 +527,119 @@ func TestMCPMoreTools(t *testing.T) {
 	who, err := client.New(d.URL, tok.Token).WhoAmI(t.Context())
 	if err != nil || who.Session != ses.ID || !slices.Equal(who.Ops, []string{"read"}) {
 		t.Errorf("minted token: %+v %v", who, err)
+	}
+}
+
+// TestMCPProgress: a call that asks for progress hears, while its tool
+// runs, that the tool still runs; none after the result, and none for a
+// call that did not ask.
+func TestMCPProgress(t *testing.T) {
+	defer mcp.SetProgressEvery(200 * time.Millisecond)()
+	d := daemontest.New(t)
+	var mu sync.Mutex
+	got := map[any][]string{}
+	cs := connectWith(t, d.Client, mcp.Options{AllowWrite: true}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[r.Params.ProgressToken] = append(got[r.Params.ProgressToken], r.Params.Message)
+		},
+	})
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	p := &sdk.CallToolParams{Name: "session_exec", Arguments: map[string]any{"session": ses.ID, "command": "sleep 1.5"}}
+	p.SetProgressToken("long-exec")
+	if res, err := cs.CallTool(t.Context(), p); err != nil || res.IsError {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
+	mu.Lock()
+	n := len(got["long-exec"])
+	mu.Unlock()
+	if n < 3 {
+		t.Fatalf("%d progress notifications during a 1.5 s exec at 200 ms: %v", n, got)
+	}
+	mu.Lock()
+	if !strings.HasPrefix(got["long-exec"][0], "session_exec still running after") {
+		t.Errorf("progress message: %q", got["long-exec"][0])
+	}
+	mu.Unlock()
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "sleep 1"}, nil)
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got["long-exec"]) != n || len(got) != 1 {
+		t.Errorf("progress after the result, or without a token: %v", got)
+	}
+}
+
+// TestMCPCancel: a call the client cancels ends its request to the
+// daemon, and the command it ran does not run on.
+func TestMCPCancel(t *testing.T) {
+	d := daemontest.New(t)
+	cs := connect(t, d.Client, mcp.Options{AllowWrite: true})
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	// sleeping lists the sandbox's processes running sleep 20 (from /proc:
+	// the image may have no ps).
+	const sleeping = `for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep '^sleep 20' || true`
+	var ex struct{ Stdout string }
+	// A control: a running sleep 20 is seen.
+	var job struct{ ID string }
+	mustCall(t, cs, "session_job_start", map[string]any{"session": ses.ID, "command": "sleep 20"}, &job)
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": sleeping}, &ex)
+	if ex.Stdout == "" {
+		t.Fatal("the control sleep 20 is not seen")
+	}
+	mustCall(t, cs, "session_job_kill", map[string]any{"session": ses.ID, "job": job.ID, "signal": "KILL"}, nil)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "session_exec", Arguments: map[string]any{"session": ses.ID, "command": "sleep 20; touch /workspace/late"}})
+	if err == nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("cancelled call: %v after %s", err, time.Since(start))
+	}
+	// The command is gone from the sandbox soon after.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": sleeping}, &ex)
+		if ex.Stdout == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled command still runs: %q", ex.Stdout)
+		}
+	}
+}
+
+// TestMCPTenant: a tenant token's server has every tool but
+// session_approve, and one tenant's server cannot see another's session.
+func TestMCPTenant(t *testing.T) {
+	dir := t.TempDir()
+	tokA, sumA := auth.NewTenantToken()
+	tokB, sumB := auth.NewTenantToken()
+	tf := filepath.Join(dir, "tenants.json")
+	if err := os.WriteFile(tf, []byte(`{"tenants":[{"name":"a","token_sha256":"`+sumA+`"},{"name":"b","token_sha256":"`+sumB+`"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.New(t, daemontest.WithTenants(tf))
+	a := connect(t, client.New(d.URL, tokA), mcp.Options{AllowWrite: true})
+	b := connect(t, client.New(d.URL, tokB), mcp.Options{AllowWrite: true})
+	tools := listTools(t, a)
+	if slices.Contains(tools, "session_approve") || !slices.Contains(tools, "session_create") || !slices.Contains(tools, "session_fork") {
+		t.Errorf("tenant tools: %v", tools)
+	}
+	var ses struct{ ID string }
+	mustCall(t, a, "session_create", map[string]any{}, &ses)
+	if e := call(t, b, "session_get", map[string]any{"session": ses.ID}, nil); !strings.HasPrefix(e, "not_found") {
+		t.Errorf("another tenant's session: %q", e)
+	}
+	var l struct{ Sessions []struct{ ID string } }
+	mustCall(t, b, "session_list", map[string]any{}, &l)
+	if len(l.Sessions) != 0 {
+		t.Errorf("tenant b lists %+v", l.Sessions)
+	}
+	mustCall(t, a, "session_list", map[string]any{}, &l)
+	if len(l.Sessions) != 1 || l.Sessions[0].ID != ses.ID {
+		t.Errorf("tenant a lists %+v", l.Sessions)
 	}
 }

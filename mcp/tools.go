@@ -78,14 +78,56 @@ type handler[In, Out any] func(ctx context.Context, s *Server, in In) (*Out, err
 func tool[In, Out any](name, desc string, write bool, op string, h handler[In, Out]) toolDef {
 	return toolDef{name: name, write: write, op: op, register: func(s *Server) {
 		t := &sdk.Tool{Name: name, Description: desc, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !write}}
-		sdk.AddTool(s.Server, t, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, *Out, error) {
+		sdk.AddTool(s.Server, t, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, *Out, error) {
+			stop := heartbeat(ctx, req, name)
 			out, err := h(client.WithTool(ctx, name), s, in)
+			stop()
 			if err != nil {
 				return nil, nil, toolError(err)
 			}
 			return nil, out, nil
 		})
 	}}
+}
+
+// progressEvery is how often a call whose client asked for progress (a
+// progressToken) hears that its tool still runs.
+var progressEvery = 5 * time.Second
+
+// heartbeat sends a progress notification every progressEvery while a
+// tool runs, when the call carries a progress token. The tools cannot say
+// how far a fork or an evaluation has got (the API answers once, at the
+// end), so the progress counts the notifications and the message says how
+// long the tool has run; a client that resets its request timeout on
+// progress keeps waiting for a long tool. The returned function stops it,
+// and no notification follows the result.
+func heartbeat(ctx context.Context, req *sdk.CallToolRequest, name string) (stop func()) {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return func() {}
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return func() {}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		start := time.Now()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(n),
+					Message: fmt.Sprintf("%s still running after %s", name, time.Since(start).Round(time.Second))})
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func adminOnly(d toolDef) toolDef { d.adminOnly = true; return d }
@@ -523,18 +565,56 @@ func sessionJobRead(ctx context.Context, s *Server, in JobReadIn) (*JobReadOut, 
 		out.NextOffset = in.Offset + MaxReadBytes
 		out.More, out.EOF = true, false
 	}
-	if utf8.Valid(raw) {
-		out.Stdout = string(raw)
+	// Text cut in the middle of a character (by the bound, or because the
+	// job has not written the rest yet) comes back without the partial
+	// character, which the next read starts with.
+	if k := textPrefix(raw, r.EOF); k >= 0 {
+		if k < len(raw) {
+			out.NextOffset = in.Offset + int64(k)
+		}
+		out.Stdout = string(raw[:k])
 	} else {
 		out.StdoutBase64 = base64.StdEncoding.EncodeToString(raw)
 	}
-	out.Stderr = r.Stderr
-	if len(out.Stderr) > MaxReadBytes {
-		out.Stderr = out.Stderr[:MaxReadBytes]
+	se := []byte(r.Stderr)
+	if len(se) > MaxReadBytes {
+		se = se[:MaxReadBytes]
 		out.StderrNextOffset = in.StderrOffset + MaxReadBytes
 		out.More, out.EOF = true, false
 	}
+	k := textPrefix(se, r.EOF)
+	if k < 0 {
+		k = len(se) // the API sends stderr as text already
+	} else if k < len(se) {
+		out.StderrNextOffset = in.StderrOffset + int64(k)
+	}
+	out.Stderr = string(se[:k])
+	if out.NextOffset != r.NextOffset || out.StderrNextOffset != r.StderrNextOffset {
+		out.More, out.EOF = true, false
+	}
 	return out, nil
+}
+
+// textPrefix is how much of b to return as text: all of it when it is
+// UTF-8; all but its last one to three bytes when they are the start of a
+// character cut short and the stream goes on (not at its end, and some
+// text is left, so a reader always moves on); -1 when it is not text.
+func textPrefix(b []byte, end bool) int {
+	if utf8.Valid(b) {
+		return len(b)
+	}
+	if end {
+		return -1
+	}
+	for k := len(b) - 1; k >= 1 && k >= len(b)-3; k-- {
+		if utf8.RuneStart(b[k]) {
+			if utf8.Valid(b[:k]) && !utf8.FullRune(b[k:]) {
+				return k
+			}
+			break
+		}
+	}
+	return -1
 }
 
 type JobStdinIn struct {
@@ -677,6 +757,11 @@ func sessionFileRead(ctx context.Context, s *Server, in FileReadIn) (*FileReadOu
 	raw, err := base64.StdEncoding.DecodeString(r.DataBase64)
 	if err != nil {
 		return nil, fmt.Errorf("internal: the daemon sent bad base64: %w", err)
+	}
+	// A text file read in parts may stop in the middle of a character:
+	// that character comes whole with the next part.
+	if k := textPrefix(raw, r.EOF); k >= 0 {
+		raw = raw[:k]
 	}
 	out := &FileReadOut{Path: r.Path, Offset: r.Offset, Length: len(raw), Size: r.Size, NextOffset: r.Offset + int64(len(raw)), EOF: r.EOF}
 	if utf8.Valid(raw) {

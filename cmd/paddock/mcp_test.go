@@ -86,6 +86,25 @@ func TestMCPServe(t *testing.T) {
 	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
 	defer stopServe(t, srv)
 
+	// Bad flags and token files are refused before anything is served.
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, []byte(strings.Repeat("x", maxTokenFile+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"mcp", "serve", "--token", "a", "--token-file", big},
+		{"mcp", "serve", "--token-file", big},
+		{"mcp", "serve", "--token-file", filepath.Join(t.TempDir(), "missing")},
+	} {
+		if _, se, code := runCLI(t, bin, env, nil, args...); code != exitUsage || !strings.Contains(se, "token") {
+			t.Errorf("%v: code %d, stderr %q", args, code, se)
+		}
+	}
+	// A bad token fails at start, naming why.
+	if _, se, code := runCLI(t, bin, env, nil, "mcp", "serve", "--token", "pdk_not_a_token_0000000000"); code == 0 || !strings.Contains(se, "who this token is") {
+		t.Errorf("bad token: code %d, stderr %q", code, se)
+	}
+
 	ro := mcpTools(t, mcpServe(t, bin, env))
 	if slices.Contains(ro, "session_exec") || slices.Contains(ro, "session_create") || !slices.Contains(ro, "session_file_read") {
 		t.Errorf("read-only tools: %v", ro)

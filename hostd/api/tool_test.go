@@ -28,12 +28,31 @@ func TestToolHeader(t *testing.T) {
 	if _, err := d.c.Exec(ctx, s.ID, apiv1.ExecRequest{Command: "echo plain"}); err != nil {
 		t.Fatal(err)
 	}
+	// A read by a tool is recorded (route and path, never content); the
+	// same read without the header is not.
+	if _, err := d.c.GetSession(client.WithTool(ctx, "session_get"), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.GetSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
 	es, err := d.c.Events(ctx, s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tooled, plain string
+	reads := 0
 	for _, e := range es {
+		if e.Kind == "mcp.read" {
+			reads++
+			var data struct {
+				Route string `json:"route"`
+				Tool  string `json:"mcp_tool"`
+			}
+			if json.Unmarshal(e.Data, &data); data.Route != "GET /v1/agents/sessions/{id}" || data.Tool != "session_get" {
+				t.Errorf("mcp.read entry: %s", e.Data)
+			}
+		}
 		var data struct {
 			Command string `json:"command"`
 			Tool    string `json:"mcp_tool"`
@@ -45,6 +64,9 @@ func TestToolHeader(t *testing.T) {
 		case e.Kind == "exec" && data.Command == "echo plain":
 			plain = data.Tool + "(none)"
 		}
+	}
+	if reads != 1 {
+		t.Errorf("%d mcp.read entries for one read by a tool", reads)
 	}
 	if tooled != "session_exec" || plain != "(none)" {
 		t.Errorf("ledger tool notes: tooled %q, plain %q", tooled, plain)
