@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 // defaultStateDir is the CLI's --state-dir when neither the flag nor
 // PADDOCK_STATE_DIR says otherwise (main.go).
 const defaultStateDir = "/var/lib/paddock"
+
+// sessionIDShape is what --session may be: ids are "ses-" and hex.
+var sessionIDShape = regexp.MustCompile(`^ses-[0-9a-f]{1,64}$`)
 
 // mcpInstallOpts is what `paddock mcp install` was asked for.
 type mcpInstallOpts struct {
@@ -86,6 +90,9 @@ func mcpLaunchFor(g *globals, o mcpInstallOpts) (mcpLaunch, error) {
 		l.Args = append(l.Args, "--allow-write")
 	}
 	if o.session != "" {
+		if !sessionIDShape.MatchString(o.session) {
+			return mcpLaunch{}, usageError{fmt.Errorf("--session %q is not a session id (ses-0123456789abcdef)", o.session)}
+		}
 		l.Args = append(l.Args, "--session", o.session)
 	}
 	tf := o.tokenFile
@@ -169,7 +176,13 @@ func readConfigFile(p string) (data []byte, mode fs.FileMode, exists bool, err e
 // (returned).
 func writeConfigFile(p string, data, old []byte, mode fs.FileMode, existed bool, now time.Time) (backup string, err error) {
 	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// A missing directory is private unless the file is meant to be read
+	// by others (a project's file).
+	dirMode := fs.FileMode(0o700)
+	if mode&0o044 != 0 {
+		dirMode = 0o755
+	}
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return "", err
 	}
 	if existed {

@@ -395,6 +395,9 @@ func TestMCPInstallCLI(t *testing.T) {
 		t.Errorf("project file: %v %s", err, b)
 	}
 
+	if _, err := runMCP(t, "mcp", "install", "codex", "--session", "ses-1\"; rm -rf ~"); !errors.As(err, &ue) {
+		t.Errorf("a bad --session: %v", err)
+	}
 	if _, err := runMCP(t, "mcp", "install", "emacs"); !errors.As(err, &ue) {
 		t.Errorf("unknown client: %v", err)
 	}
