@@ -54,6 +54,9 @@ type SpeculateRequest struct {
 	Cwd string `json:"cwd,omitempty"`
 	// TimeoutSeconds bounds the command (default 60, at most 3600).
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// ApprovalID spends an approved request for this command, as exec's
+	// approval_id does (sessions only: a sandbox has no approvals).
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // ChangesetFile is one path the command added, modified or deleted.

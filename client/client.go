@@ -313,6 +313,36 @@ func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int6
 	return &u, json.Unmarshal(body, &u)
 }
 
+// openStream sends a request for Server-Sent Events (a JSON body when
+// body is not nil) and returns the answer once it is 200; any other
+// status is the API's error.
+func (c *Client) openStream(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	hr.Header.Set("Accept", "text/event-stream")
+	setTool(hr)
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		return nil, decodeError(resp.StatusCode, data)
+	}
+	return resp, nil
+}
+
 // ExecStream runs a command through exec/stream, copying output and
 // stderr to the writers as they arrive, and returns the exit code (128+n
 // for a signal, as a shell reports it).
@@ -321,23 +351,11 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest,
 	if err != nil {
 		return 0, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+sp(id)+"/exec/stream", bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	hr.Header.Set("Authorization", "Bearer "+c.token)
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
-	setTool(hr)
-	resp, err := c.hc.Do(hr)
+	resp, err := c.openStream(ctx, http.MethodPost, sp(id)+"/exec/stream", b)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return 0, decodeError(resp.StatusCode, data)
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 32<<20)
 	var event string

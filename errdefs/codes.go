@@ -88,6 +88,17 @@ const (
 	// how many paths were applied and names the checkpoint that undoes
 	// them.
 	CodePromoteIncomplete = "promote_incomplete"
+
+	// Changesets of a speculation (POST .../speculate, .../changesets).
+	// 409, conflict: every kept changeset of the target is still pending;
+	// a decision on a changeset already decided; an apply of one not
+	// approved (or applied already), of one that is incomplete, or of one
+	// whose files changed on the target since (the message names them).
+	CodeChangesetsFull       = "changesets_full"
+	CodeChangesetDecided     = "changeset_decided"
+	CodeChangesetNotApproved = "changeset_not_approved"
+	CodeChangesetIncomplete  = "changeset_incomplete"
+	CodeChangesetConflict    = "changeset_conflict"
 )
 
 // FinerCodes lists the finer codes with the kind each one is of, for
@@ -127,5 +138,10 @@ func FinerCodes() map[string]error {
 		CodePromoteConflicts:        ErrConflict,
 		CodePromoteTooLarge:         ErrConflict,
 		CodePromoteIncomplete:       ErrBadGateway,
+		CodeChangesetsFull:          ErrConflict,
+		CodeChangesetDecided:        ErrConflict,
+		CodeChangesetNotApproved:    ErrConflict,
+		CodeChangesetIncomplete:     ErrConflict,
+		CodeChangesetConflict:       ErrConflict,
 	}
 }

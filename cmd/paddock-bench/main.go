@@ -234,6 +234,20 @@ func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, d
 		return time.Since(t0)
 	})
 	row("API: exec with a rewind point vs plain exec", exRW, ex, fmt.Sprintf("plain exec (the point: %s, goal ≤ 10ms)", (exRW-ex).Round(10*time.Microsecond)))
+	// Undo, then the first exec after it (which takes its own point, as
+	// rewind is still on): what going back one command costs before work
+	// goes on. Each run first takes the point it undoes to.
+	undo := median(runs, func() time.Duration {
+		_, err := cl.Exec(ctx, sr.ID, session.ExecRequest{Command: "true"})
+		check(err)
+		t0 := time.Now()
+		_, err = cl.RewindUndo(ctx, sr.ID, apiv1.RewindUndoRequest{Steps: 1})
+		check(err)
+		_, err = cl.Exec(ctx, sr.ID, session.ExecRequest{Command: "true"})
+		check(err)
+		return time.Since(t0)
+	})
+	row("API: undo → first exec vs plain exec", undo, ex, "plain exec (the exec takes a point too)")
 	check(cl.DeleteSession(ctx, sr.ID))
 	i := 0
 	ck := median(runs, func() time.Duration {
@@ -257,6 +271,7 @@ func benchAPI(ctx context.Context, b hypervisor.Backend, dir string, runs int, d
 	row("API: checkpoint vs backend checkpoint", ck, direct, "backend directly")
 	benchPromote(ctx, cl, runs)
 	benchEvaluate(ctx, cl, runs)
+	benchSpeculate(ctx, cl, runs)
 	check(cl.DeleteSession(ctx, s.ID))
 	return ex
 }

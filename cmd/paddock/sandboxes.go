@@ -22,7 +22,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "sandboxes",
 		Aliases: []string{"sbx"},
-		Short:   "Sandboxes on a Paddock daemon: create, exec, read, write, rm (PADDOCK_URL, PADDOCK_TOKEN)",
+		Short:   "Sandboxes on a Paddock daemon: create, exec, read, write, speculate, rm (PADDOCK_URL, PADDOCK_TOKEN)",
 		Long: `Sandboxes kept by a running daemon (paddock serve): each lives until it is
 removed or its TTL runs out (default 600 s). For a one-off sandbox without a
 daemon, use ` + "`paddock sandbox run`" + `.`,
@@ -30,6 +30,7 @@ daemon, use ` + "`paddock sandbox run`" + `.`,
   paddock sandboxes exec $ID -- 'uname -a; exit 3'; echo $?     # 3
   paddock sandboxes write $ID /workspace/in.txt ./in.txt --mode 640
   paddock sandboxes read $ID /workspace/in.txt
+  paddock sandboxes speculate $ID --path /workspace -- 'rm /workspace/in.txt'   # shown, not done
   paddock sandboxes rm $ID`,
 	}
 	cmd.PersistentFlags().StringVar(&addr, "url", envOr("PADDOCK_URL", "https://127.0.0.1:7788"), "daemon URL; env PADDOCK_URL (an https daemon is trusted through PADDOCK_CA, a PEM file, or on this machine the state dir's gateway root)")
@@ -229,6 +230,7 @@ its exit code (128+n when a signal ended it). --json prints the whole result.`,
 	}}
 	write.Flags().StringVar(&mode, "mode", "", "octal mode, e.g. 640 (default 0644)")
 	cmd.AddCommand(create, ls, get, rm, execCmd, read, write)
+	cmd.AddCommand(changesetCommands(g, cl, sandboxChangesets)...)
 	return cmd
 }
 

@@ -337,9 +337,11 @@ workspace is (default /workspace).
 	cmd.AddCommand(approvalCommands(g, cl)...)
 	cmd.AddCommand(previewCommands(g, cl)...)
 	cmd.AddCommand(rewindCommand(g, cl))
+	cmd.AddCommand(eventsCommand(g, cl))
 	cmd.AddCommand(shellCommand(cl))
 	cmd.AddCommand(replayCommand(g, cl))
 	cmd.AddCommand(orchestrateCommands(g, cl)...)
+	cmd.AddCommand(changesetCommands(g, cl, sessionChangesets)...)
 	return cmd
 }
 

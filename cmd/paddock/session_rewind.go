@@ -53,7 +53,7 @@ func rewindCommand(g *globals, cl func() (*client.Client, error)) *cobra.Command
 		Long: `With rewind on, the daemon takes a point (a snapshot of the machine) just
 before each command of the kinds --triggers names (exec by default; job,
 file and git too), and keeps the last --max-points (default 10, at most
-50) of them. Points cost a snapshot each, and live in the daemon's memory.
+50) of them. Points cost a snapshot each, and outlive a daemon restart.
 
   paddock session rewind ID                      list the config and points
   paddock session rewind ID on [--max-points N] [--disk-only] [--triggers exec,file,git]

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/approvals"
 	"paddock.dev/paddock/hostd/auth"
@@ -107,27 +108,37 @@ func TestEveryTableEscapes(t *testing.T) {
 		prev      previews.Preview
 		sbx       sandboxes.Sandbox
 		who       auth.WhoAmI
+		cs        apiv1.Changeset
 	)
-	for _, v := range []any{&sess, &artifacts, &entry, &listing, &job, &grant, &tok, &appr, &prev, &sbx, &who} {
+	for _, v := range []any{&sess, &artifacts, &entry, &listing, &job, &grant, &tok, &appr, &prev, &sbx, &who, &cs} {
 		fill(reflect.ValueOf(v).Elem(), hostile)
 	}
+	// A changeset's file content is bytes, which fill leaves alone.
+	cs.Files[0].Content = []byte(hostile)
+	cs.Files[0].Op = "modified"
 	entry.Data, _ = json.Marshal(map[string]string{"path": hostile})
 	const sp = "/v1/agents/sessions/ses-1"
 	answers := map[string]any{
-		"/v1/agents/sessions":          map[string]any{"sessions": []*session.Session{&sess}},
-		sp:                             &sess,
-		sp + "/artifacts":              &artifacts,
-		sp + "/events":                 map[string]any{"ledger": []ledger.Entry{entry}},
-		sp + "/files":                  &listing,
-		sp + "/jobs":                   map[string]any{"jobs": []session.Job{job}},
-		sp + "/grants":                 map[string]any{"grants": []grants.Grant{grant}},
-		sp + "/tokens":                 map[string]any{"tokens": []tokens.SessionToken{tok}},
-		sp + "/approvals":              map[string]any{"approvals": []approvals.Approval{appr}},
-		sp + "/previews":               map[string]any{"previews": []previews.Preview{prev}},
-		sp + "/approvals/ap-1/approve": &appr,
-		"/v1/sandboxes":                map[string]any{"sandboxes": []*sandboxes.Sandbox{&sbx}},
-		"/v1/sandboxes/sbx-1":          &sbx,
-		"/v1/whoami":                   &who,
+		"/v1/agents/sessions":            map[string]any{"sessions": []*session.Session{&sess}},
+		sp:                               &sess,
+		sp + "/artifacts":                &artifacts,
+		sp + "/events":                   map[string]any{"ledger": []ledger.Entry{entry}},
+		sp + "/files":                    &listing,
+		sp + "/jobs":                     map[string]any{"jobs": []session.Job{job}},
+		sp + "/grants":                   map[string]any{"grants": []grants.Grant{grant}},
+		sp + "/tokens":                   map[string]any{"tokens": []tokens.SessionToken{tok}},
+		sp + "/approvals":                map[string]any{"approvals": []approvals.Approval{appr}},
+		sp + "/previews":                 map[string]any{"previews": []previews.Preview{prev}},
+		sp + "/approvals/ap-1/approve":   &appr,
+		"/v1/sandboxes":                  map[string]any{"sandboxes": []*sandboxes.Sandbox{&sbx}},
+		"/v1/sandboxes/sbx-1":            &sbx,
+		"/v1/whoami":                     &who,
+		sp + "/changesets":               apiv1.ChangesetList{Changesets: []apiv1.Changeset{cs}},
+		sp + "/changesets/cs-1":          &cs,
+		sp + "/changesets/cs-1/decide":   &cs,
+		sp + "/speculate":                &cs,
+		"/v1/sandboxes/sbx-1/changesets": apiv1.ChangesetList{Changesets: []apiv1.Changeset{cs}},
+		"/v1/sandboxes/sbx-1/changesets/cs-1/apply": apiv1.ApplyResult{Changeset: cs, Applied: []string{hostile}},
 	}
 	daemon := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, ok := answers[r.URL.Path]
@@ -169,6 +180,12 @@ func TestEveryTableEscapes(t *testing.T) {
 		{"session", "whoami"},
 		{"sandboxes", "ls"},
 		{"sandboxes", "get", "sbx-1"},
+		{"session", "changesets", "ses-1"},
+		{"session", "changeset", "ses-1", "cs-1"},
+		{"session", "changeset", "ses-1", "cs-1", "approve"},
+		{"sandboxes", "changeset", "sbx-1", "cs-1", "apply"},
+		{"session", "speculate", "ses-1", "--path", "/workspace", "true"},
+		{"sandboxes", "changesets", "sbx-1"},
 	} {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
 			out := run(t, args...)

@@ -139,6 +139,7 @@ func (s *Server) handlers() map[string]handler {
 	s.tokenRoutes(bind)
 	s.approvalRoutes(bind)
 	s.replayRoutes(bind)
+	s.speculateRoutes(bind)
 	s.adminRoutes(bind)
 	s.sandboxRoutes(bind)
 	s.previewRoutes(bind)

@@ -24,6 +24,7 @@ import (
 	guestapi "paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/api/routes"
+	"paddock.dev/paddock/hostd/speculate"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
 	"paddock.dev/paddock/internal/testutil"
@@ -169,6 +170,13 @@ var openAPISchemas = []struct {
 	{name: "ApprovalList", goV: approvalList{}, dir: out},
 	{name: "ApprovalDecision", goV: apiv1.Decision{}, dir: in},
 	{name: "ExecResult", goV: apiv1.ExecResult{}, dir: out},
+	{name: "SpeculateRequest", goV: apiv1.SpeculateRequest{}, dir: in},
+	{name: "ChangesetFile", goV: apiv1.ChangesetFile{}, dir: out},
+	{name: "SideEffects", goV: apiv1.SideEffects{}, dir: out},
+	{name: "Changeset", goV: apiv1.Changeset{}, dir: out},
+	{name: "ChangesetList", goV: apiv1.ChangesetList{}, dir: out},
+	{name: "ChangesetDecision", goV: apiv1.ChangesetDecision{}, dir: in},
+	{name: "ApplyResult", goV: apiv1.ApplyResult{}, dir: out},
 	{name: "ReplayRequest", goV: apiv1.ReplayRequest{}, dir: in},
 	{name: "ReplayStep", goV: apiv1.ReplayStep{}, dir: out},
 	{name: "ReplaySkipped", goV: apiv1.ReplaySkipped{}, dir: out},
@@ -278,6 +286,14 @@ var openAPILimits = []struct {
 	want any
 }{
 	{"components/schemas/CreateRequest/properties/agent/maxLength", apiv1.MaxAgentName},
+	{"components/schemas/SpeculateRequest/properties/command/maxLength", apiv1.MaxSpeculateCommandBytes},
+	{"components/schemas/SpeculateRequest/properties/paths/maxItems", apiv1.MaxSpeculatePaths},
+	{"components/schemas/SpeculateRequest/properties/paths/items/maxLength", speculate.MaxPathBytes},
+	{"components/schemas/SpeculateRequest/properties/cwd/maxLength", speculate.MaxCwdBytes},
+	{"components/schemas/SpeculateRequest/properties/timeout_seconds/maximum", apiv1.MaxSpeculateTimeoutSeconds},
+	{"components/schemas/SpeculateRequest/properties/timeout_seconds/default", apiv1.DefaultSpeculateTimeoutSeconds},
+	{"components/schemas/ChangesetDecision/properties/reason/maxLength", speculate.MaxReasonBytes},
+	{"components/schemas/Changeset/properties/status/enum", []string{apiv1.ChangesetPending, apiv1.ChangesetApproved, apiv1.ChangesetRejected, apiv1.ChangesetApplied}},
 	{"components/schemas/CreateRequest/properties/ttl_seconds/maximum", apiv1.MaxTTLSeconds},
 	{"components/schemas/CreateRequest/properties/ttl_seconds/default", apiv1.DefaultTTLSeconds},
 	{"components/schemas/WorkspaceRequest/properties/path/maxLength", apiv1.MaxWorkspacePath},

@@ -9,6 +9,7 @@ import (
 	"paddock.dev/paddock/hostd/replay"
 	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
+	"paddock.dev/paddock/hostd/speculate"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hostd/workspace"
@@ -25,6 +26,7 @@ type Services struct {
 	Rewind    *rewind.Service
 	Replay    *replay.Service
 	Sandboxes *sandboxes.Service
+	Speculate *speculate.Service
 	Terminals *terminals.Service
 	Tokens    *tokens.Service
 	Workspace *workspace.Service
@@ -41,6 +43,7 @@ func (svc Services) Missing() []string {
 		{"approvals", svc.Approvals == nil}, {"grants", svc.Grants == nil}, {"previews", svc.Previews == nil},
 		{"rewind", svc.Rewind == nil}, {"sandboxes", svc.Sandboxes == nil}, {"terminals", svc.Terminals == nil}, {"tokens", svc.Tokens == nil},
 		{"workspace", svc.Workspace == nil}, {"promote", svc.Promote == nil}, {"replay", svc.Replay == nil},
+		{"speculate", svc.Speculate == nil},
 	} {
 		if x.nil_ {
 			out = append(out, x.name)

@@ -45,6 +45,7 @@ import (
 	"paddock.dev/paddock/hostd/rewind"
 	"paddock.dev/paddock/hostd/sandboxes"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/speculate"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hostd/terminals"
 	"paddock.dev/paddock/hostd/tokens"
@@ -324,7 +325,8 @@ func New(cfg Config) (d *Daemon, err error) {
 	d.api = api.New(d.mgr, hash, log)
 	d.api.SetPolicy(d.eng)
 	svc := api.Services{Approvals: d.appr, Grants: d.grants, Previews: d.previews, Sandboxes: d.sbx, Terminals: d.terms, Tokens: d.tokens, Workspace: d.ws,
-		Promote: d.promote, Replay: replay.New(d.mgr), Rewind: d.rewind}
+		Promote: d.promote, Replay: replay.New(d.mgr), Rewind: d.rewind,
+		Speculate: speculate.New(d.mgr, d.ws)} // its stop hook drops a deleted session's changesets
 	if missing := append(d.mgr.Unwired(), svc.Missing()...); len(missing) > 0 {
 		// A sibling left out fails closed, but silently turns its
 		// feature off: a wiring mistake, not a configuration.

@@ -125,7 +125,7 @@ func TestHeadsMigration(t *testing.T) {
 	}
 	// Back to schema 8: no heads table, and none of the later
 	// migrations' tables either (they run again, in order, after 9).
-	if _, err := st.DB().Exec(`DROP TABLE ledger_heads; DROP TABLE vm_events; DELETE FROM schema_migrations WHERE version >= 9`); err != nil {
+	if _, err := st.DB().Exec(`DROP TABLE ledger_heads; DROP TABLE vm_events; DROP TABLE changesets; DROP TABLE rewind_rings; DROP TABLE rewind_points; DELETE FROM schema_migrations WHERE version >= 9`); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -8,11 +8,14 @@
 // step, so every entry that walks the pipeline (exec, exec/stream, a job,
 // a file change, a git verb) is covered by one place, and the ring lives
 // here, outside the session record: taking a point does not change the
-// session's revision.
+// session's revision. Each change to a ring is written to the store
+// (migration 12), so a daemon that adopts the session after a restart
+// loads the ring again (an OnAdopt hook) and its points still undo.
 package rewind
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -25,6 +28,7 @@ import (
 
 	apiv1 "paddock.dev/paddock/api"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/policy"
 )
@@ -78,6 +82,10 @@ type ring struct {
 	triggers atomic.Uint32
 	points   []*point // oldest first
 	seq      int64
+	// gone is set when the session stopped: the ring is no longer
+	// written to the store, so a holder that finishes after the stop
+	// does not bring the deleted rows back.
+	gone atomic.Bool
 }
 
 // Service is the rewind of every session on one Manager.
@@ -88,13 +96,96 @@ type Service struct {
 	rings map[string]*ring
 }
 
-// New makes the service, adds its command hook (named "rewind") and has
-// a session's points deleted when it stops.
+// New makes the service, adds its command hook (named "rewind"), has a
+// session's points deleted when it stops and its stored ring loaded when
+// a restarted daemon adopts it.
 func New(m *session.Manager) *Service {
 	s := &Service{m: m, rings: map[string]*ring{}}
 	m.AddCommandHook("rewind", s.hook)
 	m.OnStop(s.stopped)
+	m.OnAdopt(s.adopted)
 	return s
+}
+
+// save writes session id's ring to the store; the caller holds r.mu. A
+// failure does not undo what was done (the machine already changed): it
+// is ledgered as rewind.store_failed, and a restart would then load the
+// ring as it was last written.
+func (s *Service) save(ctx context.Context, id string, r *ring) {
+	if r.gone.Load() {
+		return
+	}
+	cfg, _ := json.Marshal(r.cfg)
+	row := store.RewindRing{Session: id, Config: cfg, Seq: r.seq, Points: make([]store.RewindPointRow, len(r.points))}
+	for i, p := range r.points {
+		snap, _ := json.Marshal(p.snap)
+		row.Points[i] = store.RewindPointRow{Tag: p.Tag, Kind: p.Trigger, Command: p.Command, Memory: p.Memory,
+			Pinned: p.Pinned, Snapshot: snap, CreatedAt: p.CreatedAt}
+	}
+	if err := s.m.Store().PutRewindRing(context.WithoutCancel(ctx), row); err != nil {
+		s.m.LedgerAppend(ctx, id, "rewind.store_failed", map[string]any{"reason": session.ClipText(err.Error(), 300)})
+	}
+}
+
+// stored reads session id's ring from the store (nil when it has none).
+func (s *Service) stored(ctx context.Context, id string) (*ring, error) {
+	row, err := s.m.Store().GetRewindRing(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r := &ring{cfg: defaultConfig(), seq: row.Seq}
+	if err := json.Unmarshal(row.Config, &r.cfg); err != nil {
+		return nil, fmt.Errorf("rewind config of %s: %w", id, err)
+	}
+	for _, pr := range row.Points {
+		p := &point{Point: Point{Tag: pr.Tag, Trigger: pr.Kind, Command: pr.Command, Memory: pr.Memory, Pinned: pr.Pinned, CreatedAt: pr.CreatedAt}}
+		if err := json.Unmarshal(pr.Snapshot, &p.snap); err != nil {
+			return nil, fmt.Errorf("rewind point %s of %s: %w", pr.Tag, id, err)
+		}
+		r.points = append(r.points, p)
+	}
+	return r, nil
+}
+
+// adopted is the adopt hook: a session a restarted daemon took over gets
+// its stored ring back. A point whose snapshot is gone (deleted or lost
+// while no daemon ran) is dropped from the ring with a rewind.point_lost
+// ledger entry; the others count their disk again and undo as before.
+func (s *Service) adopted(ctx context.Context, id string) {
+	r, err := s.stored(ctx, id)
+	if err != nil {
+		s.m.LedgerAppend(ctx, id, "rewind.store_failed", map[string]any{"reason": session.ClipText(err.Error(), 300)})
+		return
+	}
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.points[:0]
+	var lost []string
+	for _, p := range r.points {
+		if err := s.m.AdoptPoint(ctx, id, p.snap); err != nil {
+			lost = append(lost, p.Tag)
+			s.m.LedgerAppend(ctx, id, "rewind.point_lost", map[string]any{"tag": p.Tag, "snapshot_id": p.snap.ID,
+				"reason": session.ClipText(session.RedactSecrets(err.Error()), 300)})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	r.points = kept
+	r.on.Store(r.cfg.Enabled)
+	r.triggers.Store(triggerBits(r.cfg.Triggers))
+	s.mu.Lock()
+	s.rings[id] = r
+	s.mu.Unlock()
+	if len(lost) > 0 {
+		s.save(ctx, id, r)
+	}
+	s.m.LedgerAppend(ctx, id, "rewind.adopt", map[string]any{"points": tags(r.points), "lost": lost, "enabled": r.cfg.Enabled})
 }
 
 func defaultConfig() Config {
@@ -204,6 +295,7 @@ func (s *Service) SetConfig(ctx context.Context, tenant, id string, req ConfigRe
 	r.triggers.Store(triggerBits(cfg.Triggers))
 	evicted := r.trim(cfg.MaxPoints)
 	s.drop(id, evicted)
+	s.save(ctx, id, r)
 	s.m.LedgerAppend(ctx, id, "rewind.config", map[string]any{"enabled": cfg.Enabled, "max_points": cfg.MaxPoints,
 		"memory": cfg.Memory, "triggers": cfg.Triggers, "evicted": tags(evicted)})
 	return r.view(), nil
@@ -311,6 +403,7 @@ func (s *Service) hook(ctx context.Context, c *session.Command) error {
 	r.points = append(r.points, p)
 	evicted := r.trim(r.cfg.MaxPoints)
 	s.drop(c.Session, evicted)
+	s.save(ctx, c.Session, r)
 	ms := time.Since(start).Milliseconds()
 	c.Annotate("rewind_point", tag)
 	s.m.LedgerAppend(ctx, c.Session, "rewind.point", map[string]any{"tag": tag, "trigger": trig, "command": session.ClipText(text, 300), "memory": snap.Memory,
@@ -318,18 +411,29 @@ func (s *Service) hook(ctx context.Context, c *session.Command) error {
 	return nil
 }
 
-// stopped deletes a stopped session's points. It never waits for the
-// ring: the stop may come from inside a call that holds it (an undo or a
-// point whose session load finds the session expired runs the sweep, and
-// so this hook, on its own goroutine), so when the ring is held its
-// points go once the holder lets go of it.
-func (s *Service) stopped(_ context.Context, id string, _ session.StopReason) {
+// stopped deletes a stopped session's points and its stored ring. (A
+// daemon that stops and leaves its sandboxes for the next one to adopt
+// runs no stop hook: their points stay, on disk and in the store.) A
+// session this daemon has no ring for (one found lost after a restart,
+// now deleted) has the points of its stored ring deleted. It never waits
+// for the ring: the stop may come from inside a call that holds it (an
+// undo or a point whose session load finds the session expired runs the
+// sweep, and so this hook, on its own goroutine), so when the ring is
+// held its points go once the holder lets go of it.
+func (s *Service) stopped(ctx context.Context, id string, _ session.StopReason) {
 	s.mu.Lock()
 	r := s.rings[id]
 	delete(s.rings, id)
 	s.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
 	if r == nil {
-		return
+		if r, _ = s.stored(ctx, id); r == nil {
+			return
+		}
+	}
+	r.gone.Store(true)
+	if err := s.m.Store().DeleteRewindRing(ctx, id); err != nil {
+		s.m.LedgerAppend(ctx, id, "rewind.store_failed", map[string]any{"reason": session.ClipText(err.Error(), 300)})
 	}
 	r.on.Store(false)
 	dropAll := func() {
@@ -350,6 +454,48 @@ func (s *Service) stopped(_ context.Context, id string, _ session.StopReason) {
 // index is the position of the point tagged tag, or -1.
 func (r *ring) index(tag string) int {
 	return slices.IndexFunc(r.points, func(p *point) bool { return p.Tag == tag })
+}
+
+// find is the position of the point tagged tag in session id's ring, or
+// a not-found error naming it.
+func (r *ring) find(id, tag string) (int, error) {
+	if i := r.index(tag); i >= 0 {
+		return i, nil
+	}
+	return -1, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, tag)
+}
+
+// lockRing loads the session as the caller sees it (404 for another
+// tenant's) and returns its ring locked, or nil when it has none. The
+// caller unlocks a ring it gets.
+func (s *Service) lockRing(ctx context.Context, tenant, id string) (*ring, error) {
+	if _, err := s.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	r := s.ringOf(id, false)
+	if r != nil {
+		r.mu.Lock()
+	}
+	return r, nil
+}
+
+// lockPoint is lockRing for a verb on one point: the ring locked and the
+// point's position, or 404 when the session has no ring or no such
+// point (the ring is then not left locked).
+func (s *Service) lockPoint(ctx context.Context, tenant, id, tag string) (*ring, int, error) {
+	r, err := s.lockRing(ctx, tenant, id)
+	if err != nil {
+		return nil, -1, err
+	}
+	if r == nil {
+		return nil, -1, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, tag)
+	}
+	i, err := r.find(id, tag)
+	if err != nil {
+		r.mu.Unlock()
+		return nil, -1, err
+	}
+	return r, i, nil
 }
 
 // checkTag refuses a tag that cannot be a point's.
@@ -375,19 +521,18 @@ func (s *Service) Undo(ctx context.Context, tenant, id string, req UndoRequest) 
 	case req.Steps < 0 || req.Steps > MaxPoints:
 		return nil, session.BadRequest("steps %d must be from 1 to %d", req.Steps, MaxPoints)
 	}
-	if _, err := s.load(ctx, tenant, id); err != nil {
+	r, err := s.lockRing(ctx, tenant, id)
+	if err != nil {
 		return nil, err
 	}
-	r := s.ringOf(id, false)
 	if r == nil {
 		return nil, fmt.Errorf("%w: session %s has no rewind points (turn rewind on with POST .../rewind/config)", session.ErrConflict, id)
 	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
 	at := len(r.points) - req.Steps
 	if req.To != "" {
-		if at = r.index(req.To); at < 0 {
-			return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.To)
+		if at, err = r.find(id, req.To); err != nil {
+			return nil, err
 		}
 	} else if at < 0 {
 		return nil, fmt.Errorf("%w: steps %d goes past the oldest point: session %s has %d rewind points", session.ErrConflict, req.Steps, id, len(r.points))
@@ -408,6 +553,7 @@ func (s *Service) Undo(ctx context.Context, tenant, id string, req UndoRequest) 
 	}
 	r.points = append(r.points[:at:at], kept...)
 	s.drop(id, dropped)
+	s.save(ctx, id, r)
 	return &Undo{Restored: target.Point, Dropped: tags(dropped), Kept: tags(kept), Revision: out.Revision}, nil
 }
 
@@ -416,19 +562,11 @@ func (s *Service) Pin(ctx context.Context, tenant, id string, req PinRequest) (*
 	if err := checkTag("tag", req.Tag); err != nil {
 		return nil, err
 	}
-	if _, err := s.load(ctx, tenant, id); err != nil {
+	r, i, err := s.lockPoint(ctx, tenant, id, req.Tag)
+	if err != nil {
 		return nil, err
 	}
-	r := s.ringOf(id, false)
-	if r == nil {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.index(req.Tag)
-	if i < 0 {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
 	p := r.points[i]
 	pin := req.Pinned == nil || *req.Pinned
 	if pin && !p.Pinned && r.pinned()+1 >= r.cfg.MaxPoints {
@@ -436,6 +574,7 @@ func (s *Service) Pin(ctx context.Context, tenant, id string, req PinRequest) (*
 	}
 	if p.Pinned != pin {
 		p.Pinned = pin
+		s.save(ctx, id, r)
 		s.m.LedgerAppend(ctx, id, "rewind.pin", map[string]any{"tag": p.Tag, "pinned": pin})
 	}
 	out := p.Point
@@ -498,14 +637,15 @@ func (s *Service) Bisect(ctx context.Context, tenant, id string, req BisectReque
 	}
 	// States 0..n-1 are the points, n is now.
 	good, bad := 0, n
+	var err error
 	if req.Good != "" {
-		if good = r.index(req.Good); good < 0 {
-			return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Good)
+		if good, err = r.find(id, req.Good); err != nil {
+			return nil, err
 		}
 	}
 	if req.Bad != "" && req.Bad != apiv1.RewindNow {
-		if bad = r.index(req.Bad); bad < 0 {
-			return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Bad)
+		if bad, err = r.find(id, req.Bad); err != nil {
+			return nil, err
 		}
 	}
 	if good >= bad {
@@ -613,19 +753,11 @@ func (s *Service) Branch(ctx context.Context, tenant, id string, req BranchReque
 	if _, err := session.ForkIdentityMode(req.Identity); err != nil {
 		return nil, err
 	}
-	if _, err := s.load(ctx, tenant, id); err != nil {
+	r, i, err := s.lockPoint(ctx, tenant, id, req.Tag)
+	if err != nil {
 		return nil, err
 	}
-	r := s.ringOf(id, false)
-	if r == nil {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.index(req.Tag)
-	if i < 0 {
-		return nil, fmt.Errorf("%w: session %s has no rewind point %q", session.ErrNotFound, id, req.Tag)
-	}
 	p := r.points[i]
 	res, err := s.m.ForkPoint(ctx, tenant, id, p.snap, p.Tag, req.Count, req.Identity)
 	if err != nil {

@@ -2,10 +2,13 @@ package rewind
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/store"
 )
 
 // TestStopDoesNotWaitForTheRing: the stop hook may run on the goroutine
@@ -13,7 +16,12 @@ import (
 // expired runs the sweep, which runs the stop hooks); it must return at
 // once and forget the ring, not wait for itself.
 func TestStopDoesNotWaitForTheRing(t *testing.T) {
-	s := &Service{rings: map[string]*ring{}}
+	st, err := store.Open(filepath.Join(t.TempDir(), "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s := &Service{m: session.New(session.Config{Store: st, Ledger: ledger.New(st)}), rings: map[string]*ring{}}
 	r := s.ringOf("ses-1", true)
 	r.on.Store(true)
 	r.mu.Lock() // the caller holds the ring, as Undo does

@@ -75,6 +75,7 @@ func (m *Manager) Reattach(ctx context.Context) (adopted, lost int) {
 				// only: the adopted sandbox has none until granted again.
 				m.ledgerAppend(ctx, s.ID, "sandbox.adopt", map[string]any{"sandbox_id": s.SandboxID, "grants": 0,
 					"grants_note": "credential grants are kept in memory only and did not survive the restart; grant again"})
+				m.runAdoptHooks(ctx, s.ID)
 				adopted++
 				continue
 			}

@@ -131,9 +131,22 @@ const (
 // It must not call back into the Manager's lifecycle (Delete, Sweep).
 type StopHook func(ctx context.Context, id string, why StopReason)
 
-type stopHooks struct {
+// hookList is the hooks of one kind siblings added, in order.
+type hookList[H any] struct {
 	mu    sync.RWMutex
-	hooks []StopHook
+	hooks []H
+}
+
+func (l *hookList[H]) add(h H) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hooks = append(l.hooks, h)
+}
+
+func (l *hookList[H]) list() []H {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.hooks
 }
 
 // OnStop adds a hook every stop of a session runs, after those added
@@ -142,9 +155,7 @@ func (m *Manager) OnStop(h StopHook) {
 	if h == nil {
 		panic("session: OnStop needs a hook")
 	}
-	m.stops.mu.Lock()
-	defer m.stops.mu.Unlock()
-	m.stops.hooks = append(m.stops.hooks, h)
+	m.stops.add(h)
 }
 
 // runStopHooks runs the stop hooks for session id.
@@ -152,11 +163,29 @@ func (m *Manager) runStopHooks(ctx context.Context, id string, why StopReason) {
 	if why == StopDeleted || why == StopExpired {
 		m.vmEvent(id, VMEventStop, map[string]any{"reason": why.String()})
 	}
-	m.stops.mu.RLock()
-	hooks := m.stops.hooks
-	m.stops.mu.RUnlock()
-	for _, h := range hooks {
+	for _, h := range m.stops.list() {
 		h(ctx, id, why)
+	}
+}
+
+// AdoptHook is told when this daemon adopts a running session that an
+// earlier daemon on the state dir left behind (Reattach), after its
+// sandbox is tracked again: a sibling loads what it keeps in the store
+// for the session. It must not call back into the Manager's lifecycle.
+type AdoptHook func(ctx context.Context, id string)
+
+// OnAdopt adds a hook every adoption runs. Add hooks before the daemon
+// serves (Reattach runs before it serves).
+func (m *Manager) OnAdopt(h AdoptHook) {
+	if h == nil {
+		panic("session: OnAdopt needs a hook")
+	}
+	m.adopts.add(h)
+}
+
+func (m *Manager) runAdoptHooks(ctx context.Context, id string) {
+	for _, h := range m.adopts.list() {
+		h(ctx, id)
 	}
 }
 

@@ -52,6 +52,48 @@ func (m *Manager) TakePoint(ctx context.Context, id, tag string, memory bool) (h
 	return snap, nil
 }
 
+// snapshotLoader is a backend that can read a snapshot's record back
+// (procbox): whether a snapshot is still there.
+type snapshotLoader interface {
+	LoadSnapshot(id string) (hypervisor.Snapshot, error)
+}
+
+// AdoptPoint takes back a snapshot TakePoint made for session id before
+// a daemon restart: its disk counts again, as a checkpoint's does after
+// Reattach. A snapshot its backend no longer has (deleted or lost while
+// no daemon ran) is an ErrNotFound error, and nothing is counted; a
+// backend that cannot say is taken at its word.
+func (m *Manager) AdoptPoint(ctx context.Context, id string, snap hypervisor.Snapshot) error {
+	s, _, err := m.load(ctx, "", id)
+	if err != nil {
+		return err
+	}
+	b := m.backendOf(snap.Backend)
+	if b == nil || snap.Backend != s.Backend {
+		return fmt.Errorf("%w: snapshot %s is on backend %q, not enabled here or not the session's", ErrNotFound, snap.ID, snap.Backend)
+	}
+	if l, ok := b.(snapshotLoader); ok {
+		if _, err := l.LoadSnapshot(snap.ID); err != nil {
+			return fmt.Errorf("%w: snapshot %s: %v", ErrNotFound, snap.ID, err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held == nil {
+		m.held = map[string]*holding{}
+	}
+	h := m.held[id]
+	if h == nil {
+		h = &holding{tenant: s.Tenant, backend: s.Backend}
+		m.held[id] = h
+	}
+	if h.snaps == nil {
+		h.snaps = map[string]int64{}
+	}
+	h.snaps[snap.ID] = snapshotMB(snap)
+	return nil
+}
+
 // DropPoint deletes a snapshot TakePoint (or HeldSession.Snapshot) made for
 // session id, and stops counting its disk.
 func (m *Manager) DropPoint(id string, snap hypervisor.Snapshot) {

@@ -97,7 +97,8 @@ type Manager struct {
 
 	// stops are the siblings' hooks for a session that stops running
 	// (core.go).
-	stops stopHooks
+	stops  hookList[StopHook]
+	adopts hookList[AdoptHook]
 	// sib are the siblings' busy checks and shutdown hooks (walk.go).
 	sib siblingHooks
 

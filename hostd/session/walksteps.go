@@ -155,3 +155,17 @@ func (x Pipe) WithCutOff(entry map[string]any) map[string]any {
 	}
 	return entry
 }
+
+// JudgeCommandStep is exec's judge step for a shell line of a sibling's
+// entry (a speculation): the process policy decides on c, and a command
+// it holds for an operator waits for an approval (428 with the
+// approval's id) unless approvalID names an approved one, which
+// SpendApprovalStep then spends. A refusal is ledgered as exec's are.
+func JudgeCommandStep(c ProcessCheck, approvalID string) PipeStep {
+	return judgeCommand(commandCheck{kind: c.Kind, command: c.Command, params: c.Params, approvalID: approvalID, env: c.Env, cwd: c.Cwd})
+}
+
+// SpendApprovalStep is exec's spend step: the approval JudgeCommandStep
+// matched is spent, bound to the session as it is now, and given back if
+// the walk stops before the command starts.
+func SpendApprovalStep() PipeStep { return spendApproval() }

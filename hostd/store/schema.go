@@ -238,6 +238,48 @@ CREATE TABLE vm_events (
 );
 CREATE INDEX vm_events_session ON vm_events (session, id);
 `,
+	// 11: changesets (issue 18): what a command speculated on a session
+	// or sandbox would change, kept for review, decision and apply. The
+	// record holds the whole changeset (file contents too), so it is
+	// bounded by MaxChangesetRecordBytes, not MaxRecordBytes. The rows go
+	// with the session row, and the daemon drops them when a session is
+	// deleted (its row stays).
+	`
+CREATE TABLE changesets (
+	id         TEXT PRIMARY KEY,
+	target     TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	status     TEXT NOT NULL,
+	created_at TEXT NOT NULL,
+	record     TEXT NOT NULL CHECK (json_valid(record))
+);
+CREATE INDEX changesets_target ON changesets (target, created_at);
+`,
+	// 12: each session's rewind ring (issue 18), so its points outlive a
+	// daemon restart: rewind_rings holds the config (as the API shows it)
+	// and the tag counter, rewind_points the points, oldest first by pos,
+	// each with the backend's snapshot record (what a restore needs).
+	// Written by hostd/rewind whenever the ring changes and deleted with
+	// the session's points; no foreign key, like the other per-session
+	// tables that are not the session row.
+	`
+CREATE TABLE rewind_rings (
+	session TEXT PRIMARY KEY,
+	config  TEXT NOT NULL CHECK (json_valid(config)),
+	seq     INTEGER NOT NULL CHECK (seq >= 0)
+);
+CREATE TABLE rewind_points (
+	session    TEXT NOT NULL,
+	tag        TEXT NOT NULL,
+	pos        INTEGER NOT NULL CHECK (pos >= 0),
+	kind       TEXT NOT NULL,
+	command    TEXT NOT NULL,
+	memory     INTEGER NOT NULL CHECK (memory IN (0, 1)),
+	pinned     INTEGER NOT NULL CHECK (pinned IN (0, 1)),
+	snapshot   TEXT NOT NULL CHECK (json_valid(snapshot)),
+	created_at TEXT NOT NULL,
+	PRIMARY KEY (session, tag)
+);
+`,
 }
 
 // SchemaVersion is the version a database has after Open.

@@ -170,6 +170,17 @@ var table = []Route{
 	// hostd/replay against the same caller (exec on the target).
 	row("POST /v1/agents/sessions/{id}/replay", auth.OpRead),
 
+	// A speculation runs a command as exec does and shows file contents,
+	// so it needs exec here and files.read in hostd/speculate; reading
+	// changesets shows contents (files.read); applying one writes files
+	// (files.write). Deciding is never grantable: an agent must not
+	// approve its own changeset.
+	row("POST /v1/agents/sessions/{id}/speculate", auth.OpExec),
+	row("GET /v1/agents/sessions/{id}/changesets", auth.OpFilesRead),
+	row("GET /v1/agents/sessions/{id}/changesets/{changeset}", auth.OpFilesRead),
+	row("POST /v1/agents/sessions/{id}/changesets/{changeset}/decide", auth.AccessTenant),
+	row("POST /v1/agents/sessions/{id}/changesets/{changeset}/apply", auth.OpFilesWrite),
+
 	row("POST /v1/agents/sessions/{id}/preview", auth.OpPreview),
 	row("GET /v1/agents/sessions/{id}/previews", auth.OpRead),
 	row("DELETE /v1/agents/sessions/{id}/preview/{preview}", auth.OpPreview),
@@ -191,6 +202,11 @@ var table = []Route{
 	idempotent(row("POST /v1/sandboxes/{id}/process", auth.AccessTenant)),
 	row("POST /v1/sandboxes/{id}/fs/read", auth.AccessTenant),
 	body(row("POST /v1/sandboxes/{id}/fs/write", auth.AccessTenant), SandboxWriteBody),
+	row("POST /v1/sandboxes/{id}/speculate", auth.AccessTenant),
+	row("GET /v1/sandboxes/{id}/changesets", auth.AccessTenant),
+	row("GET /v1/sandboxes/{id}/changesets/{changeset}", auth.AccessTenant),
+	row("POST /v1/sandboxes/{id}/changesets/{changeset}/decide", auth.AccessTenant),
+	row("POST /v1/sandboxes/{id}/changesets/{changeset}/apply", auth.AccessTenant),
 }
 
 // All returns every row, in the table's order.
