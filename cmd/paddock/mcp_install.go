@@ -273,7 +273,11 @@ file that would be written.`,
 			}
 			w := c.OutOrStdout()
 			if o.dryRun {
-				fmt.Fprintf(c.ErrOrStderr(), "paddock: would write %s (dry run: nothing written)\n", path)
+				if changed {
+					fmt.Fprintf(c.ErrOrStderr(), "paddock: would write %s (dry run: nothing written)\n", path)
+				} else {
+					fmt.Fprintf(c.ErrOrStderr(), "paddock: %s already holds this (dry run: nothing written)\n", path)
+				}
 				_, err := w.Write(out)
 				return err
 			}
