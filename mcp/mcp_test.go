@@ -280,6 +280,22 @@ func TestMCPSessionFlow(t *testing.T) {
 		t.Errorf("files: %+v", ls)
 	}
 
+	// Checkpoint, change, restore: the change is gone.
+	var cp struct{ Tag string }
+	mustCall(t, cs, "session_checkpoint", map[string]any{"session": ses.ID, "tag": "before-scratch"}, &cp)
+	if cp.Tag != "before-scratch" {
+		t.Fatalf("checkpoint: %+v", cp)
+	}
+	mustCall(t, cs, "session_file_write", map[string]any{"session": ses.ID, "path": "/workspace/scratch.txt", "content": "x"}, nil)
+	var restored struct{ Checkpoints []string }
+	mustCall(t, cs, "session_restore", map[string]any{"session": ses.ID, "tag": "before-scratch"}, &restored)
+	if !slices.Contains(restored.Checkpoints, "before-scratch") {
+		t.Errorf("restore: %+v", restored)
+	}
+	if e := call(t, cs, "session_file_read", map[string]any{"session": ses.ID, "path": "/workspace/scratch.txt"}, nil); !strings.HasPrefix(e, "not_found") {
+		t.Errorf("the file written after the checkpoint survived the restore: %q", e)
+	}
+
 	// Fork, change the child, promote it back.
 	var fk struct{ Children []string }
 	mustCall(t, cs, "session_fork", map[string]any{"session": ses.ID, "count": 1}, &fk)
@@ -507,6 +523,51 @@ func TestMCPMoreTools(t *testing.T) {
 	mustCall(t, ro, "sandbox_read_file", map[string]any{"sandbox": sb.ID, "path": "/tmp/s.txt", "offset": 4, "length": 3}, &sr)
 	if sr.Content != "456" || sr.NextOffset != 7 || sr.EOF {
 		t.Errorf("sandbox_read_file: %+v", sr)
+	}
+	// Speculation: a command on a copy becomes a pending changeset; the
+	// sandbox is unchanged until it is approved and applied.
+	mustCall(t, rw, "sandbox_exec", map[string]any{"sandbox": sb.ID, "command": "mkdir -p /tmp/spec && echo old > /tmp/spec/g"}, nil)
+	var cs1 struct {
+		ID     string
+		Status string
+		Files  []struct{ Path, Op, Content string }
+	}
+	mustCall(t, rw, "sandbox_speculate", map[string]any{"sandbox": sb.ID, "command": "echo hi > /tmp/spec/f && echo new > /tmp/spec/g", "paths": []string{"/tmp/spec"}}, &cs1)
+	if cs1.Status != "pending" || len(cs1.Files) != 2 {
+		t.Fatalf("speculate: %+v", cs1)
+	}
+	if e := call(t, ro, "sandbox_read_file", map[string]any{"sandbox": sb.ID, "path": "/tmp/spec/f"}, nil); e == "" {
+		t.Error("the speculated file is in the sandbox before apply")
+	}
+	var list struct {
+		Changesets []struct {
+			ID    string
+			Files []struct{ Path, Op, Content string }
+		}
+	}
+	mustCall(t, ro, "sandbox_changesets", map[string]any{"sandbox": sb.ID, "changeset": cs1.ID, "contents": true}, &list)
+	if len(list.Changesets) != 1 || len(list.Changesets[0].Files) != 2 {
+		t.Fatalf("changesets: %+v", list)
+	}
+	for _, f := range list.Changesets[0].Files {
+		if want := map[string]string{"/tmp/spec/f": "hi\n", "/tmp/spec/g": "new\n"}[f.Path]; f.Content != want {
+			t.Errorf("changeset file %s: %q, want %q", f.Path, f.Content, want)
+		}
+	}
+	if e := call(t, rw, "sandbox_changeset_decide", map[string]any{"sandbox": sb.ID, "changeset": cs1.ID, "decision": "maybe"}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("decision maybe: %q", e)
+	}
+	var applied struct {
+		Status  string
+		Applied []string
+	}
+	mustCall(t, rw, "sandbox_changeset_decide", map[string]any{"sandbox": sb.ID, "changeset": cs1.ID, "decision": "approve", "apply": true}, &applied)
+	if applied.Status != "applied" || len(applied.Applied) != 2 {
+		t.Errorf("approve and apply: %+v", applied)
+	}
+	mustCall(t, ro, "sandbox_read_file", map[string]any{"sandbox": sb.ID, "path": "/tmp/spec/g"}, &sr)
+	if sr.Content != "new\n" {
+		t.Errorf("after apply: %+v", sr)
 	}
 	mustCall(t, rw, "sandbox_delete", map[string]any{"sandbox": sb.ID}, nil)
 

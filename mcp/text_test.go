@@ -1,6 +1,12 @@
 package mcp
 
-import "testing"
+import (
+	"regexp"
+	"strconv"
+	"testing"
+
+	"paddock.dev/paddock/client"
+)
 
 func TestTextPrefix(t *testing.T) {
 	emoji := "a🙂" // 1 + 4 bytes
@@ -25,5 +31,22 @@ func TestTextPrefix(t *testing.T) {
 		if got := textPrefix([]byte(c.in), c.end); got != c.want {
 			t.Errorf("textPrefix(%q, %v) = %d, want %d", c.in, c.end, got, c.want)
 		}
+	}
+}
+
+// TestToolNames: every tool's name is one the daemon takes in the
+// Mcp-Tool header (else each of its calls would be refused with 400), and
+// no two tools share one.
+func TestToolNames(t *testing.T) {
+	ok := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,` + strconv.Itoa(client.MaxToolName) + `}$`)
+	seen := map[string]bool{}
+	for _, d := range toolTable() {
+		if !ok.MatchString(d.name) || seen[d.name] {
+			t.Errorf("tool name %q: not a header value the daemon takes, or twice in the table", d.name)
+		}
+		seen[d.name] = true
+	}
+	if len(seen) < 39 {
+		t.Errorf("only %d tools in the table", len(seen))
 	}
 }

@@ -164,7 +164,8 @@ func toolTable() []toolDef {
 		tool("session_delete", "Delete the session and its sandbox (it cannot be undone).", true, "", sessionDelete),
 	}
 	t = append(t, moreTools()...)
-	return append(t, sandboxTools()...)
+	t = append(t, sandboxTools()...)
+	return append(t, changesetTools()...)
 }
 
 // SessionRef names the session a tool works on.
