@@ -72,6 +72,31 @@ func TestToolHeader(t *testing.T) {
 		t.Errorf("ledger tool notes: tooled %q, plain %q", tooled, plain)
 	}
 
+	// A sandbox's file read by a tool is recorded in the sandbox's ledger.
+	sb, err := d.c.CreateSandbox(ctx, apiv1.SandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.SandboxWriteFile(ctx, sb.ID, "/workspace/f.txt", []byte("sandbox content"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.c.SandboxReadFile(client.WithTool(ctx, "sandbox_read_file"), sb.ID, "/workspace/f.txt"); err != nil {
+		t.Fatal(err)
+	}
+	ses, err := d.led.List(ctx, sb.ID, 0, 0) // a sandbox's ledger has no route
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sbRead string
+	for _, e := range ses {
+		if e.Kind == "mcp.read" {
+			sbRead = string(e.Data)
+		}
+	}
+	if !strings.Contains(sbRead, `"POST /v1/sandboxes/{id}/fs/read"`) || !strings.Contains(sbRead, `"sandbox_read_file"`) || strings.Contains(sbRead, "sandbox content") {
+		t.Errorf("sandbox read entry: %q", sbRead)
+	}
+
 	for _, bad := range [][]string{{strings.Repeat("a", 65)}, {"rm -rf"}, {"a", "b"}, {""}} {
 		req, _ := http.NewRequest(http.MethodPost, d.url+"/v1/agents/sessions/"+s.ID+"/exec", bytes.NewReader([]byte(`{"command":"echo bad"}`)))
 		req.Header.Set("Authorization", "Bearer "+token)
