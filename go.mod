@@ -25,6 +25,7 @@ require (
 require github.com/hashicorp/yamux v0.1.2
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/mdlayher/vsock v1.4.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )

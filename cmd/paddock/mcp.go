@@ -85,5 +85,6 @@ tools and their output limits.`,
 	serve.Flags().StringVar(&session, "session", "", "the session tools work on when a call names none (a session token's own by default)")
 	serve.Flags().BoolVar(&allowWrite, "allow-write", false, "offer the tools that change things (create, exec, write files, checkpoint, fork, promote, delete, …)")
 	cmd.AddCommand(serve)
+	cmd.AddCommand(newMCPInstallCmd(g), newMCPStatusCmd(g)) // mcp_install.go, mcp_status.go
 	return cmd
 }
