@@ -21,9 +21,11 @@ import (
 // The HTTP server's limits when HTTPOptions leaves them zero.
 const (
 	// DefaultHTTPMaxBody bounds one request's body: a tool call's
-	// arguments. A file write above it goes through session_file_write's
-	// own bounds, not one huge JSON-RPC message.
-	DefaultHTTPMaxBody = 4 << 20
+	// arguments, room enough for the largest file write (MaxWriteBytes as
+	// base64) and the JSON-RPC around it, and under the gateway's 2 MiB
+	// for a path outside the API's route table, so this handler's own 413
+	// answers first.
+	DefaultHTTPMaxBody = (MaxWriteBytes/3+1)*4 + 64<<10
 	// DefaultHTTPSessionsPerToken bounds the MCP sessions one token holds
 	// open at once.
 	DefaultHTTPSessionsPerToken = 16
