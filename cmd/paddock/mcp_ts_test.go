@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -19,7 +22,8 @@ import (
 const tsClientDir = "../../mcp/testdata/tsclient"
 
 // TestMCPTypeScriptClient: clients no one here wrote drive `paddock mcp
-// serve` against `paddock serve` over stdio. The official TypeScript
+// serve` against `paddock serve` over stdio, and the daemon's own /mcp over
+// streamable HTTP through the gateway with TLS. The official TypeScript
 // SDK's (@modelcontextprotocol/sdk) runs the issue's proof: tools, create,
 // exec, the approval id of a held command, approve, the approved run,
 // file write and read, fork and promote, delete
@@ -44,33 +48,57 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		}
 	}
 	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes", "--mcp-allow-write")
 	defer stopServe(t, srv)
 
-	cmd := exec.Command(node, "client.mjs")
-	cmd.Dir = tsClientDir
-	cmd.Env = append(slices.Clone(env), "PADDOCK_BIN="+bin)
-	cmd.WaitDelay = 5 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	timer := time.AfterFunc(3*time.Minute, func() { cmd.Process.Kill() })
-	out, err := cmd.Output()
-	timer.Stop()
+	runTS := func(transport string, extraEnv ...string) {
+		t.Helper()
+		cmd := exec.Command(node, "client.mjs")
+		cmd.Dir = tsClientDir
+		cmd.Env = append(slices.Clone(env), extraEnv...)
+		cmd.WaitDelay = 5 * time.Second
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		timer := time.AfterFunc(3*time.Minute, func() { cmd.Process.Kill() })
+		out, err := cmd.Output()
+		timer.Stop()
+		if err != nil {
+			t.Fatalf("client.mjs over %s: %v\nstdout: %s\nstderr: %s", transport, err, out, stderr.String())
+		}
+		var r struct {
+			Transport  string   `json:"transport"`
+			Tools      []string `json:"tools"`
+			Held       string   `json:"held"`
+			Promoted   string   `json:"promoted"`
+			FinalState string   `json:"final_state"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("report %q: %v", out, err)
+		}
+		if r.Transport != transport || !slices.Contains(r.Tools, "session_exec") || !slices.Contains(r.Tools, "session_approve") || !strings.Contains(r.Held, "approval_wait_seconds") ||
+			r.Promoted != "made in the child\n" || r.FinalState != "deleted" {
+			t.Errorf("report over %s: %+v", transport, r)
+		}
+	}
+	runTS("stdio", "PADDOCK_BIN="+bin)
+	// The same proof over streamable HTTP: the daemon's /mcp through the
+	// gateway's TLS, the admin token as the bearer token (serve was
+	// started with --mcp-allow-write).
+	ca := gatewayRoot(state)
+	runTS("http", "MCP_HTTP_URL=https://"+addr+"/mcp", "NODE_EXTRA_CA_CERTS="+ca)
+	// Through the gateway, no token is 401 before any MCP work.
+	roots, err := client.TrustPEM(ca)
 	if err != nil {
-		t.Fatalf("client.mjs: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+		t.Fatal(err)
 	}
-	var r struct {
-		Tools      []string `json:"tools"`
-		Held       string   `json:"held"`
-		Promoted   string   `json:"promoted"`
-		FinalState string   `json:"final_state"`
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	res, err := hc.Post("https://"+addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("report %q: %v", out, err)
-	}
-	if !slices.Contains(r.Tools, "session_exec") || !slices.Contains(r.Tools, "session_approve") || !strings.Contains(r.Held, "approval_wait_seconds") ||
-		r.Promoted != "made in the child\n" || r.FinalState != "deleted" {
-		t.Errorf("report: %+v", r)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/mcp without a token through the gateway: %d", res.StatusCode)
 	}
 
 	// The MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli),
