@@ -107,6 +107,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	servers := map[string]any{"mcpServers": map[string]any{
 		"paddock":    map[string]any{"command": bin, "args": []string{"mcp", "serve", "--allow-write"}},
 		"paddock-ro": map[string]any{"command": bin, "args": []string{"mcp", "serve"}},
+		// The daemon's own /mcp over streamable HTTP through the gateway.
+		"paddock-http": map[string]any{"type": "streamable-http", "url": "https://" + addr + "/mcp"},
 	}}
 	raw, _ := json.Marshal(servers)
 	if err := os.WriteFile(cfg, raw, 0o600); err != nil {
@@ -118,7 +120,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		// package.json by a path relative to the working directory.
 		cmd := exec.Command(node, append([]string{"cli.js", "--cli", "--config", cfg, "--server", server}, args...)...)
 		cmd.Dir = filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "inspector-cli", "build")
-		cmd.Env = env
+		cmd.Env = append(slices.Clone(env), "NODE_EXTRA_CA_CERTS="+ca)
 		cmd.WaitDelay = 5 * time.Second
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -164,4 +166,23 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Errorf("inspector exec: %v", ran)
 	}
 	structured(inspect("paddock", "--method", "tools/call", "--tool-name", "session_delete", "--tool-arg", "session="+id))
+
+	// The Inspector over streamable HTTP, the token in a header.
+	token := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PADDOCK_TOKEN="); ok {
+			token = v
+		}
+	}
+	auth := []string{"--header", "Authorization: Bearer " + token}
+	if n := names(inspect("paddock-http", append(auth, "--method", "tools/list")...)); !slices.Contains(n, "session_exec") {
+		t.Errorf("inspector tools/list over HTTP: %v", n)
+	}
+	created = structured(inspect("paddock-http", append(auth, "--method", "tools/call", "--tool-name", "session_create", "--tool-arg", "agent=inspector-http")...))
+	id, _ = created["id"].(string)
+	ran = structured(inspect("paddock-http", append(auth, "--method", "tools/call", "--tool-name", "session_exec", "--tool-arg", "session="+id, "--tool-arg", "command=echo over-http")...))
+	if ran["stdout"] != "over-http\n" {
+		t.Errorf("inspector exec over HTTP: %v", ran)
+	}
+	structured(inspect("paddock-http", append(auth, "--method", "tools/call", "--tool-name", "session_delete", "--tool-arg", "session="+id)...))
 }
