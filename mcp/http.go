@@ -68,6 +68,9 @@ type HTTPHandler struct {
 type tokenServer struct {
 	srv  *Server
 	used time.Time
+	// opening is held while a new session of the token is counted and
+	// opened, so two at once cannot both pass the count.
+	opening sync.Mutex
 }
 
 type serverKey struct{}
@@ -123,13 +126,16 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
-	s, status, code, msg := h.server(r.Context(), key, token)
-	if s == nil {
+	ts, status, code, msg := h.server(r.Context(), key, token)
+	if ts == nil {
 		httpError(w, status, code, msg)
 		return
 	}
+	s := ts.srv
 	// A request with no session id opens a new session (initialize).
 	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		ts.opening.Lock()
+		defer ts.opening.Unlock()
 		n := 0
 		for range s.Sessions() {
 			n++
@@ -151,7 +157,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // server checks token with the daemon and returns its server, built the
 // first time the token is seen. The check is made on every request, so a
 // revoked token stops at once.
-func (h *HTTPHandler) server(ctx context.Context, key, token string) (*Server, int, string, string) {
+func (h *HTTPHandler) server(ctx context.Context, key, token string) (*tokenServer, int, string, string) {
 	c := h.opts.Client(token)
 	who, err := c.WhoAmI(ctx)
 	if err != nil {
@@ -165,7 +171,7 @@ func (h *HTTPHandler) server(ctx context.Context, key, token string) (*Server, i
 	now := time.Now()
 	if ts := h.servers[key]; ts != nil {
 		ts.used = now
-		return ts.srv, 0, "", ""
+		return ts, 0, "", ""
 	}
 	h.sweep(now)
 	if len(h.servers) >= maxHTTPTokens {
@@ -175,8 +181,9 @@ func (h *HTTPHandler) server(ctx context.Context, key, token string) (*Server, i
 	if err != nil {
 		return nil, http.StatusBadRequest, "invalid_argument", err.Error()
 	}
-	h.servers[key] = &tokenServer{srv: srv, used: now}
-	return srv, 0, "", ""
+	ts := &tokenServer{srv: srv, used: now}
+	h.servers[key] = ts
+	return ts, 0, "", ""
 }
 
 // sweep forgets the servers of tokens with no session open that no request
