@@ -145,7 +145,23 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// The SDK binds a session to the user id it was opened with and
+	// A session id must be one of this token's own sessions: any other
+	// (another token's, closed, or made up) is not found, so a session id
+	// alone tells a caller nothing.
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		found := false
+		for ss := range s.Sessions() {
+			if ss.ID() == sid {
+				found = true
+				break
+			}
+		}
+		if !found {
+			httpError(w, http.StatusNotFound, "not_found", "mcp: no MCP session "+strconvQuote(sid)+" of this token: start a new one (initialize without Mcp-Session-Id)")
+			return
+		}
+	}
+	// The SDK also binds a session to the user id it was opened with and
 	// refuses the session id with any other (403).
 	info := &auth.TokenInfo{UserID: key, Expiration: time.Now().Add(24 * time.Hour)}
 	ctx := context.WithValue(r.Context(), serverKey{}, s)
@@ -209,6 +225,14 @@ func (h *HTTPHandler) Servers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.servers)
+}
+
+func strconvQuote(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 func itoa(n int64) string {

@@ -92,8 +92,9 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 // client. No token or a wrong one is 401 before any MCP work; the admin
 // gets the read tools only (no --mcp-allow-write); a session token lists
 // only its ops' tools and cannot reach another session; another tenant's
-// session is not found; and a session id opened with one token is refused
-// with another (the attacker holds a valid token of their own).
+// session is not found; and a session id opened with one token is not
+// found (404 not_found) with another (the attacker holds a valid token of
+// their own).
 func TestMCPHTTPScoping(t *testing.T) {
 	dir := t.TempDir()
 	tokA, sumA := auth.NewTenantToken()
@@ -164,7 +165,7 @@ func TestMCPHTTPScoping(t *testing.T) {
 		t.Fatal("the HTTP session has no id")
 	}
 	list := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"session_get","arguments":{"session":"` + ses.ID + `"}}}`)
-	if code, body := post(t, url, tokB, sid, list); code != http.StatusForbidden || strings.Contains(body, ses.ID) {
+	if code, body := post(t, url, tokB, sid, list); code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) || strings.Contains(body, ses.ID) {
 		t.Errorf("another token with a's session id: %d %s", code, body)
 	}
 	// And through the SDK client, the same.
