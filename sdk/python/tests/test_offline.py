@@ -1,0 +1,105 @@
+"""Tests of the SDK's pure parts: error classes from codes and statuses,
+the Server-Sent Events parser, request helpers. No daemon needed."""
+import unittest
+
+import paddock
+from paddock import _http, client, errors
+
+
+class ErrorClassTest(unittest.TestCase):
+    def test_kind_codes(self):
+        for code, status, cls in [
+            ("invalid_argument", 400, paddock.InvalidArgument),
+            ("unauthenticated", 401, paddock.Unauthenticated),
+            ("forbidden", 403, paddock.Forbidden),
+            ("not_found", 404, paddock.NotFound),
+            ("conflict", 409, paddock.Conflict),
+            ("revision_mismatch", 412, paddock.RevisionMismatch),
+            ("too_large", 413, paddock.TooLarge),
+            ("idempotency_mismatch", 422, paddock.IdempotencyMismatch),
+            ("approval_required", 428, paddock.ApprovalRequired),
+            ("too_many_requests", 429, paddock.TooManyRequests),
+            ("internal", 500, paddock.Internal),
+            ("bad_gateway", 502, paddock.BadGateway),
+        ]:
+            e = errors.error_from(status, code, "m")
+            self.assertIs(type(e), cls, code)
+            self.assertEqual(e.code, code)
+            # The status alone, as from a proxy's page, gives the same class.
+            self.assertIs(type(errors.error_from(status, "", "m")), cls, status)
+
+    def test_finer_codes(self):
+        e = errors.error_from(403, "policy_refused", "no", {"rule": "process.deny", "pattern": "rm *", "piece": "rm -rf /"})
+        self.assertIsInstance(e, paddock.PolicyDenied)
+        self.assertIsInstance(e, paddock.Forbidden)
+        self.assertEqual((e.rule, e.pattern, e.piece), ("process.deny", "rm *", "rm -rf /"))
+        b = errors.error_from(403, "budget_exceeded", "no", {"budget": "max_execs", "limit": 1, "used": 1})
+        self.assertIsInstance(b, paddock.BudgetExceeded)
+        self.assertEqual((b.budget, b.limit, b.used), ("max_execs", 1, 1.0))
+        # A finer code without a class of its own takes its status's.
+        self.assertIs(type(errors.error_from(409, "disk_exhausted", "full")), paddock.Conflict)
+        self.assertIs(type(errors.error_from(429, "event_streams_session", "cap", {"limit": 8})), paddock.TooManyRequests)
+        self.assertEqual(errors.error_from(429, "event_streams_session", "cap", {"limit": 8}).limit, 8)
+        a = errors.error_from(428, "approval_required", "held", {"approval_id": "apr-0123456789abcdef"})
+        self.assertEqual(a.approval_id, "apr-0123456789abcdef")
+
+    def test_decode_error_of_a_proxy_page(self):
+        e = _http.decode_error(502, b"<html>bad gateway</html>")
+        self.assertIsInstance(e, paddock.BadGateway)
+        self.assertEqual(e.message, "<html>bad gateway</html>")
+        e = _http.decode_error(409, b'{"error":"tag taken","code":"conflict"}')
+        self.assertIsInstance(e, paddock.Conflict)
+        self.assertEqual(str(e), "409 tag taken")
+
+
+class SSETest(unittest.TestCase):
+    def test_parse(self):
+        raw = [b"id: 1\n", b"event: ledger\n", b'data: {"seq": 1}\n', b"\n", b": comment\n",
+               b"event: vm\r\n", b'data: {"kind": "boot"}\r\n', b"\r\n", b"event: error\n", b'data: {"code": "session_ended"}\n']
+        evs = list(_http.parse_sse(iter(raw)))
+        self.assertEqual([(e.id, e.event, e.data) for e in evs],
+                         [("1", "ledger", {"seq": 1}), (None, "vm", {"kind": "boot"})])
+        # The last event has no blank line after it: a cut stream, not an event.
+
+
+class HelperTest(unittest.TestCase):
+    def test_query(self):
+        self.assertEqual(client._query(path="/a b", recursive=True, x=None), "?path=%2Fa+b&recursive=true")
+        self.assertEqual(client._query(), "")
+
+    def test_tail(self):
+        s = "é" * 3000
+        t = client._tail(s)
+        self.assertLessEqual(len(t.encode()), client.OUTPUT_TAIL)
+        self.assertTrue(s.endswith(t))
+
+    def test_orchestration_limits(self):
+        px = paddock.Paddock("https://127.0.0.1:1", "t")
+        s = client.Session(px, {"id": "x"})
+        with self.assertRaises(paddock.InvalidArgument):
+            s.evaluate([])
+        with self.assertRaises(paddock.InvalidArgument):
+            s.evaluate(["true"] * 17)
+        with self.assertRaises(paddock.InvalidArgument):
+            s.rollout(33, "true")
+        with self.assertRaises(paddock.InvalidArgument):
+            s.rollout(2, "true", timeout=3601)
+
+    def test_env(self):
+        import os
+        old = dict(os.environ)
+        try:
+            os.environ.update(PADDOCK_URL="https://example.test:9/", PADDOCK_TOKEN="tok")
+            os.environ.pop("PADDOCK_CA", None)
+            px = paddock.Paddock()
+            self.assertEqual(px.url, "https://example.test:9")
+            self.assertEqual(px._t.token, "tok")
+            with self.assertRaises(ValueError):
+                paddock.Paddock("ftp://x", "t")
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+
+if __name__ == "__main__":
+    unittest.main()
