@@ -645,6 +645,15 @@ class Session:
     def delete_grant(self, grant: str) -> None:
         self._t.request("DELETE", self._p(f"/grants/{_q(grant)}"))
 
+    def delete_grants(self) -> None:
+        """Revoke every grant of the session."""
+        self._t.request("DELETE", self._p("/grants"))
+
+    def pty_ticket(self, **body: Any) -> Dict[str, Any]:
+        """A single-use ticket that opens one terminal (GET .../pty, a
+        WebSocket, which this SDK does not open: see COVERAGE)."""
+        return self._t.request("POST", self._p("/pty-ticket"), body or None)
+
     # History.
 
     def events(self, since: Optional[str] = None) -> Dict[str, Any]:
@@ -752,6 +761,10 @@ class Paddock:
 
     def backends(self) -> Dict[str, Any]:
         return self._t.request("GET", "/v1/backends")
+
+    def admin_policy(self) -> Dict[str, Any]:
+        """The policy modules in force (admin only)."""
+        return self._t.request("GET", "/v1/admin/policy")
 
     def health(self) -> Dict[str, Any]:
         return self._t.request("GET", "/healthz")

@@ -1,9 +1,12 @@
 """Tests of the SDK's pure parts: error classes from codes and statuses,
 the Server-Sent Events parser, request helpers. No daemon needed."""
+import os
+import re
 import unittest
 
 import paddock
 from paddock import _http, client, errors
+from paddock.coverage import COVERAGE
 
 
 class ErrorClassTest(unittest.TestCase):
@@ -99,6 +102,49 @@ class HelperTest(unittest.TestCase):
         finally:
             os.environ.clear()
             os.environ.update(old)
+
+
+
+OPENAPI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "api", "openapi.yaml")
+
+
+def openapi_routes(text):
+    """"METHOD path" of every operation in openapi.yaml's paths section
+    (its layout: a path at two spaces of indent, a method at four)."""
+    routes, path, in_paths = set(), None, False
+    for line in text.splitlines():
+        if line == "paths:":
+            in_paths = True
+            continue
+        if in_paths and line and not line.startswith(" "):
+            break
+        m = re.match(r"^  (/\S*):$", line)
+        if m:
+            path = m.group(1)
+            continue
+        m = re.match(r"^    (get|post|put|delete|patch|head|options):$", line)
+        if m and path:
+            routes.add(f"{m.group(1).upper()} {path}")
+    return routes
+
+
+class CoverageTest(unittest.TestCase):
+    def test_every_route_is_offered_or_explained(self):
+        with open(OPENAPI) as f:
+            routes = openapi_routes(f.read())
+        self.assertGreater(len(routes), 70)
+        missing = sorted(routes - set(COVERAGE))
+        self.assertEqual(missing, [], "routes of openapi.yaml the Python SDK neither offers nor explains: add them to paddock/coverage.py")
+        stale = sorted(set(COVERAGE) - routes)
+        self.assertEqual(stale, [], "paddock/coverage.py lists routes openapi.yaml does not have")
+        classes = {"Paddock": paddock.Paddock, "Session": paddock.Session, "Sandbox": paddock.Sandbox,
+                   "Files": client.Files, "Jobs": client.Jobs, "Git": client.Git}
+        for route, how in COVERAGE.items():
+            if how.startswith("not offered: "):
+                self.assertGreater(len(how), len("not offered: ") + 10, route)
+                continue
+            cls, _, meth = how.partition(".")
+            self.assertTrue(callable(getattr(classes[cls], meth, None)), f"{route}: {how} does not exist")
 
 
 if __name__ == "__main__":
