@@ -147,5 +147,51 @@ class CoverageTest(unittest.TestCase):
             self.assertTrue(callable(getattr(classes[cls], meth, None)), f"{route}: {how} does not exist")
 
 
+class FakeDaemonTest(unittest.TestCase):
+    """The SDK's reconnects against a small local HTTP server that cuts
+    its first event stream without an error event, as a dropped
+    connection does."""
+
+    def setUp(self):
+        import http.server
+        import threading
+        seen = self.seen = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                seen.append((self.path, self.headers.get("Last-Event-ID"), self.headers.get("Authorization")))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                if len(seen) == 1:
+                    self.wfile.write(b'id: 1\nevent: ledger\ndata: {"seq": 1}\n\nevent: vm\ndata: {"kind": "boot"}\n\n'
+                                     b'id: 2\nevent: ledger\ndata: {"seq": 2}\n\n')
+                else:
+                    self.wfile.write(b'id: 3\nevent: ledger\ndata: {"seq": 3}\n\n'
+                                     b'event: error\ndata: {"error": "ended", "code": "session_ended"}\n\n')
+                self.wfile.flush()
+                self.close_connection = True
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.addCleanup(self.srv.server_close)
+        self.addCleanup(self.srv.shutdown)
+
+    def test_event_stream_resumes_with_last_event_id(self):
+        px = paddock.Paddock(f"http://127.0.0.1:{self.srv.server_port}", "tok")
+        st = client.Session(px, {"id": "ses-1"}).stream_events()
+        got = [(e.event, e.data) for e in st]
+        self.assertEqual(got, [("ledger", {"seq": 1}), ("vm", {"kind": "boot"}), ("ledger", {"seq": 2}), ("ledger", {"seq": 3})])
+        self.assertEqual(st.resumes, 1)
+        self.assertEqual([(h, a) for _, h, a in self.seen], [(None, "Bearer tok"), ("2", "Bearer tok")])
+        self.assertEqual(self.seen[0][0], "/v1/agents/sessions/ses-1/events/stream")
+
+
 if __name__ == "__main__":
     unittest.main()
