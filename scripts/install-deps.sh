@@ -2,11 +2,14 @@
 # Installs the Debian packages Paddock needs to build, run and test.
 # Idempotent: packages already present are not downloaded again.
 set -euo pipefail
-pkgs=(libseccomp-dev gcc make debootstrap bubblewrap util-linux iproute2 criu btrfs-progs curl qemu-system-x86 qemu-utils e2fsprogs xz-utils)
+pkgs=(libseccomp-dev gcc make debootstrap bubblewrap util-linux iproute2 criu btrfs-progs curl qemu-system-x86 qemu-utils e2fsprogs xz-utils nodejs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The TypeScript SDK's tests need npm: Debian packages it apart from nodejs
+# (NodeSource's nodejs carries its own, and conflicts with Debian's npm).
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: need root to install: ${missing[*]}" >&2
