@@ -397,7 +397,7 @@ export class Session {
       try {
         r = await this.readRange(path, offset, RANGE_MAX, { checksum: offset === 0, signal: opts.signal });
       } catch (e) {
-        if (e instanceof PaddockError && e.status > 0 && e.status < 500) throw e;
+        if (opts.signal?.aborted || (e instanceof PaddockError && e.status > 0 && e.status < 500)) throw e;
         if (++tries > MAX_RETRIES) throw e;
         continue;
       }
@@ -449,6 +449,7 @@ export class Session {
           opts.onChunk?.(u);
           tries = 0;
         } catch (e) {
+          if (opts.signal?.aborted) throw e;
           if (e instanceof PaddockError && e.status !== 409 && e.status > 0 && e.status < 500) throw e;
           if (++tries > MAX_RETRIES) throw e;
           u = await this.t.request<Upload>("GET", up, { signal: opts.signal });
@@ -678,9 +679,10 @@ export class Session {
         }
       } catch (e) {
         if (!opts.resume || e instanceof PaddockError || opts.signal?.aborted || ++drops > MAX_RETRIES) throw e;
-        continue;
       }
       if (!opts.resume) return;
+      // A short pause before reopening, longer after each drop in a row.
+      await new Promise((r) => setTimeout(r, 100 * 2 ** Math.min(drops, 5)));
     }
   }
 

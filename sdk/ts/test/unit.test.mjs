@@ -157,3 +157,42 @@ test("upload: a chunk refused with 409 goes on from the daemon's offset, sha256 
   const { createHash } = await import("node:crypto");
   assert.equal(created.sha256, createHash("sha256").update(data).digest("hex"));
 });
+
+// A fake ledger stream that drops the connection after two entries: with
+// resume, the SDK reopens with Last-Event-ID set to the last seq it saw,
+// and the entries go on without a gap or a repeat.
+test("eventStream: resume after a dropped connection, from Last-Event-ID", async () => {
+  const asked = [];
+  const entry = (seq) => `id: ${seq}\nevent: ledger\ndata: ${JSON.stringify({ seq, kind: "exec" })}\n\n`;
+  const fetchFake = async (url, init) => {
+    const last = init.headers["Last-Event-ID"];
+    asked.push(last ?? "");
+    const from = last === undefined ? 1 : Number(last) + 1;
+    const enc = new TextEncoder();
+    let n = 0;
+    const body = new ReadableStream({
+      pull(c) {
+        if (n === 2) {
+          c.error(new TypeError("terminated")); // the connection dropped
+          return;
+        }
+        c.enqueue(enc.encode(entry(from + n)));
+        n++;
+      },
+    });
+    return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  };
+  const pd = new Paddock({ url: "https://x", token: "t", fetch: fetchFake });
+  const s = new Session(pd, { id: "s1" });
+  const seqs = [];
+  for await (const e of s.eventStream({ resume: true })) {
+    seqs.push(e.data.seq);
+    if (seqs.length === 5) break;
+  }
+  assert.deepEqual(seqs, [1, 2, 3, 4, 5]);
+  assert.deepEqual(asked, ["", "2", "4"]);
+  // Without resume the drop is the caller's error.
+  await assert.rejects(async () => {
+    for await (const e of s.eventStream()) void e;
+  }, /terminated/);
+});
