@@ -178,7 +178,7 @@ func TestTSSDK(t *testing.T) {
 	nodeEnv := append([]string{}, env...)
 	nodeEnv = append(nodeEnv, "NODE_EXTRA_CA_CERTS="+gatewayRoot(state))
 	cmdEnv := nodeEnv[len(os.Environ()):]
-	tsTestRun(t, cmdEnv, 11, "test/live.test.mjs")
+	tsTestRun(t, cmdEnv, 13, "test/live.test.mjs")
 
 	proj := tsPackInstall(t)
 	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "ts", "fork-three.ts"))

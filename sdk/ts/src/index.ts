@@ -452,6 +452,7 @@ export class Session {
           if (opts.signal?.aborted) throw e;
           if (e instanceof PaddockError && e.status !== 409 && e.status > 0 && e.status < 500) throw e;
           if (++tries > MAX_RETRIES) throw e;
+          await new Promise((r) => setTimeout(r, 100 * tries));
           u = await this.t.request<Upload>("GET", up, { signal: opts.signal });
         }
       }

@@ -5,6 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import net from "node:net";
 import {
   Paddock, ApprovalRequired, PolicyDenied, BudgetExceeded, NotFound, Conflict, Unauthenticated,
   InvalidArgument, RevisionMismatch,
@@ -217,5 +218,91 @@ t("events: the ledger, and a live stream resumed with Last-Event-ID", async () =
     }
     assert.equal(Number(resumed[0].id), Number(first[0].id) + 1);
     assert.equal(resumed[0].data.seq, first[1].data.seq);
+  });
+});
+
+t("uploads: 20 MiB cut off mid-way by an abort, then resumed from the daemon's offset", async () => {
+  await withSession({}, async (s) => {
+    const data = new Uint8Array(20 << 20);
+    for (let i = 0; i < data.length; i++) data[i] = (i ^ (i >> 11)) & 0xff;
+    const ctl = new AbortController();
+    let id;
+    await assert.rejects(
+      s.upload("/workspace/twenty.bin", data, {
+        signal: ctl.signal,
+        onChunk: (u) => {
+          id = u.id;
+          if (u.received >= 8 << 20) setTimeout(() => ctl.abort(), 1); // cut the next chunk in flight
+        },
+      }),
+    );
+    const st = await s.uploadStatus(id);
+    assert.equal(st.state, "open");
+    assert.ok(st.received >= 8 << 20 && st.received < data.length, `received ${st.received}`);
+    const offsets = [];
+    const done = await s.upload("/workspace/twenty.bin", data, { resume: id, onChunk: (u) => offsets.push(u.received) });
+    assert.equal(done.state, "complete");
+    assert.equal(done.verified, true);
+    assert.ok(offsets[0] > st.received && offsets[0] <= st.received + (4 << 20), `resumed at ${offsets[0]} after ${st.received}`);
+    const sum = (await s.exec("sha256sum /workspace/twenty.bin")).stdout.split(" ")[0];
+    assert.equal(sum, createHash("sha256").update(data).digest("hex"));
+  });
+});
+
+// cutProxy forwards TCP to the daemon's gateway (TLS passes through) and
+// can drop every connection it carries, as a network failure would.
+async function cutProxy(target) {
+  const u = new URL(target);
+  const socks = new Set();
+  const srv = net.createServer((c) => {
+    const up = net.connect(Number(u.port), u.hostname);
+    for (const x of [c, up]) {
+      socks.add(x);
+      x.on("error", () => {});
+      x.on("close", () => socks.delete(x));
+    }
+    c.pipe(up);
+    up.pipe(c);
+    c.on("close", () => up.destroy());
+    up.on("close", () => c.destroy());
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  return {
+    url: `https://127.0.0.1:${srv.address().port}`,
+    cut() {
+      for (const x of socks) x.destroy();
+    },
+    close() {
+      this.cut();
+      srv.close();
+    },
+  };
+}
+
+t("events: a live stream resumed after its connection dropped, without a gap or a repeat", async () => {
+  await withSession({}, async (s) => {
+    const px = await cutProxy(pd.transport.url);
+    try {
+      const via = await new Paddock({ url: px.url, token: pd.transport.token }).session(s.id);
+      await s.exec("echo one");
+      const seqs = [];
+      let cut = false;
+      for await (const e of via.eventStream({ resume: true })) {
+        if (!e.id) continue;
+        seqs.push(Number(e.id));
+        if (!cut && seqs.length === 2) {
+          px.cut();
+          cut = true;
+          await s.exec("echo two"); // ledgered while no stream is open
+          await s.exec("echo three");
+        }
+        if (cut && seqs.length >= 4) break; // session.create and three execs at least
+      }
+      for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, `seqs ${seqs}`);
+      const last = (await s.events()).ledger.at(-1).seq;
+      assert.ok(seqs.at(-1) <= last);
+    } finally {
+      px.close();
+    }
   });
 });
