@@ -4,8 +4,8 @@ import { parseSSE, type SSEEvent } from "./sse.js";
 
 /** The most of a JSON answer read (a listing, a file read of 8 MiB in base64). */
 export const MAX_RESPONSE_BYTES = 64 << 20;
-/** The default time one request may take, streams excluded. */
-export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+/** The default time one request may take, streams excluded: as the Go SDK, above exec's longest timeout (1 h). */
+export const DEFAULT_TIMEOUT_MS = 2 * 60 * 60 * 1000;
 
 export interface ClientOptions {
   /** The daemon's URL, e.g. https://127.0.0.1:7788; PADDOCK_URL on Node when absent. */
