@@ -129,6 +129,26 @@ const byStatus: Record<number, ErrorClass> = {
 };
 
 /**
+ * The finer codes (docs/errors.md) with their status, so that an SSE error
+ * event, which has no status, still gets its kind's class.
+ * test/unit.test.mjs holds this table to docs/errors.md.
+ */
+export const FINER_CODES: Record<string, number> = {
+  memory_above_host: 400, cpus_above_host: 400, fork_identity_unknown: 400,
+  tenant_disk_limit: 403, tenant_memory_limit: 403, tenant_cpus_limit: 403,
+  secret_ref_admin_only: 403, grant_needs_admin_or_tenant: 403, policy_refused: 403, budget_exceeded: 403,
+  system_path: 403, exec_program: 403, permission_denied: 403, agent_process: 403,
+  budgets_unavailable: 503,
+  compute_budget_unmetered: 409, fork_identity_not_unique: 409, idempotency_in_flight: 409,
+  not_fork_child: 409, no_baseline: 409, plan_changed: 409, promote_conflicts: 409, promote_too_large: 409,
+  promote_incomplete: 502,
+  changesets_full: 409, changeset_decided: 409, changeset_not_approved: 409, changeset_incomplete: 409, changeset_conflict: 409,
+  disk_exhausted: 409,
+  job_streams_session: 429, job_streams_tenant: 429, job_streams_daemon: 429,
+  event_streams_session: 429, event_streams_tenant: 429, event_streams_daemon: 429,
+};
+
+/**
  * errorFrom builds the error for an answer's status and body text. A body
  * that is not the API's JSON (a proxy's page) becomes the message, and the
  * status alone picks the class.
@@ -143,6 +163,6 @@ export function errorFrom(status: number, text: string): PaddockError {
   }
   const code = typeof body.code === "string" ? body.code : "";
   const message = typeof body.error === "string" && body.error !== "" ? body.error : text.trim().slice(0, 4096) || `HTTP ${status}`;
-  const cls = byCode[code] ?? byStatus[status] ?? PaddockError;
+  const cls = byCode[code] ?? byStatus[status || FINER_CODES[code] || 0] ?? PaddockError;
   return new cls(status, code, message, body);
 }

@@ -196,3 +196,40 @@ test("eventStream: resume after a dropped connection, from Last-Event-ID", async
     for await (const e of s.eventStream()) void e;
   }, /terminated/);
 });
+
+// docs/errors.md's two tables: each kind's code gives its class, each
+// finer code one of its status's class, and FINER_CODES lists exactly the
+// finer codes the document gives a status.
+test("errors: every code of docs/errors.md, by its documented status", async () => {
+  const { readFileSync } = await import("node:fs");
+  const { FINER_CODES, Internal } = await import("../dist/index.js");
+  const doc = readFileSync(new URL("../../../docs/errors.md", import.meta.url), "utf8");
+  const kinds = doc.slice(doc.indexOf("## Kinds"), doc.indexOf("## Finer codes"));
+  const finer = doc.slice(doc.indexOf("## Finer codes"), doc.indexOf("## The CLI"));
+  const rows = (section) => [...section.matchAll(/^\| (`[^|]+`) \| (\d{3}|\(SSE\)) \|/gm)].map((m) => ({ codes: [...m[1].matchAll(/`([a-z_]+)`/g)].map((c) => c[1]), status: m[2] }));
+  const kindRows = rows(kinds);
+  assert.equal(kindRows.length, 14);
+  const classOf = {};
+  for (const r of kindRows) {
+    const e = errorFrom(Number(r.status), JSON.stringify({ error: "x", code: r.codes[0] }));
+    assert.notEqual(e.constructor, PaddockError, `${r.codes[0]} has no class of its own`);
+    classOf[r.status] = e.constructor;
+    // The code alone (an SSE event, status 0) gives the same class.
+    assert.equal(errorFrom(0, JSON.stringify({ error: "x", code: r.codes[0] })).constructor, e.constructor);
+  }
+  const documented = {};
+  for (const r of rows(finer)) {
+    for (const code of r.codes) {
+      if (r.status === "(SSE)") continue;
+      documented[code] = Number(r.status);
+      for (const status of [Number(r.status), 0]) {
+        const e = errorFrom(status, JSON.stringify({ error: "x", code }));
+        assert.ok(e instanceof classOf[r.status], `${code} (${status}) is a ${e.constructor.name}, not a ${classOf[r.status].name}`);
+        assert.equal(e.code, code);
+      }
+    }
+  }
+  assert.deepEqual(Object.fromEntries(Object.entries(FINER_CODES).sort()), Object.fromEntries(Object.entries(documented).sort()));
+  assert.ok(errorFrom(0, JSON.stringify({ error: "x", code: "promote_incomplete" })) instanceof BadGateway);
+  void Internal;
+});
