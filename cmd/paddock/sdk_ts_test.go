@@ -132,7 +132,7 @@ func tsPackInstall(t *testing.T) string {
 // the browser's library alone (no Node types).
 func TestTSSDKPack(t *testing.T) {
 	tsSetup(t)
-	tsTestRun(t, nil, 10, "test/unit.test.mjs", "test/routes.test.mjs")
+	tsTestRun(t, nil, 12, "test/unit.test.mjs", "test/routes.test.mjs")
 	proj := tsPackInstall(t)
 	out := tsRun(t, proj, nil, time.Minute, "node", "--input-type=module", "-e",
 		`import { Paddock, ApprovalRequired, ROUTES } from "@paddock/sdk"; console.log(typeof Paddock, typeof ApprovalRequired, Object.keys(ROUTES).length > 60)`)
