@@ -44,6 +44,8 @@ export const SINGLE_WRITE_MAX = 4 << 20;
 export const UPLOAD_CHUNK = 4 << 20;
 /** A ranged read's largest piece. */
 export const RANGE_MAX = 4 << 20;
+/** The largest file download reads unless told otherwise: 2 GiB, the largest upload. */
+export const MAX_DOWNLOAD_BYTES = 2 * 1024 ** 3;
 /** How many times an upload chunk or a ranged read is retried after a failure. */
 export const MAX_RETRIES = 5;
 
@@ -387,7 +389,7 @@ export class Session {
    * from where it stopped, and checks the bytes against the file's sha256.
    */
   async download(path: string, opts: { maxBytes?: number } & CallOptions = {}): Promise<Uint8Array> {
-    const max = opts.maxBytes ?? 2 << 30;
+    const max = opts.maxBytes ?? MAX_DOWNLOAD_BYTES;
     const parts: Uint8Array[] = [];
     let offset = 0;
     let sum = "";
