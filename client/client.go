@@ -123,6 +123,7 @@ func (c *Client) do(ctx context.Context, method, path string, header map[string]
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	setTool(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err
@@ -139,6 +140,29 @@ func (c *Client) do(ctx context.Context, method, path string, header map[string]
 		return json.Unmarshal(data, out)
 	}
 	return nil
+}
+
+// ToolHeader is the request header that names the tool a request is made
+// for (an MCP server's tool). The daemon records it in the ledger entries
+// the request causes, so an audit can tell which tool did what.
+const ToolHeader = "Mcp-Tool"
+
+// MaxToolName bounds a tool name sent in ToolHeader; the daemon refuses a
+// longer one.
+const MaxToolName = 64
+
+type toolKey struct{}
+
+// WithTool returns ctx with a tool name every request made with it sends
+// in ToolHeader.
+func WithTool(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, toolKey{}, name)
+}
+
+func setTool(req *http.Request) {
+	if name, _ := req.Context().Value(toolKey{}).(string); name != "" {
+		req.Header.Set(ToolHeader, name)
+	}
 }
 
 func ifMatch(rev int64) map[string]string {
@@ -275,6 +299,7 @@ func (c *Client) UploadChunk(ctx context.Context, id, upload string, offset int6
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Content-Type", "application/octet-stream")
+	setTool(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -305,6 +330,7 @@ func (c *Client) openStream(ctx context.Context, method, path string, body []byt
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "text/event-stream")
+	setTool(hr)
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		return nil, err

@@ -21,3 +21,17 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v go >/dev/null || { echo "install-deps: Go is required (expected at /usr/local/go/bin)" >&2; exit 1; }
+# The official TypeScript MCP SDK and the MCP Inspector's CLI, the clients
+# of cmd/paddock's TestMCPTypeScriptClient: installed once here (versions pinned by its
+# package-lock.json), so the test does not download it.
+if ! command -v npm >/dev/null; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: need root to install: npm" >&2
+    exit 1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+ts="$(dirname "$0")/../mcp/testdata/tsclient"
+if [ ! -d "$ts/node_modules/@modelcontextprotocol/sdk" ] || [ ! -d "$ts/node_modules/@modelcontextprotocol/inspector-cli" ]; then
+  npm ci --prefix "$ts" --no-audit --no-fund --prefer-offline >/dev/null
+fi

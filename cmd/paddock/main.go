@@ -86,6 +86,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTenantCmd(g))
 	root.AddCommand(newGatewayCmd(g))
 	root.AddCommand(newPolicyCmd(g))
+	root.AddCommand(newMCPCmd(g))
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)
 	return root

@@ -64,7 +64,10 @@ func (s *Server) authorize(pattern string, r *http.Request) (*http.Request, func
 	if err := id.Permit(accessOf(pattern), r.PathValue("id")); err != nil {
 		return r, func() {}, &authError{session.ErrForbidden, err}
 	}
-	ctx := auth.WithIdentity(r.Context(), id)
+	ctx, err := auth.WithToolFrom(auth.WithIdentity(r.Context(), id), r)
+	if err != nil {
+		return r, func() {}, err
+	}
 	if id.Kind != auth.KindSession {
 		return r.WithContext(ctx), func() {}, nil
 	}

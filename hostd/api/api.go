@@ -204,6 +204,7 @@ func (s *Server) authorized(pattern string, h handler) handler {
 		}
 		start := time.Now()
 		err = revokedDuring(r, h(w, r))
+		s.auditToolRead(r, pattern, err)
 		s.log.Info("request", append(gatewayIdentity(s.log, r), "method", r.Method, "path", logPath(r), "actor", auth.ActorOf(r.Context()), "duration_ms", time.Since(start).Milliseconds(), "err", errString(err))...)
 		return err
 	}

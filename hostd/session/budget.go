@@ -311,7 +311,7 @@ func (m *Manager) recordStreamed(ctx context.Context, id, command, actor string,
 		m.ledgerAppend(ctx, id, "exec", entry)
 		return
 	}
-	if _, err := m.ledger.Append(ctx, id, "exec", actor, entry); err != nil {
+	if _, err := m.ledger.Append(ctx, id, "exec", actor, withTool(ctx, entry)); err != nil {
 		m.log.Error("ledger append", "session", id, "kind", "exec", "err", err)
 	}
 }

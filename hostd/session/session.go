@@ -732,9 +732,29 @@ func (m *Manager) ledgerAppend(ctx context.Context, id, kind string, data any) {
 	}
 	// The actor is the caller the API put in ctx (auth.WithIdentity), or
 	// the daemon itself.
-	if _, err := m.ledger.Append(ctx, id, kind, auth.ActorOf(ctx), data); err != nil {
+	if _, err := m.ledger.Append(ctx, id, kind, auth.ActorOf(ctx), withTool(ctx, data)); err != nil {
 		m.log.Error("ledger append", "session", id, "kind", kind, "err", err)
 	}
+}
+
+// withTool adds the tool note of the request in ctx (auth.ToolOf: the MCP
+// tool a client made the request for) to an entry's data as "mcp_tool".
+// Data that is not a JSON object is left as it is.
+func withTool(ctx context.Context, data any) any {
+	tool := auth.ToolOf(ctx)
+	if tool == "" {
+		return data
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return data
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return data
+	}
+	obj["mcp_tool"], _ = json.Marshal(tool)
+	return obj
 }
 
 // Events returns the session's ledger.
