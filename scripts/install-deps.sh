@@ -7,9 +7,6 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# The TypeScript SDK's tests need npm: Debian packages it apart from nodejs
-# (NodeSource's nodejs carries its own, and conflicts with Debian's npm).
-command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: need root to install: ${missing[*]}" >&2
@@ -34,4 +31,10 @@ fi
 ts="$(dirname "$0")/../mcp/testdata/tsclient"
 if [ ! -d "$ts/node_modules/@modelcontextprotocol/sdk" ] || [ ! -d "$ts/node_modules/@modelcontextprotocol/inspector-cli" ]; then
   npm ci --prefix "$ts" --no-audit --no-fund --prefer-offline >/dev/null
+fi
+# The TypeScript SDK's dev dependencies (typescript, openapi-typescript),
+# pinned by sdk/ts/package-lock.json, for cmd/paddock's TestTSSDK*.
+sdk="$(dirname "$0")/../sdk/ts"
+if [ ! -x "$sdk/node_modules/.bin/tsc" ]; then
+  npm ci --prefix "$sdk" --no-audit --no-fund --prefer-offline >/dev/null
 fi
