@@ -34,3 +34,9 @@ ts="$(dirname "$0")/../mcp/testdata/tsclient"
 if [ ! -d "$ts/node_modules/@modelcontextprotocol/sdk" ] || [ ! -d "$ts/node_modules/@modelcontextprotocol/inspector-cli" ]; then
   npm ci --prefix "$ts" --no-audit --no-fund --prefer-offline >/dev/null
 fi
+# The TypeScript SDK's dev dependencies (typescript, openapi-typescript),
+# pinned by sdk/ts/package-lock.json, for cmd/paddock's TestTSSDK*.
+sdk="$(dirname "$0")/../sdk/ts"
+if [ ! -x "$sdk/node_modules/.bin/tsc" ]; then
+  npm ci --prefix "$sdk" --no-audit --no-fund --prefer-offline >/dev/null
+fi
