@@ -42,7 +42,7 @@ const (
 	// above MaxWriteBytes it goes through the API's resumable, verified
 	// uploads in UploadChunkBytes chunks, with progress in bytes of the
 	// total. Over HTTP the request body limit (DefaultHTTPMaxBody) is
-	// lower, so there a file stays under about 1 MiB.
+	// sized to carry it as base64.
 	MaxUploadWriteBytes = 8 << 20
 	// UploadChunkBytes is one chunk of such an upload.
 	UploadChunkBytes = 1 << 20
