@@ -761,6 +761,16 @@ func TestMCPMeasuredProgress(t *testing.T) {
 	}
 	check := func(token string, total int) {
 		t.Helper()
+		// The client handles notifications apart from the result, so the
+		// last may be handled just after the call returns.
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			n := len(got[token])
+			mu.Unlock()
+			if n >= total {
+				break
+			}
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		ns := got[token]
