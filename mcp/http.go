@@ -97,6 +97,10 @@ func NewHTTPHandler(opts HTTPOptions) *HTTPHandler {
 		return s.Server
 	}, &sdk.StreamableHTTPOptions{
 		SessionTimeout: opts.IdleTimeout,
+		// The SDK has its own body cap (4 MiB by default), below what a
+		// large session_file_write needs: ServeHTTP checks MaxBody first,
+		// so the SDK's is set to the same.
+		MaxRequestBodyBytes: opts.MaxBody,
 		// The daemon is reached through the gateway, whose Host is the
 		// daemon's name; the bearer token is what protects it.
 		DisableLocalhostProtection: true,
