@@ -110,7 +110,7 @@ func TestSpeculateApplyBudgetLive(t *testing.T) {
 	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 403 || code != "budget_exceeded" {
 		t.Errorf("apply past max_workspace_bytes: %d %s, want 403 budget_exceeded", st, code)
 	}
-	if out := sh(t, c, s.ID, "ls -A "+s.Workspace.Path+" | wc -l"); out != "0\n" {
+	if out := daemontest.Sh(t, c, s.ID, "ls -A "+s.Workspace.Path+" | wc -l"); out != "0\n" {
 		t.Errorf("a refused apply wrote %s files", out)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	apiv1 "paddock.dev/paddock/api"
-	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 )
 
@@ -49,18 +48,6 @@ func call(t *testing.T, d *daemontest.Daemon, token, method, path string, in, ou
 	return res.StatusCode, ""
 }
 
-func sh(t *testing.T, c *client.Client, id, line string) string {
-	t.Helper()
-	res, err := c.Exec(context.Background(), id, apiv1.ExecRequest{Command: line})
-	if err != nil {
-		t.Fatalf("exec %q in %s: %v", line, id, err)
-	}
-	if res.ExitCode != 0 {
-		t.Fatalf("exec %q in %s: exit %d: %s%s", line, id, res.ExitCode, res.Stdout, res.Stderr)
-	}
-	return string(res.Stdout)
-}
-
 func ops(cs *apiv1.Changeset) string {
 	var out []string
 	for _, f := range cs.Files {
@@ -85,7 +72,7 @@ func TestSpeculateSessionLive(t *testing.T) {
 	}
 	ws := s.Workspace.Path
 	base := "/v1/agents/sessions/" + s.ID
-	sh(t, c, s.ID, "cd "+ws+" && mkdir -p src && echo one > src/a.txt && echo gone > src/b.txt && echo keep > src/k.txt && chmod 0600 src/k.txt")
+	daemontest.Sh(t, c, s.ID, "cd "+ws+" && mkdir -p src && echo one > src/a.txt && echo gone > src/b.txt && echo keep > src/k.txt && chmod 0600 src/k.txt")
 	var job apiv1.Job
 	if st, _ := call(t, d, d.Token, "POST", base+"/jobs", apiv1.JobStart{Command: "i=0; while true; do i=$((i+1)); echo $i > " + ws + "/counter; sleep 0.1; done"}, &job); st/100 != 2 {
 		t.Fatal("start a job")
@@ -107,12 +94,12 @@ func TestSpeculateSessionLive(t *testing.T) {
 		t.Errorf("files %+v", cs.Files)
 	}
 	// The session is untouched and its job still counts.
-	if out := sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt b.txt && ls"); out != "one\ngone\na.txt\nb.txt\nk.txt\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt b.txt && ls"); out != "one\ngone\na.txt\nb.txt\nk.txt\n" {
 		t.Errorf("the session after a speculation: %q", out)
 	}
-	n1 := sh(t, c, s.ID, "cat "+ws+"/counter")
-	sh(t, c, s.ID, "sleep 0.5")
-	if n2 := sh(t, c, s.ID, "cat "+ws+"/counter"); n2 == n1 {
+	n1 := daemontest.Sh(t, c, s.ID, "cat "+ws+"/counter")
+	daemontest.Sh(t, c, s.ID, "sleep 0.5")
+	if n2 := daemontest.Sh(t, c, s.ID, "cat "+ws+"/counter"); n2 == n1 {
 		t.Errorf("the job stopped counting: %s then %s", n1, n2)
 	}
 	var jobs []apiv1.Job
@@ -142,19 +129,19 @@ func TestSpeculateSessionLive(t *testing.T) {
 	if st, _ := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, &ar); st != 200 || len(ar.Applied) != 3 || ar.Changeset.Status != apiv1.ChangesetApplied {
 		t.Fatalf("apply: %d %+v", st, ar)
 	}
-	if out := sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt n.txt && stat -c %a n.txt && test ! -e b.txt && echo nob"); out != "ONE\nnew\n755\nnob\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt n.txt && stat -c %a n.txt && test ! -e b.txt && echo nob"); out != "ONE\nnew\n755\nnob\n" {
 		t.Errorf("the session after apply: %q", out)
 	}
 	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 409 || code != "changeset_not_approved" {
 		t.Errorf("a second apply: %d %s", st, code)
 	}
 
-	sh(t, c, s.ID, "echo mine > "+ws+"/src/k.txt")
+	daemontest.Sh(t, c, s.ID, "echo mine > "+ws+"/src/k.txt")
 	call(t, d, d.Token, "POST", base+"/changesets/"+cs2.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
 	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs2.ID+"/apply", nil, nil); st != 409 || code != "changeset_conflict" {
 		t.Errorf("apply over a changed file: %d %s", st, code)
 	}
-	if out := sh(t, c, s.ID, "cd "+ws+"/src && cat k.txt && test ! -e x.txt && echo nox"); out != "mine\nnox\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+"/src && cat k.txt && test ! -e x.txt && echo nox"); out != "mine\nnox\n" {
 		t.Errorf("a refused apply wrote: %q", out)
 	}
 
@@ -216,7 +203,7 @@ func TestSpeculateFilePathsLive(t *testing.T) {
 	}
 	ws := s.Workspace.Path
 	base := "/v1/agents/sessions/" + s.ID
-	sh(t, c, s.ID, "cd "+ws+" && echo 1 > conf && echo keep > other")
+	daemontest.Sh(t, c, s.ID, "cd "+ws+" && echo 1 > conf && echo keep > other")
 	var cs apiv1.Changeset
 	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
 		Command: "echo 2 > conf && echo made > fresh && echo changed > other", Paths: []string{"conf", ws + "/fresh"}}, &cs); st != 201 {
@@ -229,7 +216,7 @@ func TestSpeculateFilePathsLive(t *testing.T) {
 	if st, _ := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 200 {
 		t.Fatalf("apply: %d", st)
 	}
-	if out := sh(t, c, s.ID, "cd "+ws+" && cat conf fresh other"); out != "2\nmade\nkeep\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+" && cat conf fresh other"); out != "2\nmade\nkeep\n" {
 		t.Errorf("after apply: %q", out)
 	}
 }
