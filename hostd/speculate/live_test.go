@@ -48,6 +48,19 @@ func call(t *testing.T, d *daemontest.Daemon, token, method, path string, in, ou
 	return res.StatusCode, ""
 }
 
+// liveSession starts a daemon (procbox and the mini image unless opts
+// say otherwise) and creates a session on it with req; base is the
+// session's API path.
+func liveSession(t *testing.T, req apiv1.CreateRequest, opts ...daemontest.Option) (d *daemontest.Daemon, s *apiv1.Session, base string) {
+	t.Helper()
+	d = daemontest.New(t, opts...)
+	s, err := d.Client.CreateSession(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, s, "/v1/agents/sessions/" + s.ID
+}
+
 func ops(cs *apiv1.Changeset) string {
 	var out []string
 	for _, f := range cs.Files {
@@ -63,15 +76,10 @@ func ops(cs *apiv1.Changeset) string {
 // is refused at apply with changeset_conflict and writes nothing; a
 // rejected changeset is not applied.
 func TestSpeculateSessionLive(t *testing.T) {
-	d := daemontest.New(t)
+	d, s, base := liveSession(t, apiv1.CreateRequest{})
 	c := d.Client
 	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := s.Workspace.Path
-	base := "/v1/agents/sessions/" + s.ID
 	daemontest.Sh(t, c, s.ID, "cd "+ws+" && mkdir -p src && echo one > src/a.txt && echo gone > src/b.txt && echo keep > src/k.txt && chmod 0600 src/k.txt")
 	var job apiv1.Job
 	if st, _ := call(t, d, d.Token, "POST", base+"/jobs", apiv1.JobStart{Command: "i=0; while true; do i=$((i+1)); echo $i > " + ws + "/counter; sleep 0.1; done"}, &job); st/100 != 2 {
@@ -194,15 +202,9 @@ func TestSpeculateSessionLive(t *testing.T) {
 // what the command does outside the paths is not recorded, and apply
 // writes only what was.
 func TestSpeculateFilePathsLive(t *testing.T) {
-	d := daemontest.New(t)
+	d, s, base := liveSession(t, apiv1.CreateRequest{})
 	c := d.Client
-	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := s.Workspace.Path
-	base := "/v1/agents/sessions/" + s.ID
 	daemontest.Sh(t, c, s.ID, "cd "+ws+" && echo 1 > conf && echo keep > other")
 	var cs apiv1.Changeset
 	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{

@@ -1,7 +1,6 @@
 package speculate_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -19,14 +18,8 @@ func TestSpeculateQEMU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots VMs")
 	}
-	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	d, s, base := liveSession(t, apiv1.CreateRequest{}, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
 	c := d.Client
-	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "/v1/agents/sessions/" + s.ID
 	daemontest.Sh(t, c, s.ID, "mkdir -p /workspace/app && echo v1 > /workspace/app/main.txt")
 	daemontest.Sh(t, c, s.ID, "setsid sh -c 'n=0; while true; do n=$((n+1)); echo $n > /tmp/tick; sleep 0.2; done' >/dev/null 2>&1 < /dev/null &")
 	t0 := time.Now()
