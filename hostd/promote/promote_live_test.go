@@ -3,8 +3,6 @@ package promote_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -165,12 +163,9 @@ func ledgered(t *testing.T, c *client.Client, id, kind, names string) bool {
 // malformed plan_id, and the limit of changes (hit with 2001 files, then
 // passed by naming a part of them).
 func TestPromoteRefusals(t *testing.T) {
-	dir := t.TempDir()
-	tokA, sumA := auth.NewTenantToken()
-	tokB, sumB := auth.NewTenantToken()
-	tf := filepath.Join(dir, "tenants.json")
-	os.WriteFile(tf, []byte(`{"tenants":[{"name":"a","token_sha256":"`+sumA+`"},{"name":"b","token_sha256":"`+sumB+`"}]}`), 0o600)
-	d := daemontest.New(t, daemontest.WithTenants(tf))
+	tenants, toks := daemontest.TenantTokens(t, "a", "b")
+	tokA, tokB := toks[0], toks[1]
+	d := daemontest.New(t, tenants)
 	ctx := context.Background()
 	a := client.New(d.URL, tokA)
 	b := client.New(d.URL, tokB)

@@ -3,8 +3,6 @@ package speculate_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,12 +99,9 @@ func TestSpeculateSandboxLive(t *testing.T) {
 // the copy pointing outside the paths is listed, not followed, and makes
 // the changeset incomplete (never applied).
 func TestSpeculateAccess(t *testing.T) {
-	dir := t.TempDir()
-	tokA, sumA := auth.NewTenantToken()
-	tokB, sumB := auth.NewTenantToken()
-	tf := filepath.Join(dir, "tenants.json")
-	os.WriteFile(tf, []byte(`{"tenants":[{"name":"a","token_sha256":"`+sumA+`"},{"name":"b","token_sha256":"`+sumB+`"}]}`), 0o600)
-	d := daemontest.New(t, daemontest.WithTenants(tf))
+	tenants, toks := daemontest.TenantTokens(t, "a", "b")
+	tokA, tokB := toks[0], toks[1]
+	d := daemontest.New(t, tenants)
 	ctx := context.Background()
 	a := client.New(d.URL, tokA)
 	rules := policy.ProcessRules{Deny: []string{"rm *"}, Ask: []string{"touch *"}}
