@@ -54,6 +54,12 @@ func WithRootCAs(roots *x509.CertPool) Option {
 	}
 }
 
+// WithTransport makes the client send its requests through rt (the
+// daemon's MCP server uses it to reach the daemon's own API in process).
+func WithTransport(rt http.RoundTripper) Option {
+	return func(c *Client) { c.hc.Transport = rt }
+}
+
 // TrustPEM returns the system's roots plus the CA certificates in pemFile
 // (a daemon's internal CA root, PADDOCK_CA), for WithRootCAs.
 func TrustPEM(pemFile string) (*x509.CertPool, error) {

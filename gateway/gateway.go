@@ -114,8 +114,10 @@ func Start(c Config) (*Gateway, error) {
 	if c.CaddyfilePath == "" && c.variant() == caddyfile.Local {
 		// The internal CA issues the sites' certificates just after
 		// Caddy starts: wait for them, so the first client does not meet
-		// a handshake failure.
-		if err := g.waitCertificate(10 * time.Second); err != nil {
+		// a handshake failure. Issuing takes milliseconds on an idle
+		// machine; the bound is generous because a loaded one (a CI run
+		// beside other work) has been seen to need more than 10 s.
+		if err := g.waitCertificate(certificateWait); err != nil {
 			caddy.Stop()
 			return nil, err
 		}
@@ -123,6 +125,10 @@ func Start(c Config) (*Gateway, error) {
 	running = g
 	return running, nil
 }
+
+// certificateWait bounds how long Start waits for the internal CA's
+// first certificates.
+const certificateWait = 45 * time.Second
 
 // waitCertificate waits until the gateway completes TLS handshakes for
 // its address and localhost, verified against its internal CA's root.

@@ -53,6 +53,11 @@ func New(ctx context.Context, c *client.Client, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp: ask the daemon who this token is: %w", err)
 	}
+	return newServer(c, who, opts)
+}
+
+// newServer builds the server for a token the daemon described as who.
+func newServer(c *client.Client, who *api.WhoAmI, opts Options) (*Server, error) {
 	if who.Kind == api.KindSession {
 		if opts.Session != "" && opts.Session != who.Session {
 			return nil, fmt.Errorf("mcp: --session %s: this session token is for session %s only", opts.Session, who.Session)

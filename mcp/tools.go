@@ -3,7 +3,9 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -32,8 +34,18 @@ const (
 	// returns of a file or of each job stream; the result gives the
 	// offset to read on from.
 	MaxReadBytes = 256 << 10
-	// MaxWriteBytes is the largest content one session_file_write takes.
+	// MaxWriteBytes is the largest content one write of a file takes in
+	// one request (sandbox_write_file's limit, and session_file_write's up
+	// to which the file goes in one PUT).
 	MaxWriteBytes = 1 << 20
+	// MaxUploadWriteBytes is the largest content session_file_write takes:
+	// above MaxWriteBytes it goes through the API's resumable, verified
+	// uploads in UploadChunkBytes chunks, with progress in bytes of the
+	// total. Over HTTP the request body limit (DefaultHTTPMaxBody) is
+	// lower, so there a file stays under about 1 MiB.
+	MaxUploadWriteBytes = 8 << 20
+	// UploadChunkBytes is one chunk of such an upload.
+	UploadChunkBytes = 1 << 20
 	// MaxListEntries is the most entries session_files and session_jobs
 	// return.
 	MaxListEntries = 500
@@ -79,8 +91,11 @@ func tool[In, Out any](name, desc string, write bool, op string, h handler[In, O
 	return toolDef{name: name, write: write, op: op, register: func(s *Server) {
 		t := &sdk.Tool{Name: name, Description: desc, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !write}}
 		sdk.AddTool(s.Server, t, func(ctx context.Context, req *sdk.CallToolRequest, in In) (*sdk.CallToolResult, *Out, error) {
-			stop := heartbeat(ctx, req, name)
-			out, err := h(client.WithTool(ctx, name), s, in)
+			stop := func() {}
+			if !measured[name] {
+				stop = heartbeat(ctx, req, name)
+			}
+			out, err := h(client.WithTool(context.WithValue(ctx, callKey{}, req), name), s, in)
 			stop()
 			if err != nil {
 				return nil, nil, toolError(err)
@@ -161,6 +176,27 @@ func heartbeat(ctx context.Context, req *sdk.CallToolRequest, name string) (stop
 	return func() { close(done); <-finished }
 }
 
+// measured tools send progress with real numbers (progress of total)
+// themselves instead of the heartbeat.
+var measured = map[string]bool{"session_file_write": true}
+
+// callKey carries a tool call's request, for progress.
+type callKey struct{}
+
+// reportProgress tells the client of the call in ctx, when it asked for
+// progress, that done of total is done.
+func reportProgress(ctx context.Context, done, total int64, msg string) {
+	req, _ := ctx.Value(callKey{}).(*sdk.CallToolRequest)
+	if req == nil || req.Params == nil || req.Session == nil {
+		return
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return
+	}
+	req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(done), Total: float64(total), Message: msg})
+}
+
 func adminOnly(d toolDef) toolDef { d.adminOnly = true; return d }
 
 // toolTable is every tool, in the order a client lists them.
@@ -184,8 +220,9 @@ func toolTable() []toolDef {
 		tool("session_files", fmt.Sprintf("List a directory in the session's sandbox (or stat a file); at most %d entries.", MaxListEntries), false, api.OpFilesRead, onSession(sessionFiles)),
 		tool("session_file_read", fmt.Sprintf("Read a file in the session's sandbox from offset, at most %d KiB per call (length may ask for less). "+
 			"Text comes as content; other bytes as content_base64. eof false means more remains: read on from next_offset.", MaxReadBytes>>10), false, api.OpFilesRead, onSession(sessionFileRead)),
-		tool("session_file_write", fmt.Sprintf("Write a file in the session's sandbox (parents are made). Content is text, or base64 in content_base64; at most %d KiB.",
-			MaxWriteBytes>>10), true, api.OpFilesWrite, onSession(sessionFileWrite)),
+		tool("session_file_write", fmt.Sprintf("Write a file in the session's sandbox (parents are made). Content is text, or base64 in content_base64; at most %d MiB "+
+			"(above %d KiB it goes through a resumable, SHA-256-verified upload, with progress in bytes).",
+			MaxUploadWriteBytes>>20, MaxWriteBytes>>10), true, api.OpFilesWrite, onSession(sessionFileWrite)),
 		tool("session_checkpoint", "Take a checkpoint of the session under a tag, to restore or fork from later.", true, api.OpCheckpoint, onSession(sessionCheckpoint)),
 		tool("session_restore", "Put the session back to one of its checkpoints (its files, and its memory when the checkpoint has it).", true, "", onSession(sessionRestore)),
 		tool("session_fork", fmt.Sprintf("Fork the session into count children (at most %d) that start from its state now or from a checkpoint; returns their ids.", MaxForkCount), true, "", onSession(sessionFork)),
@@ -767,6 +804,11 @@ type FileWriteIn struct {
 
 // content is a file write's bytes: text, or base64, at most MaxWriteBytes.
 func content(path, text, b64 string) ([]byte, error) {
+	return contentMax(path, text, b64, MaxWriteBytes)
+}
+
+// contentMax is content with max bytes at most.
+func contentMax(path, text, b64 string, max int) ([]byte, error) {
 	if path == "" {
 		return nil, fmt.Errorf("invalid_argument: path is empty")
 	}
@@ -780,8 +822,8 @@ func content(path, text, b64 string) ([]byte, error) {
 			return nil, fmt.Errorf("invalid_argument: content_base64: %v", err)
 		}
 	}
-	if len(data) > MaxWriteBytes {
-		return nil, fmt.Errorf("too_large: the content is %d bytes; this tool writes at most %d", len(data), MaxWriteBytes)
+	if len(data) > max {
+		return nil, fmt.Errorf("too_large: the content is %d bytes; this tool writes at most %d", len(data), max)
 	}
 	return data, nil
 }
@@ -789,18 +831,62 @@ func content(path, text, b64 string) ([]byte, error) {
 type FileWriteOut struct {
 	Path  string `json:"path"`
 	Bytes int    `json:"bytes"`
+	// Upload and Verified are set when the file went through a resumable
+	// upload (above MaxWriteBytes): its id, and whether its SHA-256 was
+	// checked.
+	Upload   string `json:"upload,omitempty"`
+	Verified bool   `json:"verified,omitempty"`
 }
 
 func sessionFileWrite(ctx context.Context, s *Server, id string, in FileWriteIn) (*FileWriteOut, error) {
-	data, err := content(in.Path, in.Content, in.ContentBase64)
+	data, err := contentMax(in.Path, in.Content, in.ContentBase64, MaxUploadWriteBytes)
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > MaxWriteBytes {
+		return uploadFile(ctx, s, id, in, data)
 	}
 	if err := s.c.Call(ctx, http.MethodPut, id, "/files/content", nil,
 		api.FileWrite{Path: in.Path, ContentBase64: base64.StdEncoding.EncodeToString(data), Mode: in.Mode}, nil); err != nil {
 		return nil, err
 	}
 	return &FileWriteOut{Path: in.Path, Bytes: len(data)}, nil
+}
+
+// uploadFile writes data through the API's resumable upload: open it
+// with the size and SHA-256, send UploadChunkBytes at a time from where
+// the daemon says it has got to (progress: bytes of the total), then
+// complete it, which checks the hash. An upload that fails part way is
+// deleted so it holds no space.
+func uploadFile(ctx context.Context, s *Server, id string, in FileWriteIn, data []byte) (*FileWriteOut, error) {
+	sum := sha256.Sum256(data)
+	var up api.Upload
+	if err := s.c.Call(ctx, http.MethodPost, id, "/uploads", nil,
+		api.UploadRequest{Path: in.Path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Mode: in.Mode}, &up); err != nil {
+		return nil, err
+	}
+	abort := func(err error) (*FileWriteOut, error) {
+		_ = s.c.Call(context.WithoutCancel(ctx), http.MethodDelete, id, "/uploads/"+url.PathEscape(up.ID), nil, nil, nil)
+		return nil, err
+	}
+	total := int64(len(data))
+	for off := up.Received; off < total; {
+		end := min(off+UploadChunkBytes, total)
+		got, err := s.c.UploadChunk(ctx, id, up.ID, off, data[off:end])
+		if err != nil {
+			return abort(err)
+		}
+		if got.Received <= off {
+			return abort(fmt.Errorf("unavailable: the upload did not move past byte %d", off))
+		}
+		off = got.Received
+		reportProgress(ctx, off, total, fmt.Sprintf("uploaded %d of %d bytes", off, total))
+	}
+	var done api.Upload
+	if err := s.c.Call(ctx, http.MethodPost, id, "/uploads/"+url.PathEscape(up.ID)+"/complete", nil, nil, &done); err != nil {
+		return abort(err)
+	}
+	return &FileWriteOut{Path: in.Path, Bytes: len(data), Upload: done.ID, Verified: done.Verified}, nil
 }
 
 // --- checkpoints, fork, promote

@@ -3,6 +3,8 @@
 # Idempotent: packages already present are not downloaded again.
 set -euo pipefail
 pkgs=(libseccomp-dev gcc make debootstrap bubblewrap util-linux iproute2 criu btrfs-progs curl qemu-system-x86 qemu-utils e2fsprogs xz-utils nodejs)
+# The Python SDK's tests: python3, and venv for its install test.
+pkgs+=(python3 python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,4 +33,10 @@ fi
 ts="$(dirname "$0")/../mcp/testdata/tsclient"
 if [ ! -d "$ts/node_modules/@modelcontextprotocol/sdk" ] || [ ! -d "$ts/node_modules/@modelcontextprotocol/inspector-cli" ]; then
   npm ci --prefix "$ts" --no-audit --no-fund --prefer-offline >/dev/null
+fi
+# The TypeScript SDK's dev dependencies (typescript, openapi-typescript),
+# pinned by sdk/ts/package-lock.json, for cmd/paddock's TestTSSDK*.
+sdk="$(dirname "$0")/../sdk/ts"
+if [ ! -x "$sdk/node_modules/.bin/tsc" ]; then
+  npm ci --prefix "$sdk" --no-audit --no-fund --prefer-offline >/dev/null
 fi

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/internal/testutil"
 )
 
@@ -19,7 +22,8 @@ import (
 const tsClientDir = "../../mcp/testdata/tsclient"
 
 // TestMCPTypeScriptClient: clients no one here wrote drive `paddock mcp
-// serve` against `paddock serve` over stdio. The official TypeScript
+// serve` against `paddock serve` over stdio, and the daemon's own /mcp over
+// streamable HTTP through the gateway with TLS. The official TypeScript
 // SDK's (@modelcontextprotocol/sdk) runs the issue's proof: tools, create,
 // exec, the approval id of a held command, approve, the approved run,
 // file write and read, fork and promote, delete
@@ -44,33 +48,57 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		}
 	}
 	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes", "--mcp-allow-write")
 	defer stopServe(t, srv)
 
-	cmd := exec.Command(node, "client.mjs")
-	cmd.Dir = tsClientDir
-	cmd.Env = append(slices.Clone(env), "PADDOCK_BIN="+bin)
-	cmd.WaitDelay = 5 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	timer := time.AfterFunc(3*time.Minute, func() { cmd.Process.Kill() })
-	out, err := cmd.Output()
-	timer.Stop()
+	runTS := func(transport string, extraEnv ...string) {
+		t.Helper()
+		cmd := exec.Command(node, "client.mjs")
+		cmd.Dir = tsClientDir
+		cmd.Env = append(slices.Clone(env), extraEnv...)
+		cmd.WaitDelay = 5 * time.Second
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		timer := time.AfterFunc(3*time.Minute, func() { cmd.Process.Kill() })
+		out, err := cmd.Output()
+		timer.Stop()
+		if err != nil {
+			t.Fatalf("client.mjs over %s: %v\nstdout: %s\nstderr: %s", transport, err, out, stderr.String())
+		}
+		var r struct {
+			Transport  string   `json:"transport"`
+			Tools      []string `json:"tools"`
+			Held       string   `json:"held"`
+			Promoted   string   `json:"promoted"`
+			FinalState string   `json:"final_state"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("report %q: %v", out, err)
+		}
+		if r.Transport != transport || !slices.Contains(r.Tools, "session_exec") || !slices.Contains(r.Tools, "session_approve") || !strings.Contains(r.Held, "approval_wait_seconds") ||
+			r.Promoted != "made in the child\n" || r.FinalState != "deleted" {
+			t.Errorf("report over %s: %+v", transport, r)
+		}
+	}
+	runTS("stdio", "PADDOCK_BIN="+bin)
+	// The same proof over streamable HTTP: the daemon's /mcp through the
+	// gateway's TLS, the admin token as the bearer token (serve was
+	// started with --mcp-allow-write).
+	ca := gatewayRoot(state)
+	runTS("http", "MCP_HTTP_URL=https://"+addr+"/mcp", "NODE_EXTRA_CA_CERTS="+ca)
+	// Through the gateway, no token is 401 before any MCP work.
+	roots, err := client.TrustPEM(ca)
 	if err != nil {
-		t.Fatalf("client.mjs: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+		t.Fatal(err)
 	}
-	var r struct {
-		Tools      []string `json:"tools"`
-		Held       string   `json:"held"`
-		Promoted   string   `json:"promoted"`
-		FinalState string   `json:"final_state"`
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
+	res, err := hc.Post("https://"+addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("report %q: %v", out, err)
-	}
-	if !slices.Contains(r.Tools, "session_exec") || !slices.Contains(r.Tools, "session_approve") || !strings.Contains(r.Held, "approval_wait_seconds") ||
-		r.Promoted != "made in the child\n" || r.FinalState != "deleted" {
-		t.Errorf("report: %+v", r)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/mcp without a token through the gateway: %d", res.StatusCode)
 	}
 
 	// The MCP Inspector's CLI mode (@modelcontextprotocol/inspector-cli),
@@ -79,6 +107,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	servers := map[string]any{"mcpServers": map[string]any{
 		"paddock":    map[string]any{"command": bin, "args": []string{"mcp", "serve", "--allow-write"}},
 		"paddock-ro": map[string]any{"command": bin, "args": []string{"mcp", "serve"}},
+		// The daemon's own /mcp over streamable HTTP through the gateway.
+		"paddock-http": map[string]any{"type": "streamable-http", "url": "https://" + addr + "/mcp"},
 	}}
 	raw, _ := json.Marshal(servers)
 	if err := os.WriteFile(cfg, raw, 0o600); err != nil {
@@ -90,7 +120,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		// package.json by a path relative to the working directory.
 		cmd := exec.Command(node, append([]string{"cli.js", "--cli", "--config", cfg, "--server", server}, args...)...)
 		cmd.Dir = filepath.Join(tsClientDir, "node_modules", "@modelcontextprotocol", "inspector-cli", "build")
-		cmd.Env = env
+		cmd.Env = append(slices.Clone(env), "NODE_EXTRA_CA_CERTS="+ca)
 		cmd.WaitDelay = 5 * time.Second
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
@@ -136,4 +166,23 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Errorf("inspector exec: %v", ran)
 	}
 	structured(inspect("paddock", "--method", "tools/call", "--tool-name", "session_delete", "--tool-arg", "session="+id))
+
+	// The Inspector over streamable HTTP, the token in a header.
+	token := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PADDOCK_TOKEN="); ok {
+			token = v
+		}
+	}
+	auth := []string{"--header", "Authorization: Bearer " + token}
+	if n := names(inspect("paddock-http", append(auth, "--method", "tools/list")...)); !slices.Contains(n, "session_exec") {
+		t.Errorf("inspector tools/list over HTTP: %v", n)
+	}
+	created = structured(inspect("paddock-http", append(auth, "--method", "tools/call", "--tool-name", "session_create", "--tool-arg", "agent=inspector-http")...))
+	id, _ = created["id"].(string)
+	ran = structured(inspect("paddock-http", append(auth, "--method", "tools/call", "--tool-name", "session_exec", "--tool-arg", "session="+id, "--tool-arg", "command=echo over-http")...))
+	if ran["stdout"] != "over-http\n" {
+		t.Errorf("inspector exec over HTTP: %v", ran)
+	}
+	structured(inspect("paddock-http", append(auth, "--method", "tools/call", "--tool-name", "session_delete", "--tool-arg", "session="+id)...))
 }

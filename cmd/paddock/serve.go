@@ -32,7 +32,7 @@ import (
 func newServeCmd(g *globals) *cobra.Command {
 	var listen, backend, img, policyExt string
 	var backendsFlag []string
-	var gateway, stopSandboxes bool
+	var gateway, stopSandboxes, mcpAllowWrite bool
 	var allowCIDRs []string
 	var resolverAddr, egressLink, policyExtKey string
 	var sandboxCAs []string
@@ -80,7 +80,7 @@ not fit is refused with a code and the numbers (docs/tenants.md).`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			cfg, gwcfg, err := serveConfig(c, g, serveOpts{
 				listen: listen, backend: backend, img: img, policyExt: policyExt, policyExtKey: policyExtKey, backends: backendsFlag,
-				gateway: gateway, stopSandboxes: stopSandboxes, allowCIDRs: allowCIDRs, resolverAddr: resolverAddr, egressLink: egressLink,
+				gateway: gateway, stopSandboxes: stopSandboxes, mcpAllowWrite: mcpAllowWrite, allowCIDRs: allowCIDRs, resolverAddr: resolverAddr, egressLink: egressLink,
 				sandboxCAs: sandboxCAs, tenantsFile: tenantsFile, egressLogRetention: egressLogRetention, diskReserve: diskReserve,
 				diskOvercommit: diskOvercommit, socket: socket, socketGroup: socketGroup, gw: gwf,
 			})
@@ -154,6 +154,7 @@ not fit is refused with a code and the numbers (docs/tenants.md).`,
 	c.Flags().StringVar(&egressLink, "egress-link", "auto", "how sandboxes' programs that ignore proxy settings reach the proxy: veth (a veth pair to the daemon's egress namespace, whose nftables redirect TCP 80/443 to the proxy and refuse the rest), loopback (nftables inside the sandbox redirect to its agent), or auto (veth when the kernel can make one)")
 	c.Flags().StringVar(&resolverAddr, "egress-resolver", "", "DNS server (IP:PORT) that resolves the names sandboxes may reach (default: the host's resolver)")
 	c.Flags().StringArrayVar(&sandboxCAs, "sandbox-ca", nil, "a PEM file of CA certificates every sandbox trusts besides its image's (repeatable), e.g. a company CA")
+	c.Flags().BoolVar(&mcpAllowWrite, "mcp-allow-write", false, "offer the MCP server's write tools at /mcp (create, exec, write files, fork, promote, delete, …); without it /mcp offers the tools that read only")
 	c.Flags().BoolVar(&stopSandboxes, "stop-sandboxes", false, "stop every sandbox on exit instead of leaving them for the next start to adopt")
 	c.Flags().StringVar(&img, "image", image.DefaultName, "default image for new sessions (the built-in one, mini, is built on first use)")
 	c.Flags().StringVar(&policyExtKey, "policy-ext-key", "", "a PEM public key (RSA, ECDSA P-256/P-384): --policy-ext must then be an OPA bundle signed with its private half (opa build --signing-key); a directory, an unsigned or altered bundle is refused")
@@ -228,7 +229,7 @@ func enabledBackends(def string, list []string) []string {
 type serveOpts struct {
 	listen, backend, img, policyExt, policyExtKey string
 	backends                                      []string
-	gateway, stopSandboxes                        bool
+	gateway, stopSandboxes, mcpAllowWrite         bool
 	allowCIDRs, sandboxCAs                        []string
 	resolverAddr, egressLink, tenantsFile         string
 	egressLogRetention                            time.Duration
@@ -332,6 +333,8 @@ func serveConfig(c *cobra.Command, g *globals, o serveOpts) (daemon.Config, *gat
 			return lns, err
 		},
 		StopSandboxes: o.stopSandboxes,
+		// The MCP server at /mcp (docs/mcp.md): read-only unless asked.
+		MCPAllowWrite: o.mcpAllowWrite, Version: version,
 		LeftRunning: func(left []session.LeftRunning) {
 			reportLeftRunning(errw, log, g.stateDir, left)
 		},

@@ -156,9 +156,10 @@ func TestAttackConnectSNIMismatch(t *testing.T) {
 					return
 				}
 				io.WriteString(c, "220 hello\r\n")
-				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				c.Write(buf[:n])
+				// Read the whole line: the proxy may relay the
+				// sandbox's first bytes in more than one write.
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				io.WriteString(c, line)
 				c.Close()
 			}
 		}()

@@ -51,6 +51,7 @@ import (
 	"paddock.dev/paddock/hostd/tokens"
 	"paddock.dev/paddock/hostd/workspace"
 	"paddock.dev/paddock/hypervisor"
+	"paddock.dev/paddock/mcp"
 	"paddock.dev/paddock/policy"
 )
 
@@ -124,6 +125,11 @@ type Config struct {
 	DiskOvercommit float64
 	// StreamLimits bounds the API's event streams (nil: the defaults).
 	StreamLimits *api.StreamLimits
+	// MCPAllowWrite offers the MCP server's write tools at /mcp (off: the
+	// tools that read only, as paddock mcp serve without --allow-write).
+	MCPAllowWrite bool
+	// Version is the daemon's version as the MCP server reports it.
+	Version string
 	// PreviewDomain is the gateway's domain: requests for
 	// <token>.preview.<domain> go to the preview proxy ("": none).
 	PreviewDomain string
@@ -182,6 +188,9 @@ type Daemon struct {
 	handler  http.Handler
 	lns      []net.Listener
 	srv      *http.Server
+	// self and mcp: the MCP server at /mcp and its pipe back into the API (mcp.go).
+	self *selfListener
+	mcp  *mcp.HTTPHandler
 
 	stop    context.CancelFunc // ends Run
 	stopCtx context.Context
@@ -351,7 +360,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		return d, configErr("%w", err)
 	}
 	logCapacity(log, d.backends, cfg.DiskOvercommit)
-	d.handler = d.previews.Wrap(d.api, cfg.PreviewDomain)
+	d.handler = d.previews.Wrap(d.withMCP(d.api, cfg.MCPAllowWrite, cfg.Version), cfg.PreviewDomain)
 	// The addresses last: New fails before Run adopts anything.
 	if cfg.Listeners != nil {
 		if d.lns, err = cfg.Listeners(); err != nil {
@@ -453,8 +462,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.mgr.Reattach(ctx)
 	bg.Go(func() { d.mgr.RunSweeper(ctx) })
-	errc := make(chan error, len(d.lns))
-	for _, ln := range d.lns {
+	lns := append(slices.Clone(d.lns), net.Listener(d.self))
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
 		go func() { errc <- d.srv.Serve(ln) }()
 	}
 	close(d.serving)
@@ -524,6 +534,9 @@ func (d *Daemon) close() error {
 	} else {
 		for _, l := range d.lns {
 			l.Close()
+		}
+		if d.self != nil {
+			d.self.Close()
 		}
 	}
 	var errs []error

@@ -80,6 +80,7 @@ type options struct {
 	socket        bool
 	keep          bool
 	previewDomain string
+	mcpAllowWrite bool
 	streamLimits  *api.StreamLimits
 	guest         string
 	socketPath    string
@@ -169,6 +170,9 @@ func WithoutRun() Option { return func(o *options) { o.noRun = true } }
 
 // WithPreviewDomain serves preview URLs' host form for domain.
 func WithPreviewDomain(domain string) Option { return func(o *options) { o.previewDomain = domain } }
+
+// WithMCPAllowWrite offers the write tools at /mcp (paddock serve --mcp-allow-write).
+func WithMCPAllowWrite() Option { return func(o *options) { o.mcpAllowWrite = true } }
 
 // WithStreamLimits sets the API's stream limits.
 func WithStreamLimits(l api.StreamLimits) Option { return func(o *options) { o.streamLimits = &l } }
@@ -288,7 +292,7 @@ func start(o options) (*Daemon, error) {
 		DefaultImage: o.image, ImagesDir: o.images,
 		Policy: o.policyOpts, PolicyEngine: o.engine,
 		Egress: o.egress, TrustPEM: o.trust, TenantsFile: o.tenantsFile,
-		PreviewDomain: o.previewDomain, StreamLimits: o.streamLimits, StopSandboxes: !o.keep,
+		PreviewDomain: o.previewDomain, MCPAllowWrite: o.mcpAllowWrite, StreamLimits: o.streamLimits, StopSandboxes: !o.keep,
 	}
 	// A wrapped backend may hide its Close from the daemon: the
 	// unwrapped one is closed after the daemon (closing twice is fine).

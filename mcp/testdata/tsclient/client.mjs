@@ -1,5 +1,8 @@
 // The official TypeScript MCP SDK's client drives `paddock mcp serve` over
-// stdio (cmd/paddock's TestMCPTypeScriptClient runs it). It walks the
+// stdio, or with MCP_HTTP_URL set the daemon's /mcp over streamable HTTP
+// through the gateway (TLS, trusted through NODE_EXTRA_CA_CERTS), with
+// PADDOCK_TOKEN as the bearer token (cmd/paddock's TestMCPTypeScriptClient
+// runs both). It walks the
 // issue's proof: list the tools, create a session, exec, hit a command held
 // for approval and read its id from the error, approve it (admin), run it
 // with approval_id, write and read a file, fork and promote, delete. It
@@ -7,10 +10,12 @@
 // when a step does not go as it should.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const bin = process.env.PADDOCK_BIN;
-if (!bin) {
-  console.error("PADDOCK_BIN is not set");
+const httpURL = process.env.MCP_HTTP_URL;
+if (!bin && !httpURL) {
+  console.error("set PADDOCK_BIN (stdio) or MCP_HTTP_URL (streamable HTTP)");
   process.exit(2);
 }
 
@@ -19,12 +24,16 @@ function fail(msg) {
   process.exit(1);
 }
 
-const transport = new StdioClientTransport({
-  command: bin,
-  args: ["mcp", "serve", "--allow-write"],
-  env: { ...process.env },
-  stderr: "inherit",
-});
+const transport = httpURL
+  ? new StreamableHTTPClientTransport(new URL(httpURL), {
+      requestInit: { headers: { Authorization: `Bearer ${process.env.PADDOCK_TOKEN}` } },
+    })
+  : new StdioClientTransport({
+      command: bin,
+      args: ["mcp", "serve", "--allow-write"],
+      env: { ...process.env },
+      stderr: "inherit",
+    });
 const client = new Client({ name: "paddock-ts-test", version: "1.0.0" });
 await client.connect(transport);
 
@@ -40,7 +49,7 @@ async function must(name, args) {
   return r.out;
 }
 
-const report = {};
+const report = { transport: httpURL ? "http" : "stdio" };
 const tools = await client.listTools();
 report.tools = tools.tools.map((t) => t.name).sort();
 for (const t of tools.tools) {

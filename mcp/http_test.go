@@ -1,0 +1,257 @@
+package mcp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"paddock.dev/paddock/api"
+	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/auth"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/mcp"
+)
+
+// bearer adds a token to every request, as an agent's MCP client
+// configured with an Authorization header does.
+type bearer struct {
+	token string
+	// session, when set, replaces the Mcp-Session-Id the client sends:
+	// the attacker's move.
+	session string
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.session != "" {
+		r.Header.Set("Mcp-Session-Id", b.session)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectHTTP opens an MCP session at url with token, over the official Go
+// SDK's streamable HTTP client.
+func connectHTTP(t *testing.T, url, token string) (*sdk.ClientSession, error) {
+	t.Helper()
+	tr := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &bearer{token: token}}, MaxRetries: -1}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "paddock-http-test", Version: "1"}, nil).Connect(t.Context(), tr, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, nil
+}
+
+func mustConnectHTTP(t *testing.T, url, token string) *sdk.ClientSession {
+	t.Helper()
+	cs, err := connectHTTP(t, url, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// post sends one raw JSON-RPC message to url and returns the status and body.
+func post(t *testing.T, url, token, session string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<16))
+	return res.StatusCode, string(raw)
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// TestMCPHTTPScoping: the daemon's /mcp, over the Go SDK's streamable HTTP
+// client. No token or a wrong one is 401 before any MCP work; the admin
+// gets the read tools only (no --mcp-allow-write); a session token lists
+// only its ops' tools and cannot reach another session; another tenant's
+// session is not found; and a session id opened with one token is not
+// found (404 not_found) with another (the attacker holds a valid token of
+// their own).
+func TestMCPHTTPScoping(t *testing.T) {
+	dir := t.TempDir()
+	tokA, sumA := auth.NewTenantToken()
+	tokB, sumB := auth.NewTenantToken()
+	tf := filepath.Join(dir, "tenants.json")
+	if err := os.WriteFile(tf, []byte(`{"tenants":[{"name":"a","token_sha256":"`+sumA+`"},{"name":"b","token_sha256":"`+sumB+`"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.New(t, daemontest.WithTenants(tf))
+	ctx := t.Context()
+	url := d.URL + "/mcp"
+
+	if code, body := post(t, url, "", "", []byte(initialize)); code != http.StatusUnauthorized || !strings.Contains(body, `"unauthenticated"`) {
+		t.Errorf("no token: %d %s", code, body)
+	}
+	if code, body := post(t, url, "pdk-not-a-token-0123456789abcdef", "", []byte(initialize)); code != http.StatusUnauthorized || !strings.Contains(body, `"unauthenticated"`) {
+		t.Errorf("a wrong token: %d %s", code, body)
+	}
+
+	// The admin: read tools only, since the daemon was not started with
+	// --mcp-allow-write.
+	admin := mustConnectHTTP(t, url, d.Token)
+	tools := listTools(t, admin)
+	if slices.Contains(tools, "session_create") || slices.Contains(tools, "session_exec") || !slices.Contains(tools, "session_list") {
+		t.Errorf("read-only /mcp lists %v", tools)
+	}
+
+	// Tenant a's session, seen through a's token and not b's.
+	ca := client.New(d.URL, tokA)
+	ses, err := ca.CreateSession(ctx, api.CreateRequest{Agent: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ca.CreateSession(ctx, api.CreateRequest{Agent: "a2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustConnectHTTP(t, url, tokA)
+	b := mustConnectHTTP(t, url, tokB)
+	mustCall(t, a, "session_get", map[string]any{"session": ses.ID}, nil)
+	if e := call(t, b, "session_get", map[string]any{"session": ses.ID}, nil); !strings.HasPrefix(e, "not_found") {
+		t.Errorf("another tenant's session over HTTP: %q", e)
+	}
+
+	// A session token of ses: its ops' tools, its session only.
+	tok, err := ca.MintToken(ctx, ses.ID, api.TokenRequest{Ops: []string{api.OpRead, api.OpFilesRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mustConnectHTTP(t, url, tok.Token)
+	got := listTools(t, st)
+	want := []string{"session_approvals", "session_artifacts", "session_changesets", "session_events", "session_file_read", "session_files", "session_get", "session_probe"}
+	if !slices.Equal(got, want) {
+		t.Errorf("session token tools over HTTP:\n got %v\nwant %v", got, want)
+	}
+	var g struct{ ID string }
+	mustCall(t, st, "session_get", map[string]any{}, &g)
+	if g.ID != ses.ID {
+		t.Errorf("session token's default session: %q, want %s", g.ID, ses.ID)
+	}
+	if e := call(t, st, "session_get", map[string]any{"session": other.ID}, nil); !strings.HasPrefix(e, "forbidden") {
+		t.Errorf("session token reached another session: %q", e)
+	}
+
+	// The attacker: tenant b's valid token with tenant a's MCP session id.
+	sid := a.ID()
+	if sid == "" {
+		t.Fatal("the HTTP session has no id")
+	}
+	list := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"session_get","arguments":{"session":"` + ses.ID + `"}}}`)
+	if code, body := post(t, url, tokB, sid, list); code != http.StatusNotFound || !strings.Contains(body, `"not_found"`) || strings.Contains(body, ses.ID) {
+		t.Errorf("another token with a's session id: %d %s", code, body)
+	}
+	// And through the SDK client, the same.
+	hijack := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &bearer{token: tokB, session: sid}}, MaxRetries: -1}
+	if cs, err := sdk.NewClient(&sdk.Implementation{Name: "attacker", Version: "1"}, nil).Connect(ctx, hijack, nil); err == nil {
+		if _, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "session_get", Arguments: map[string]any{"session": ses.ID}}); err == nil {
+			t.Error("a tool call went through on another token's session")
+		}
+		cs.Close()
+	}
+	// The owner's session still works.
+	mustCall(t, a, "session_get", map[string]any{"session": ses.ID}, nil)
+}
+
+// TestMCPHTTPWrite: with --mcp-allow-write the admin's /mcp has the write
+// tools and they work: create, exec, delete.
+func TestMCPHTTPWrite(t *testing.T) {
+	d := daemontest.New(t, daemontest.WithMCPAllowWrite())
+	cs := mustConnectHTTP(t, d.URL+"/mcp", d.Token)
+	tools := listTools(t, cs)
+	for _, w := range []string{"session_create", "session_exec", "session_approve", "session_delete"} {
+		if !slices.Contains(tools, w) {
+			t.Errorf("/mcp with --mcp-allow-write lacks %s: %v", w, tools)
+		}
+	}
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	var ex ExecResult
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "echo over-http"}, &ex)
+	if ex.Stdout != "over-http\n" {
+		t.Errorf("exec over HTTP: %+v", ex)
+	}
+	mustCall(t, cs, "session_delete", map[string]any{"session": ses.ID}, nil)
+}
+
+// TestMCPHTTPLimits: the handler's limits, each hit: a body over MaxBody
+// is 413, a token's sessions past SessionsPerToken are 429 (another
+// token is not affected), and an idle session is closed after
+// IdleTimeout (its id is then unknown, 404) and stops counting.
+func TestMCPHTTPLimits(t *testing.T) {
+	d := daemontest.New(t)
+	tokA, err := d.Client.MintToken(t.Context(), mustSession(t, d), api.TokenRequest{Ops: []string{api.OpRead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mcp.NewHTTPHandler(mcp.HTTPOptions{
+		Client:           func(token string) *client.Client { return client.New(d.URL, token) },
+		MaxBody:          8 << 10,
+		SessionsPerToken: 2,
+		IdleTimeout:      time.Second,
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	big := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 9<<10) + `"}}`)
+	if code, body := post(t, srv.URL, d.Token, "", big); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too_large") {
+		t.Errorf("a body over the limit: %d %s", code, body)
+	}
+
+	one := mustConnectHTTP(t, srv.URL, d.Token)
+	mustConnectHTTP(t, srv.URL, d.Token)
+	code, body := post(t, srv.URL, d.Token, "", []byte(initialize))
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "too_many_sessions") {
+		t.Errorf("a third session for one token: %d %s", code, body)
+	}
+	var e struct{ Code string }
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != "too_many_sessions" {
+		t.Errorf("429 body %q: %v", body, err)
+	}
+	// Another token has its own count.
+	mustConnectHTTP(t, srv.URL, tokA.Token)
+
+	// Idle: after the timeout the sessions are gone and new ones may open.
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := one.ListTools(t.Context(), nil); err == nil {
+		t.Error("a session idle past the timeout still answered")
+	}
+	mustConnectHTTP(t, srv.URL, d.Token)
+	mustConnectHTTP(t, srv.URL, d.Token)
+}
+
+func mustSession(t *testing.T, d *daemontest.Daemon) string {
+	t.Helper()
+	s, err := d.Client.CreateSession(t.Context(), api.CreateRequest{Agent: "limits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ID
+}
