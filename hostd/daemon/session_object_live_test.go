@@ -17,7 +17,8 @@ import (
 // daemon on procbox: create, exec, a file written and read back and
 // listed, a job started, read with a wait and killed, a checkpoint, a
 // fork into 2 that hands back Session objects for the children, a
-// promote of one child's change into the parent, a restore, and Close,
+// promote of one child's change into the parent, a restore, an evaluate
+// and a rollout from the session, and Close,
 // after which the session is gone (and a second Close is quiet).
 func TestSessionObjectLive(t *testing.T) {
 	d := daemontest.New(t)
@@ -146,6 +147,16 @@ func TestSessionObjectLive(t *testing.T) {
 	}
 	if evs, err := s.Events(ctx); err != nil || len(evs) == 0 {
 		t.Errorf("events: %d %v", len(evs), err)
+	}
+
+	// Evaluate and Rollout fork the session themselves.
+	ev, err := s.Evaluate(ctx, client.EvaluateRequest{Candidates: []string{"echo bad > " + ws + "/r", "echo ok > " + ws + "/r"}, Test: "grep -q ok " + ws + "/r"})
+	if err != nil || ev.Parent != s.ID || len(ev.Results) != 2 || ev.Winner != 1 {
+		t.Errorf("evaluate: %+v %v", ev, err)
+	}
+	ro, err := s.Rollout(ctx, client.RolloutRequest{Count: 2, Command: "echo run"})
+	if err != nil || ro.Parent != s.ID || len(ro.Runs) != 2 || ro.Runs[0].StdoutTail != "run\n" || !ro.Runs[1].Deleted {
+		t.Errorf("rollout: %+v %v", ro, err)
 	}
 
 	// A Session made from the id alone is the same session.
