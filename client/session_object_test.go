@@ -74,13 +74,27 @@ func TestSessionObjectRoutes(t *testing.T) {
 			_, err := c.ForkWith(ctx, id, -1, api.ForkRequest{Count: 2, Identity: "unique", From: "t1"})
 			return err
 		}},
-		{"Promote", func() error { _, err := s.Promote(ctx, api.PromoteRequest{DryRun: true, Paths: []string{"a"}}); return err },
-			func() error { _, err := c.Promote(ctx, id, api.PromoteRequest{DryRun: true, Paths: []string{"a"}}); return err }},
+		{"Promote", func() error {
+			_, err := s.Promote(ctx, api.PromoteRequest{DryRun: true, Paths: []string{"a"}})
+			return err
+		},
+			func() error {
+				_, err := c.Promote(ctx, id, api.PromoteRequest{DryRun: true, Paths: []string{"a"}})
+				return err
+			}},
 		{"Replay", func() error { _, err := s.Replay(ctx, api.ReplayRequest{DryRun: true}); return err },
 			func() error { _, err := c.Replay(ctx, id, api.ReplayRequest{DryRun: true}); return err }},
 		{"Rewind", func() error { _, err := s.Rewind(ctx); return err }, func() error { _, err := c.Rewind(ctx, id); return err }},
-		{"RewindConfig", func() error { on := true; _, err := s.RewindConfig(ctx, api.RewindConfigRequest{Enabled: &on}); return err },
-			func() error { on := true; _, err := c.RewindConfig(ctx, id, api.RewindConfigRequest{Enabled: &on}); return err }},
+		{"RewindConfig", func() error {
+			on := true
+			_, err := s.RewindConfig(ctx, api.RewindConfigRequest{Enabled: &on})
+			return err
+		},
+			func() error {
+				on := true
+				_, err := c.RewindConfig(ctx, id, api.RewindConfigRequest{Enabled: &on})
+				return err
+			}},
 		{"RewindUndo", func() error { _, err := s.RewindUndo(ctx, api.RewindUndoRequest{To: "p3"}); return err },
 			func() error { _, err := c.RewindUndo(ctx, id, api.RewindUndoRequest{To: "p3"}); return err }},
 		{"RewindPin", func() error { _, err := s.RewindPin(ctx, "p3", true); return err },
@@ -88,7 +102,10 @@ func TestSessionObjectRoutes(t *testing.T) {
 		{"RewindBisect", func() error { _, err := s.RewindBisect(ctx, api.RewindBisectRequest{Test: "make"}); return err },
 			func() error { _, err := c.RewindBisect(ctx, id, api.RewindBisectRequest{Test: "make"}); return err }},
 		{"RewindBranch", func() error { _, err := s.RewindBranch(ctx, api.RewindBranchRequest{Tag: "p3", Count: 2}); return err },
-			func() error { _, err := c.RewindBranch(ctx, id, api.RewindBranchRequest{Tag: "p3", Count: 2}); return err }},
+			func() error {
+				_, err := c.RewindBranch(ctx, id, api.RewindBranchRequest{Tag: "p3", Count: 2})
+				return err
+			}},
 		{"Speculate", func() error { _, err := s.Speculate(ctx, api.SpeculateRequest{Command: "x"}); return err },
 			func() error { _, err := c.Speculate(ctx, id, api.SpeculateRequest{Command: "x"}); return err }},
 		{"Changesets", func() error { _, err := s.Changesets(ctx); return err },
