@@ -1,9 +1,10 @@
 package client
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"paddock.dev/paddock/internal/testutil/deps"
 )
 
 // forbiddenDeps must never reach the SDK: a program that only talks to a
@@ -36,24 +37,9 @@ var allowedPaddock = map[string]bool{
 }
 
 func TestClientDependencies(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not on PATH")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) == 0 {
-		t.Fatal("go list printed no packages")
-	}
-	for _, dep := range deps {
-		for _, bad := range forbiddenDeps {
-			if strings.HasPrefix(dep, bad) {
-				t.Errorf("client imports %s", dep)
-			}
-		}
+	all := deps.List(t)
+	deps.Forbid(t, "client", all, forbiddenDeps)
+	for _, dep := range all {
 		if strings.HasPrefix(dep, "paddock.dev/paddock/") && !allowedPaddock[dep] {
 			t.Errorf("client imports %s: the SDK may use only api, errdefs and guest/api of this module", dep)
 		}

@@ -1,9 +1,10 @@
 package mcp
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"paddock.dev/paddock/internal/testutil/deps"
 )
 
 // The MCP server is a client of the public API: it must never build the
@@ -28,24 +29,9 @@ var forbiddenDeps = []string{
 }
 
 func TestMCPDependencies(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not on PATH")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) == 0 {
-		t.Fatal("go list printed no packages")
-	}
-	for _, dep := range deps {
-		for _, bad := range forbiddenDeps {
-			if strings.HasPrefix(dep, bad) {
-				t.Errorf("mcp imports %s", dep)
-			}
-		}
+	all := deps.List(t)
+	deps.Forbid(t, "mcp", all, forbiddenDeps)
+	for _, dep := range all {
 		if strings.HasPrefix(dep, "paddock.dev/paddock/") && !allowedPaddock[dep] {
 			t.Errorf("mcp imports %s: it may use only client, api, errdefs and guest/api of this module", dep)
 		}

@@ -105,6 +105,37 @@ func tool[In, Out any](name, desc string, write bool, op string, h handler[In, O
 	}}
 }
 
+// sessionInput is a tool input that names a session (through SessionRef).
+type sessionInput interface{ sessionName() string }
+
+func (r SessionRef) sessionName() string { return r.Session }
+
+// onSession makes the handler of a tool on one session: it resolves the
+// session the input names (or the server's default) before anything
+// else, fails with that error when it cannot, and hands h the id.
+func onSession[In sessionInput, Out any](h func(ctx context.Context, s *Server, id string, in In) (*Out, error)) handler[In, Out] {
+	return func(ctx context.Context, s *Server, in In) (*Out, error) {
+		id, err := s.session(in.sessionName())
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, s, id, in)
+	}
+}
+
+// capList converts the first MaxListEntries of in with conv (an empty
+// list, never nil, for none) and says whether it left any out.
+func capList[T, U any](in []T, conv func(T) U) (out []U, truncated bool) {
+	out = make([]U, 0, min(len(in), MaxListEntries))
+	for _, x := range in {
+		if len(out) == MaxListEntries {
+			return out, true
+		}
+		out = append(out, conv(x))
+	}
+	return out, false
+}
+
 // progressEvery is how often a call whose client asked for progress (a
 // progressToken) hears that its tool still runs.
 var progressEvery = 5 * time.Second
@@ -181,33 +212,33 @@ func adminOnly(d toolDef) toolDef { d.adminOnly = true; return d }
 func toolTable() []toolDef {
 	t := []toolDef{
 		tool("session_list", "List the live sessions this token can reach, oldest first (at most 500).", false, "", sessionList),
-		tool("session_get", "Show one session: its state, revision, runtime, checkpoints, children and usage.", false, api.OpRead, sessionGet),
+		tool("session_get", "Show one session: its state, revision, runtime, checkpoints, children and usage.", false, api.OpRead, onSession(sessionGet)),
 		tool("session_create", "Create a sandbox session and return its id. Give the id as \"session\" to the other tools.", true, "", sessionCreate),
 		tool("session_exec", fmt.Sprintf("Run a shell command in the session's sandbox and return its exit code and output. "+
 			"Only the last %d KiB of stdout and of stderr come back (truncated and the dropped byte counts say when more was cut). "+
 			"A command the policy holds for approval fails with its approval id: call again with approval_id (and approval_wait_seconds to wait for the decision).",
-			MaxStreamBytes>>10), true, api.OpExec, sessionExec),
-		tool("session_approvals", "List the session's approval requests (pending, approved, denied, consumed, expired).", false, api.OpRead, sessionApprovals),
-		adminOnly(tool("session_approve", "Approve (or, with deny, refuse) a command held for approval. Admin only.", true, "", sessionApprove)),
-		tool("session_jobs", fmt.Sprintf("List the session's background jobs (at most %d).", MaxListEntries), false, api.OpJobs, sessionJobs),
-		tool("session_job_start", "Start a supervised background job (a shell command) and return its id; read its output with session_job_read.", true, api.OpJobs, sessionJobStart),
+			MaxStreamBytes>>10), true, api.OpExec, onSession(sessionExec)),
+		tool("session_approvals", "List the session's approval requests (pending, approved, denied, consumed, expired).", false, api.OpRead, onSession(sessionApprovals)),
+		adminOnly(tool("session_approve", "Approve (or, with deny, refuse) a command held for approval. Admin only.", true, "", onSession(sessionApprove))),
+		tool("session_jobs", fmt.Sprintf("List the session's background jobs (at most %d).", MaxListEntries), false, api.OpJobs, onSession(sessionJobs)),
+		tool("session_job_start", "Start a supervised background job (a shell command) and return its id; read its output with session_job_read.", true, api.OpJobs, onSession(sessionJobStart)),
 		tool("session_job_read", fmt.Sprintf("Read a job's output from the given offsets, waiting up to wait_ms for new output. "+
-			"At most %d KiB of each stream per call; continue from next_offset and stderr_next_offset. eof says the job ended.", MaxReadBytes>>10), false, api.OpJobs, sessionJobRead),
-		tool("session_job_stdin", "Write text to a job's stdin (a job started with stdin true); close sends end-of-file.", true, api.OpJobs, sessionJobStdin),
-		tool("session_job_kill", "Send a signal (default TERM) to a job's whole process tree.", true, api.OpJobs, sessionJobKill),
-		tool("session_files", fmt.Sprintf("List a directory in the session's sandbox (or stat a file); at most %d entries.", MaxListEntries), false, api.OpFilesRead, sessionFiles),
+			"At most %d KiB of each stream per call; continue from next_offset and stderr_next_offset. eof says the job ended.", MaxReadBytes>>10), false, api.OpJobs, onSession(sessionJobRead)),
+		tool("session_job_stdin", "Write text to a job's stdin (a job started with stdin true); close sends end-of-file.", true, api.OpJobs, onSession(sessionJobStdin)),
+		tool("session_job_kill", "Send a signal (default TERM) to a job's whole process tree.", true, api.OpJobs, onSession(sessionJobKill)),
+		tool("session_files", fmt.Sprintf("List a directory in the session's sandbox (or stat a file); at most %d entries.", MaxListEntries), false, api.OpFilesRead, onSession(sessionFiles)),
 		tool("session_file_read", fmt.Sprintf("Read a file in the session's sandbox from offset, at most %d KiB per call (length may ask for less). "+
-			"Text comes as content; other bytes as content_base64. eof false means more remains: read on from next_offset.", MaxReadBytes>>10), false, api.OpFilesRead, sessionFileRead),
+			"Text comes as content; other bytes as content_base64. eof false means more remains: read on from next_offset.", MaxReadBytes>>10), false, api.OpFilesRead, onSession(sessionFileRead)),
 		tool("session_file_write", fmt.Sprintf("Write a file in the session's sandbox (parents are made). Content is text, or base64 in content_base64; at most %d MiB "+
 			"(above %d KiB it goes through a resumable, SHA-256-verified upload, with progress in bytes).",
-			MaxUploadWriteBytes>>20, MaxWriteBytes>>10), true, api.OpFilesWrite, sessionFileWrite),
-		tool("session_checkpoint", "Take a checkpoint of the session under a tag, to restore or fork from later.", true, api.OpCheckpoint, sessionCheckpoint),
-		tool("session_restore", "Put the session back to one of its checkpoints (its files, and its memory when the checkpoint has it).", true, "", sessionRestore),
-		tool("session_fork", fmt.Sprintf("Fork the session into count children (at most %d) that start from its state now or from a checkpoint; returns their ids.", MaxForkCount), true, "", sessionFork),
-		tool("session_promote", "Carry a fork child's workspace changes back to its parent. dry_run shows the plan; give its plan_id back to apply exactly that plan.", true, "", sessionPromote),
+			MaxUploadWriteBytes>>20, MaxWriteBytes>>10), true, api.OpFilesWrite, onSession(sessionFileWrite)),
+		tool("session_checkpoint", "Take a checkpoint of the session under a tag, to restore or fork from later.", true, api.OpCheckpoint, onSession(sessionCheckpoint)),
+		tool("session_restore", "Put the session back to one of its checkpoints (its files, and its memory when the checkpoint has it).", true, "", onSession(sessionRestore)),
+		tool("session_fork", fmt.Sprintf("Fork the session into count children (at most %d) that start from its state now or from a checkpoint; returns their ids.", MaxForkCount), true, "", onSession(sessionFork)),
+		tool("session_promote", "Carry a fork child's workspace changes back to its parent. dry_run shows the plan; give its plan_id back to apply exactly that plan.", true, "", onSession(sessionPromote)),
 		tool("session_events", fmt.Sprintf("Read the session's audit ledger, newest last: the last limit entries (default %d, at most %d), each entry's data cut at %d bytes.",
-			DefaultEvents, MaxEvents, MaxEventData), false, api.OpRead, sessionEvents),
-		tool("session_delete", "Delete the session and its sandbox (it cannot be undone).", true, "", sessionDelete),
+			DefaultEvents, MaxEvents, MaxEventData), false, api.OpRead, onSession(sessionEvents)),
+		tool("session_delete", "Delete the session and its sandbox (it cannot be undone).", true, "", onSession(sessionDelete)),
 	}
 	t = append(t, moreTools()...)
 	t = append(t, sandboxTools()...)
@@ -249,14 +280,8 @@ func sessionList(ctx context.Context, s *Server, _ ListIn) (*ListOut, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &ListOut{Sessions: []SessionSummary{}}
-	for _, x := range all {
-		if len(out.Sessions) == MaxListEntries {
-			out.Truncated = true
-			break
-		}
-		out.Sessions = append(out.Sessions, summary(x))
-	}
+	out := &ListOut{}
+	out.Sessions, out.Truncated = capList(all, summary)
 	return out, nil
 }
 
@@ -279,11 +304,7 @@ func sessionOut(x *api.Session) *SessionOut {
 	return o
 }
 
-func sessionGet(ctx context.Context, s *Server, in SessionRef) (*SessionOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionGet(ctx context.Context, s *Server, id string, in SessionRef) (*SessionOut, error) {
 	x, err := s.c.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
@@ -334,11 +355,7 @@ type DeleteOut struct {
 	Deleted string `json:"deleted"`
 }
 
-func sessionDelete(ctx context.Context, s *Server, in SessionRef) (*DeleteOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionDelete(ctx context.Context, s *Server, id string, in SessionRef) (*DeleteOut, error) {
 	if err := s.c.DeleteSession(ctx, id); err != nil {
 		return nil, err
 	}
@@ -374,11 +391,7 @@ func checkWait(secs int) error {
 	return nil
 }
 
-func sessionExec(ctx context.Context, s *Server, in ExecIn) (*ExecOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionExec(ctx context.Context, s *Server, id string, in ExecIn) (*ExecOut, error) {
 	if in.Command == "" {
 		return nil, fmt.Errorf("invalid_argument: command is empty")
 	}
@@ -441,11 +454,7 @@ func approvalOut(a api.Approval) ApprovalOut {
 		Requester: a.Requester, Decider: a.Decider, Note: a.Note, ExpiresAt: a.ExpiresAt.UTC().Format(time.RFC3339)}
 }
 
-func sessionApprovals(ctx context.Context, s *Server, in SessionRef) (*ApprovalsOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionApprovals(ctx context.Context, s *Server, id string, in SessionRef) (*ApprovalsOut, error) {
 	as, err := s.c.Approvals(ctx, id)
 	if err != nil {
 		return nil, err
@@ -464,11 +473,7 @@ type ApproveIn struct {
 	Note       string `json:"note,omitempty" jsonschema:"why, recorded in the ledger"`
 }
 
-func sessionApprove(ctx context.Context, s *Server, in ApproveIn) (*ApprovalOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionApprove(ctx context.Context, s *Server, id string, in ApproveIn) (*ApprovalOut, error) {
 	if in.ApprovalID == "" {
 		return nil, fmt.Errorf("invalid_argument: approval_id is empty")
 	}
@@ -508,25 +513,15 @@ type JobsOut struct {
 	Truncated bool     `json:"truncated"`
 }
 
-func sessionJobs(ctx context.Context, s *Server, in SessionRef) (*JobsOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionJobs(ctx context.Context, s *Server, id string, in SessionRef) (*JobsOut, error) {
 	var l struct {
 		Jobs []api.Job `json:"jobs"`
 	}
 	if err := s.c.Call(ctx, http.MethodGet, id, "/jobs", nil, nil, &l); err != nil {
 		return nil, err
 	}
-	out := &JobsOut{Jobs: []JobOut{}}
-	for _, j := range l.Jobs {
-		if len(out.Jobs) == MaxListEntries {
-			out.Truncated = true
-			break
-		}
-		out.Jobs = append(out.Jobs, jobOut(j))
-	}
+	out := &JobsOut{}
+	out.Jobs, out.Truncated = capList(l.Jobs, jobOut)
 	return out, nil
 }
 
@@ -539,11 +534,7 @@ type JobStartIn struct {
 	ApprovalWaitSeconds int    `json:"approval_wait_seconds,omitempty" jsonschema:"seconds (at most 120) to wait for an operator to decide a command held for approval"`
 }
 
-func sessionJobStart(ctx context.Context, s *Server, in JobStartIn) (*JobOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionJobStart(ctx context.Context, s *Server, id string, in JobStartIn) (*JobOut, error) {
 	if in.Command == "" {
 		return nil, fmt.Errorf("invalid_argument: command is empty")
 	}
@@ -583,11 +574,7 @@ type JobReadOut struct {
 	Truncated        bool   `json:"truncated" jsonschema:"the job's output passed its cap and some was dropped"`
 }
 
-func sessionJobRead(ctx context.Context, s *Server, in JobReadIn) (*JobReadOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionJobRead(ctx context.Context, s *Server, id string, in JobReadIn) (*JobReadOut, error) {
 	if in.Job == "" {
 		return nil, fmt.Errorf("invalid_argument: job is empty")
 	}
@@ -674,11 +661,7 @@ type OKOut struct {
 	OK bool `json:"ok"`
 }
 
-func sessionJobStdin(ctx context.Context, s *Server, in JobStdinIn) (*OKOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionJobStdin(ctx context.Context, s *Server, id string, in JobStdinIn) (*OKOut, error) {
 	if in.Job == "" {
 		return nil, fmt.Errorf("invalid_argument: job is empty")
 	}
@@ -696,11 +679,7 @@ type JobKillIn struct {
 	Signal string `json:"signal,omitempty" jsonschema:"TERM (the default), KILL, INT, HUP, …"`
 }
 
-func sessionJobKill(ctx context.Context, s *Server, in JobKillIn) (*OKOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionJobKill(ctx context.Context, s *Server, id string, in JobKillIn) (*OKOut, error) {
 	if in.Job == "" {
 		return nil, fmt.Errorf("invalid_argument: job is empty")
 	}
@@ -736,11 +715,7 @@ type FilesOut struct {
 	Truncated bool        `json:"truncated"`
 }
 
-func sessionFiles(ctx context.Context, s *Server, in FilesIn) (*FilesOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionFiles(ctx context.Context, s *Server, id string, in FilesIn) (*FilesOut, error) {
 	path := in.Path
 	if path == "" {
 		x, err := s.c.GetSession(ctx, id)
@@ -753,14 +728,12 @@ func sessionFiles(ctx context.Context, s *Server, in FilesIn) (*FilesOut, error)
 	if err := s.c.Call(ctx, http.MethodGet, id, "/files", url.Values{"path": {path}}, nil, &l); err != nil {
 		return nil, err
 	}
-	out := &FilesOut{Kind: l.Kind, Path: l.Path, Entries: []FileEntry{}, Truncated: l.Truncated}
-	for _, e := range l.Entries {
-		if len(out.Entries) == MaxListEntries {
-			out.Truncated = true
-			break
-		}
-		out.Entries = append(out.Entries, FileEntry{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, Target: e.Target})
-	}
+	out := &FilesOut{Kind: l.Kind, Path: l.Path}
+	var cut bool
+	out.Entries, cut = capList(l.Entries, func(e guestapi.FileInfo) FileEntry {
+		return FileEntry{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, Target: e.Target}
+	})
+	out.Truncated = l.Truncated || cut
 	return out, nil
 }
 
@@ -782,19 +755,9 @@ type FileReadOut struct {
 	EOF           bool   `json:"eof" jsonschema:"true when the read reached the end of the file"`
 }
 
-func sessionFileRead(ctx context.Context, s *Server, in FileReadIn) (*FileReadOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
+func sessionFileRead(ctx context.Context, s *Server, id string, in FileReadIn) (*FileReadOut, error) {
+	if err := checkRead(in.Path, in.Offset, &in.Length); err != nil {
 		return nil, err
-	}
-	if in.Path == "" {
-		return nil, fmt.Errorf("invalid_argument: path is empty")
-	}
-	if in.Length == 0 {
-		in.Length = MaxReadBytes
-	}
-	if in.Offset < 0 || in.Length < 0 || in.Length > MaxReadBytes {
-		return nil, fmt.Errorf("invalid_argument: offset must not be negative and length must be 1 to %d", MaxReadBytes)
 	}
 	q := url.Values{"path": {in.Path}, "offset": {strconv.FormatInt(in.Offset, 10)}, "length": {strconv.Itoa(in.Length)}}
 	var r api.FileRange
@@ -810,13 +773,34 @@ func sessionFileRead(ctx context.Context, s *Server, in FileReadIn) (*FileReadOu
 	if k := textPrefix(raw, r.EOF); k >= 0 {
 		raw = raw[:k]
 	}
-	out := &FileReadOut{Path: r.Path, Offset: r.Offset, Length: len(raw), Size: r.Size, NextOffset: r.Offset + int64(len(raw)), EOF: r.EOF}
-	if utf8.Valid(raw) {
-		out.Content = string(raw)
-	} else {
-		out.ContentBase64 = base64.StdEncoding.EncodeToString(raw)
+	return fileReadOut(r.Path, r.Offset, raw, r.Size, r.EOF), nil
+}
+
+// checkRead checks a file read's path, offset and length, and sets a
+// length of 0 to the default, MaxReadBytes.
+func checkRead(path string, offset int64, length *int) error {
+	if path == "" {
+		return fmt.Errorf("invalid_argument: path is empty")
 	}
-	return out, nil
+	if *length == 0 {
+		*length = MaxReadBytes
+	}
+	if offset < 0 || *length < 0 || *length > MaxReadBytes {
+		return fmt.Errorf("invalid_argument: offset must not be negative and length must be 1 to %d", MaxReadBytes)
+	}
+	return nil
+}
+
+// fileReadOut is the result of reading part of a file of size bytes from
+// off: text as content, other bytes as content_base64.
+func fileReadOut(path string, off int64, part []byte, size int64, eof bool) *FileReadOut {
+	out := &FileReadOut{Path: path, Offset: off, Length: len(part), Size: size, NextOffset: off + int64(len(part)), EOF: eof}
+	if utf8.Valid(part) {
+		out.Content = string(part)
+	} else {
+		out.ContentBase64 = base64.StdEncoding.EncodeToString(part)
+	}
+	return out
 }
 
 type FileWriteIn struct {
@@ -863,14 +847,7 @@ type FileWriteOut struct {
 	Verified bool   `json:"verified,omitempty"`
 }
 
-func sessionFileWrite(ctx context.Context, s *Server, in FileWriteIn) (*FileWriteOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
-	if in.Path == "" {
-		return nil, fmt.Errorf("invalid_argument: path is empty")
-	}
+func sessionFileWrite(ctx context.Context, s *Server, id string, in FileWriteIn) (*FileWriteOut, error) {
 	data, err := contentMax(in.Path, in.Content, in.ContentBase64, MaxUploadWriteBytes)
 	if err != nil {
 		return nil, err
@@ -935,11 +912,7 @@ type CheckpointOut struct {
 	CreatedAt string `json:"created_at"`
 }
 
-func sessionCheckpoint(ctx context.Context, s *Server, in CheckpointIn) (*CheckpointOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionCheckpoint(ctx context.Context, s *Server, id string, in CheckpointIn) (*CheckpointOut, error) {
 	if in.Tag == "" {
 		return nil, fmt.Errorf("invalid_argument: tag is empty")
 	}
@@ -955,11 +928,7 @@ type RestoreIn struct {
 	Tag string `json:"tag" jsonschema:"the checkpoint to go back to"`
 }
 
-func sessionRestore(ctx context.Context, s *Server, in RestoreIn) (*SessionOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionRestore(ctx context.Context, s *Server, id string, in RestoreIn) (*SessionOut, error) {
 	if in.Tag == "" {
 		return nil, fmt.Errorf("invalid_argument: tag is empty")
 	}
@@ -984,11 +953,7 @@ type ForkOut struct {
 	IdentityNote string   `json:"identity_note,omitempty"`
 }
 
-func sessionFork(ctx context.Context, s *Server, in ForkIn) (*ForkOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionFork(ctx context.Context, s *Server, id string, in ForkIn) (*ForkOut, error) {
 	if in.Count == 0 {
 		in.Count = 1
 	}
@@ -1029,11 +994,7 @@ type PromoteOut struct {
 	Checkpoint string   `json:"checkpoint,omitempty" jsonschema:"the parent's checkpoint taken before the first write: restore it to undo"`
 }
 
-func sessionPromote(ctx context.Context, s *Server, in PromoteIn) (*PromoteOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionPromote(ctx context.Context, s *Server, id string, in PromoteIn) (*PromoteOut, error) {
 	if len(in.Paths) > api.MaxPromotePaths {
 		return nil, fmt.Errorf("invalid_argument: at most %d paths", api.MaxPromotePaths)
 	}
@@ -1073,11 +1034,7 @@ type EventsOut struct {
 	Total  int        `json:"total" jsonschema:"how many entries the ledger has"`
 }
 
-func sessionEvents(ctx context.Context, s *Server, in EventsIn) (*EventsOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionEvents(ctx context.Context, s *Server, id string, in EventsIn) (*EventsOut, error) {
 	if in.Limit == 0 {
 		in.Limit = DefaultEvents
 	}

@@ -2,12 +2,10 @@ package mcp
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
 	"time"
-	"unicode/utf8"
 
 	"paddock.dev/paddock/api"
 )
@@ -18,13 +16,13 @@ func sandboxTools() []toolDef {
 	return []toolDef{
 		tool("sandbox_create", "Create a bare sandbox (no workspace, no session record) and return its id for the other sandbox_* tools.", true, "", sandboxCreate),
 		tool("sandbox_exec", fmt.Sprintf("Run a shell command in a sandbox. Only the last %d KiB of stdout and of stderr come back (truncated says when more was cut).",
-			MaxStreamBytes>>10), true, "", sandboxExec),
-		tool("sandbox_read_file", fmt.Sprintf("Read a file in a sandbox from offset, at most %d KiB per call; eof false means more remains (read on from next_offset).", MaxReadBytes>>10), false, "", sandboxReadFile),
-		tool("sandbox_write_file", fmt.Sprintf("Write a file in a sandbox (parents are made); text in content or bytes in content_base64, at most %d KiB.", MaxWriteBytes>>10), true, "", sandboxWriteFile),
-		tool("sandbox_delete", "Delete a sandbox.", true, "", sandboxDelete),
+			MaxStreamBytes>>10), true, "", onSandbox(sandboxExec)),
+		tool("sandbox_read_file", fmt.Sprintf("Read a file in a sandbox from offset, at most %d KiB per call; eof false means more remains (read on from next_offset).", MaxReadBytes>>10), false, "", onSandbox(sandboxReadFile)),
+		tool("sandbox_write_file", fmt.Sprintf("Write a file in a sandbox (parents are made); text in content or bytes in content_base64, at most %d KiB.", MaxWriteBytes>>10), true, "", onSandbox(sandboxWriteFile)),
+		tool("sandbox_delete", "Delete a sandbox.", true, "", onSandbox(sandboxDelete)),
 		tool("session_grant", "Let the session's sandbox use a daemon secret (named by secret_ref, never a raw value) as a credential toward the hosts given; "+
-			"the secret never enters the sandbox. Admin only on the daemon's side.", true, "", sessionGrant),
-		tool("session_revoke_grants", "Revoke one credential grant of the session (grant), or all of them.", true, "", sessionRevokeGrants),
+			"the secret never enters the sandbox. Admin only on the daemon's side.", true, "", onSession(sessionGrant)),
+		tool("session_revoke_grants", "Revoke one credential grant of the session (grant), or all of them.", true, "", onSession(sessionRevokeGrants)),
 	}
 }
 
@@ -57,6 +55,23 @@ func sandboxCreate(ctx context.Context, s *Server, in SandboxCreateIn) (*Sandbox
 	return &SandboxOut{ID: x.ID, Backend: x.Backend, Status: x.Status, Image: x.Image, Offline: x.Offline}, nil
 }
 
+// sandboxInput is a tool input that names a sandbox (through SandboxRef).
+type sandboxInput interface{ sandboxRef() SandboxRef }
+
+func (r SandboxRef) sandboxRef() SandboxRef { return r }
+
+// onSandbox makes the handler of a tool on one sandbox: an input that
+// names none fails before anything else, and h gets the sandbox's id.
+func onSandbox[In sandboxInput, Out any](h func(ctx context.Context, s *Server, id string, in In) (*Out, error)) handler[In, Out] {
+	return func(ctx context.Context, s *Server, in In) (*Out, error) {
+		id, err := sandboxID(in.sandboxRef())
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, s, id, in)
+	}
+}
+
 func sandboxID(in SandboxRef) (string, error) {
 	if in.Sandbox == "" {
 		return "", fmt.Errorf("invalid_argument: name the sandbox (the \"sandbox\" field)")
@@ -71,11 +86,7 @@ type SandboxExecIn struct {
 	Cwd            string `json:"cwd,omitempty" jsonschema:"the directory to run in"`
 }
 
-func sandboxExec(ctx context.Context, s *Server, in SandboxExecIn) (*ExecOut, error) {
-	id, err := sandboxID(in.SandboxRef)
-	if err != nil {
-		return nil, err
-	}
+func sandboxExec(ctx context.Context, s *Server, id string, in SandboxExecIn) (*ExecOut, error) {
 	if in.Command == "" {
 		return nil, fmt.Errorf("invalid_argument: command is empty")
 	}
@@ -86,19 +97,9 @@ func sandboxExec(ctx context.Context, s *Server, in SandboxExecIn) (*ExecOut, er
 	return execOut(&r.ExecResult), nil
 }
 
-func sandboxReadFile(ctx context.Context, s *Server, in FileReadIn2) (*FileReadOut, error) {
-	id, err := sandboxID(in.SandboxRef)
-	if err != nil {
+func sandboxReadFile(ctx context.Context, s *Server, id string, in FileReadIn2) (*FileReadOut, error) {
+	if err := checkRead(in.Path, in.Offset, &in.Length); err != nil {
 		return nil, err
-	}
-	if in.Path == "" {
-		return nil, fmt.Errorf("invalid_argument: path is empty")
-	}
-	if in.Length == 0 {
-		in.Length = MaxReadBytes
-	}
-	if in.Offset < 0 || in.Length < 0 || in.Length > MaxReadBytes {
-		return nil, fmt.Errorf("invalid_argument: offset must not be negative and length must be 1 to %d", MaxReadBytes)
 	}
 	data, f, err := s.c.SandboxReadFile(ctx, id, in.Path)
 	if err != nil {
@@ -106,13 +107,7 @@ func sandboxReadFile(ctx context.Context, s *Server, in FileReadIn2) (*FileReadO
 	}
 	off := min(in.Offset, int64(len(data)))
 	part := data[off:min(off+int64(in.Length), int64(len(data)))]
-	out := &FileReadOut{Path: f.Path, Offset: off, Length: len(part), Size: int64(len(data)), NextOffset: off + int64(len(part)), EOF: off+int64(len(part)) == int64(len(data))}
-	if utf8.Valid(part) {
-		out.Content = string(part)
-	} else {
-		out.ContentBase64 = base64.StdEncoding.EncodeToString(part)
-	}
-	return out, nil
+	return fileReadOut(f.Path, off, part, int64(len(data)), off+int64(len(part)) == int64(len(data))), nil
 }
 
 // FileReadIn2 is sandbox_read_file's input: FileReadIn with a sandbox
@@ -132,11 +127,7 @@ type SandboxWriteIn struct {
 	Mode          string `json:"mode,omitempty" jsonschema:"octal permission bits, e.g. 0755"`
 }
 
-func sandboxWriteFile(ctx context.Context, s *Server, in SandboxWriteIn) (*FileWriteOut, error) {
-	id, err := sandboxID(in.SandboxRef)
-	if err != nil {
-		return nil, err
-	}
+func sandboxWriteFile(ctx context.Context, s *Server, id string, in SandboxWriteIn) (*FileWriteOut, error) {
 	data, err := content(in.Path, in.Content, in.ContentBase64)
 	if err != nil {
 		return nil, err
@@ -147,11 +138,7 @@ func sandboxWriteFile(ctx context.Context, s *Server, in SandboxWriteIn) (*FileW
 	return &FileWriteOut{Path: in.Path, Bytes: len(data)}, nil
 }
 
-func sandboxDelete(ctx context.Context, s *Server, in SandboxRef) (*DeleteOut, error) {
-	id, err := sandboxID(in)
-	if err != nil {
-		return nil, err
-	}
+func sandboxDelete(ctx context.Context, s *Server, id string, in SandboxRef) (*DeleteOut, error) {
 	if err := s.c.DeleteSandbox(ctx, id); err != nil {
 		return nil, err
 	}
@@ -178,11 +165,7 @@ type GrantOut struct {
 	ExpiresAt string   `json:"expires_at"`
 }
 
-func sessionGrant(ctx context.Context, s *Server, in GrantIn) (*GrantOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionGrant(ctx context.Context, s *Server, id string, in GrantIn) (*GrantOut, error) {
 	if in.SecretRef == "" || len(in.Hosts) == 0 || len(in.Hosts) > MaxGrantItems || len(in.Methods) > MaxGrantItems || len(in.Paths) > MaxGrantItems {
 		return nil, fmt.Errorf("invalid_argument: give secret_ref and 1 to %d hosts (and at most %d methods and paths)", MaxGrantItems, MaxGrantItems)
 	}
@@ -198,11 +181,8 @@ type RevokeIn struct {
 	Grant string `json:"grant,omitempty" jsonschema:"the grant to revoke; empty revokes all of the session's grants"`
 }
 
-func sessionRevokeGrants(ctx context.Context, s *Server, in RevokeIn) (*OKOut, error) {
-	id, err := s.session(in.Session)
-	if err != nil {
-		return nil, err
-	}
+func sessionRevokeGrants(ctx context.Context, s *Server, id string, in RevokeIn) (*OKOut, error) {
+	var err error
 	if in.Grant != "" {
 		err = s.c.Ungrant(ctx, id, in.Grant)
 	} else {

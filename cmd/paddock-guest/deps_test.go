@@ -1,9 +1,9 @@
 package main
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"paddock.dev/paddock/internal/testutil/deps"
 )
 
 // forbiddenDeps must never reach the guest binary: it runs in every
@@ -22,19 +22,5 @@ var forbiddenDeps = []string{
 }
 
 func TestGuestDependencies(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not on PATH")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		for _, bad := range forbiddenDeps {
-			if strings.HasPrefix(dep, bad) {
-				t.Errorf("paddock-guest imports %s", dep)
-			}
-		}
-	}
+	deps.Forbid(t, "paddock-guest", deps.List(t), forbiddenDeps)
 }

@@ -247,6 +247,43 @@ func daemonSetup(t *testing.T) (bin, state, addr string, env []string) {
 	return bin, state, addr, env
 }
 
+// liveCLI is the common start of a live CLI test: daemonSetup, then
+// `paddock serve --stop-sandboxes` on it, stopped (as stopServe does)
+// when the test ends, after its deferred calls have run.
+type liveCLI struct {
+	t                *testing.T
+	bin, state, addr string
+	env              []string
+}
+
+// serveCLI sets up a daemon and starts serve for a live CLI test.
+func serveCLI(t *testing.T) *liveCLI {
+	t.Helper()
+	bin, state, addr, env := daemonSetup(t)
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
+	t.Cleanup(func() { stopServe(t, srv) })
+	return &liveCLI{t: t, bin: bin, state: state, addr: addr, env: env}
+}
+
+// pd runs the CLI against the daemon and returns its stdout, stderr and
+// exit code.
+func (c *liveCLI) pd(args ...string) (string, string, int) {
+	c.t.Helper()
+	return runCLI(c.t, c.bin, c.env, nil, args...)
+}
+
+// newSession runs `paddock --json session run` with args and returns the
+// new session's id; a run that fails or prints no JSON fails the test.
+func (c *liveCLI) newSession(args ...string) string {
+	c.t.Helper()
+	out, se, code := c.pd(append([]string{"--json", "session", "run"}, args...)...)
+	var s struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
+		c.t.Fatalf("session run %v: %q %q %d", args, out, se, code)
+	}
+	return s.ID
+}
+
 // daemonSetupFresh is daemonSetup without the image build: the state dir
 // is empty.
 func daemonSetupFresh(t *testing.T) (bin, state, addr string, env []string) {

@@ -15,28 +15,23 @@ import (
 // them escaped: no raw escape, carriage return or newline inside a row, no
 // forged row; --json keeps the exact name and command.
 func TestAttackSandboxNamesForgeCLIOutput(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
+	c := serveCLI(t)
 	pd := func(args ...string) string {
 		t.Helper()
-		out, se, code := runCLI(t, bin, env, nil, args...)
+		out, se, code := c.pd(args...)
 		if code != 0 {
 			t.Fatalf("%q: exit %d\n%s%s", args, code, out, se)
 		}
 		return out
 	}
-	var s struct{ ID string }
-	if err := json.Unmarshal([]byte(pd("--json", "session", "run")), &s); err != nil {
-		t.Fatal(err)
-	}
+	id := c.newSession()
 	const name = "evil\x1b[2J\rhidden\n-rw-r--r--  0  2000-01-01T00:00:00Z  FORGED"
 	const shown = `evil\x1b[2J\rhidden\n-rw-r--r--  0  2000-01-01T00:00:00Z  FORGED`
 	// The sandbox makes the name itself (printf turns \033 and \n into
 	// the bytes); the CLI never sees it before the listing.
-	pd("session", "exec", s.ID, "--", `touch "/workspace/$(printf 'evil\033[2J\rhidden\n-rw-r--r--  0  2000-01-01T00:00:00Z  FORGED')"`)
+	pd("session", "exec", id, "--", `touch "/workspace/$(printf 'evil\033[2J\rhidden\n-rw-r--r--  0  2000-01-01T00:00:00Z  FORGED')"`)
 	const command = ": '\x1b[2J\nJOB-FORGED exited 0'"
-	pd("session", "bg", s.ID, "--", command)
+	pd("session", "bg", id, "--", command)
 
 	check := func(what, out string, want ...string) {
 		t.Helper()
@@ -57,15 +52,15 @@ func TestAttackSandboxNamesForgeCLIOutput(t *testing.T) {
 			}
 		}
 	}
-	check("files", pd("session", "files", s.ID, "/workspace"), shown)
-	check("artifacts", pd("session", "artifacts", s.ID), "A "+shown)
-	check("jobs", pd("session", "jobs", s.ID), `: '\x1b[2J\nJOB-FORGED exited 0'`)
-	check("timeline", pd("session", "timeline", s.ID), `\u001b[2J\nJOB-FORGED`)
+	check("files", pd("session", "files", id, "/workspace"), shown)
+	check("artifacts", pd("session", "artifacts", id), "A "+shown)
+	check("jobs", pd("session", "jobs", id), `: '\x1b[2J\nJOB-FORGED exited 0'`)
+	check("timeline", pd("session", "timeline", id), `\u001b[2J\nJOB-FORGED`)
 
 	var listing struct {
 		Entries []struct{ Name string }
 	}
-	if err := json.Unmarshal([]byte(pd("--json", "session", "files", s.ID, "/workspace")), &listing); err != nil {
+	if err := json.Unmarshal([]byte(pd("--json", "session", "files", id, "/workspace")), &listing); err != nil {
 		t.Fatal(err)
 	}
 	found := false
@@ -76,7 +71,7 @@ func TestAttackSandboxNamesForgeCLIOutput(t *testing.T) {
 		t.Errorf("files --json lacks the exact name %q: %+v", name, listing.Entries)
 	}
 	var jobs []struct{ Command string }
-	if err := json.Unmarshal([]byte(pd("--json", "session", "jobs", s.ID)), &jobs); err != nil || len(jobs) != 1 || jobs[0].Command != command {
+	if err := json.Unmarshal([]byte(pd("--json", "session", "jobs", id)), &jobs); err != nil || len(jobs) != 1 || jobs[0].Command != command {
 		t.Errorf("jobs --json: %+v %v, want the exact command %q", jobs, err, command)
 	}
 }

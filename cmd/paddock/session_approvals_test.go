@@ -13,13 +13,8 @@ import (
 // it, `session approve` lets it run once with --approval-id, and `policy`
 // rules from a file work the same.
 func TestCLIApprovals(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	pd := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, bin, env, nil, args...)
-	}
+	c := serveCLI(t)
+	pd := c.pd
 	out, se, code := pd("--json", "session", "run", "--cmd-allow", "echo *", "--cmd-allow", "cat *", "--cmd-deny", "rm *", "--cmd-ask", "touch *")
 	var s struct {
 		ID     string

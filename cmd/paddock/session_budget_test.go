@@ -16,13 +16,8 @@ import (
 // refusal past it (403, exit code 5, naming the limit), and usage beside
 // the limits in session get and ls.
 func TestCLISessionBudget(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	pd := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, bin, env, nil, args...)
-	}
+	c := serveCLI(t)
+	pd := c.pd
 	out, se, code := pd("--json", "session", "run", "--budget", `{"max_execs": 1, "max_children": 2}`)
 	var s struct {
 		ID     string

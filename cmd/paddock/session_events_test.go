@@ -17,29 +17,20 @@ import (
 // with exit 0 when the session is deleted; a bad --since is a usage
 // error (exit 2) and another tenant's or an unknown session exits 3.
 func TestCLISessionEvents(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	pd := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, bin, env, nil, args...)
-	}
-	var s struct{ ID string }
-	out, se, code := pd("--json", "session", "run")
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
-		t.Fatalf("session run: %q %q %d", out, se, code)
-	}
-	if out, se, code := pd("session", "exec", s.ID, "--", "echo first"); code != 0 {
+	c := serveCLI(t)
+	pd := c.pd
+	id := c.newSession()
+	if out, se, code := pd("session", "exec", id, "--", "echo first"); code != 0 {
 		t.Fatalf("exec: %d %q %q", code, out, se)
 	}
-	out, se, code = pd("session", "events", s.ID)
+	out, se, code := pd("session", "events", id)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) < 3 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(lines[0], "SOURCE") || !strings.Contains(lines[0], "DETAIL") ||
 		!strings.Contains(out, " vm ") || !strings.Contains(out, "boot") || !strings.Contains(out, "session.create") || !strings.Contains(out, "echo first") {
 		t.Fatalf("events: %d %q %q", code, out, se)
 	}
 	// --json: one object a line, in time order.
-	out, _, code = pd("--json", "session", "events", s.ID, "--since", "1h")
+	out, _, code = pd("--json", "session", "events", id, "--since", "1h")
 	var last time.Time
 	var sources = map[string]int{}
 	var execTime time.Time
@@ -61,11 +52,11 @@ func TestCLISessionEvents(t *testing.T) {
 		t.Fatalf("--json --since 1h: %d %v %q", code, sources, out)
 	}
 	// --since the exec: nothing of what came before it.
-	if out, se, code = pd("session", "events", s.ID, "--since", execTime.Format(time.RFC3339Nano)); code != 0 || strings.Contains(out, "session.create") || strings.Contains(out, "echo first") {
+	if out, se, code = pd("session", "events", id, "--since", execTime.Format(time.RFC3339Nano)); code != 0 || strings.Contains(out, "session.create") || strings.Contains(out, "echo first") {
 		t.Errorf("--since the exec: %d %q %q", code, out, se)
 	}
 	for _, bad := range []string{"yesterday", "-5m", "0s", "100000h"} {
-		if out, se, code := pd("session", "events", s.ID, "--since", bad); code != exitUsage || !strings.Contains(se, "--since") {
+		if out, se, code := pd("session", "events", id, "--since", bad); code != exitUsage || !strings.Contains(se, "--since") {
 			t.Errorf("--since %s: %d %q %q, want exit %d", bad, code, out, se, exitUsage)
 		}
 	}
@@ -74,8 +65,8 @@ func TestCLISessionEvents(t *testing.T) {
 	}
 
 	// --follow: starts, then an exec shows up, then the delete ends it.
-	f := exec.Command(bin, "--json", "session", "events", s.ID, "--follow", "--since", "1s")
-	f.Env = env
+	f := exec.Command(c.bin, "--json", "session", "events", id, "--follow", "--since", "1s")
+	f.Env = c.env
 	stdout, err := f.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +89,7 @@ func TestCLISessionEvents(t *testing.T) {
 		}
 	}()
 	time.Sleep(700 * time.Millisecond) // the stream is open
-	if out, se, code := pd("session", "exec", s.ID, "--", "echo followed"); code != 0 {
+	if out, se, code := pd("session", "exec", id, "--", "echo followed"); code != 0 {
 		t.Fatalf("exec: %d %q %q", code, out, se)
 	}
 	wait := func(what string, ok func(eventLine) bool) {
@@ -121,7 +112,7 @@ func TestCLISessionEvents(t *testing.T) {
 	wait("the exec run after it started", func(e eventLine) bool {
 		return e.Kind == "exec" && strings.Contains(string(e.Data), "echo followed")
 	})
-	if _, se, code := pd("session", "rm", s.ID); code != 0 {
+	if _, se, code := pd("session", "rm", id); code != 0 {
 		t.Fatalf("rm: %d %q", code, se)
 	}
 	wait("the stop event", func(e eventLine) bool { return e.Source == "vm" && e.Kind == "stop" })

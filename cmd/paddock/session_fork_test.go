@@ -11,39 +11,30 @@ import (
 // carried, --identity and --from reach the daemon, and an unknown
 // identity exits with the usage code.
 func TestCLISessionFork(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	pd := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, bin, env, nil, args...)
-	}
-	var s struct{ ID string }
-	out, se, code := pd("--json", "session", "run")
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
-		t.Fatalf("session run: %q %q %d", out, se, code)
-	}
-	defer pd("session", "rm", s.ID)
-	if _, se, code := pd("session", "exec", s.ID, "--", "echo old > /workspace/f"); code != 0 {
+	c := serveCLI(t)
+	pd := c.pd
+	id := c.newSession()
+	defer pd("session", "rm", id)
+	if _, se, code := pd("session", "exec", id, "--", "echo old > /workspace/f"); code != 0 {
 		t.Fatalf("exec: %q", se)
 	}
-	if _, se, code := pd("session", "checkpoint", s.ID, "--tag", "old"); code != 0 {
+	if _, se, code := pd("session", "checkpoint", id, "--tag", "old"); code != 0 {
 		t.Fatalf("checkpoint: %q", se)
 	}
-	if _, se, code := pd("session", "exec", s.ID, "--", "echo new > /workspace/f"); code != 0 {
+	if _, se, code := pd("session", "exec", id, "--", "echo new > /workspace/f"); code != 0 {
 		t.Fatalf("exec: %q", se)
 	}
-	job, se, code := pd("session", "bg", s.ID, "--", "sleep 300")
+	job, se, code := pd("session", "bg", id, "--", "sleep 300")
 	job = strings.TrimSpace(job)
 	if code != 0 || job == "" {
 		t.Fatalf("bg: %q %d", se, code)
 	}
 
-	out, se, code = pd("session", "fork", s.ID, "--count", "2", "--identity", "unique")
-	if code != 0 || !strings.Contains(out, "not carried: job "+job+" (sleep 300)") || strings.Count(out, "\n"+s.ID+"-f") != 2 {
+	out, se, code := pd("session", "fork", id, "--count", "2", "--identity", "unique")
+	if code != 0 || !strings.Contains(out, "not carried: job "+job+" (sleep 300)") || strings.Count(out, "\n"+id+"-f") != 2 {
 		t.Fatalf("fork while a job runs: %d %q %q", code, out, se)
 	}
-	out, se, code = pd("--json", "session", "fork", s.ID, "--from", "old", "--identity", "preserve")
+	out, se, code = pd("--json", "session", "fork", id, "--from", "old", "--identity", "preserve")
 	var fr struct {
 		Children   []struct{ ID string }
 		Identity   string
@@ -56,10 +47,10 @@ func TestCLISessionFork(t *testing.T) {
 	if out, _, code := pd("session", "cat", fr.Children[0].ID, "/workspace/f"); code != 0 || out != "old\n" {
 		t.Errorf("the child from old has %q (%d)", out, code)
 	}
-	if _, se, code := pd("session", "fork", s.ID, "--identity", "twin"); code != exitUsage || !strings.Contains(se, "identity") {
+	if _, se, code := pd("session", "fork", id, "--identity", "twin"); code != exitUsage || !strings.Contains(se, "identity") {
 		t.Errorf("fork --identity twin: %d %q, want the usage code", code, se)
 	}
-	if _, se, code := pd("session", "fork", s.ID, "--from", "nope"); code != exitNotFound {
+	if _, se, code := pd("session", "fork", id, "--from", "nope"); code != exitNotFound {
 		t.Errorf("fork --from nope: %d %q, want not found", code, se)
 	}
 }

@@ -16,27 +16,18 @@ import (
 // unpreview refuses a token or URL where the id goes, deletes by id, and
 // the URL then answers 404; a bad port or --ttl is a usage error.
 func TestCLISessionPreviews(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	pd := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, bin, env, nil, args...)
-	}
-	var s struct{ ID string }
-	out, se, code := pd("--json", "session", "run")
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
-		t.Fatalf("session run: %q %q %d", out, se, code)
-	}
-	out, se, code = pd("session", "preview", s.ID, "8000", "--ttl", "10m")
+	c := serveCLI(t)
+	pd := c.pd
+	id := c.newSession()
+	out, se, code := pd("session", "preview", id, "8000", "--ttl", "10m")
 	url := strings.TrimSpace(out)
-	if code != 0 || !regexp.MustCompile(`^https?://`+regexp.QuoteMeta(addr)+`/preview/pvw-[a-z2-7]{52}/$`).MatchString(url) ||
+	if code != 0 || !regexp.MustCompile(`^https?://`+regexp.QuoteMeta(c.addr)+`/preview/pvw-[a-z2-7]{52}/$`).MatchString(url) ||
 		!strings.Contains(se, "shown once") || !strings.Contains(se, "port 8000") {
 		t.Fatalf("preview: %d %q %q", code, out, se)
 	}
 	base, _, _ := strings.Cut(url, "/preview/")
 	token := strings.TrimSuffix(strings.TrimPrefix(url, base+"/preview/"), "/")
-	hc := daemonHTTPClient(state)
+	hc := daemonHTTPClient(c.state)
 	resp, err := hc.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -50,15 +41,15 @@ func TestCLISessionPreviews(t *testing.T) {
 		ID, Token, URL string
 		Port           int
 	}
-	out, se, code = pd("--json", "session", "preview", s.ID, "3000")
+	out, se, code = pd("--json", "session", "preview", id, "3000")
 	if err := json.Unmarshal([]byte(out), &p); err != nil || code != 0 || p.Port != 3000 || p.URL != "/preview/"+p.Token+"/" || !strings.HasPrefix(p.ID, "pv-") {
 		t.Fatalf("preview --json: %d %q %q", code, out, se)
 	}
-	out, _, code = pd("session", "previews", s.ID)
+	out, _, code = pd("session", "previews", id)
 	if code != 0 || strings.Count(out, "pv-") != 2 || !strings.Contains(out, "8000") || strings.Contains(out, token) || strings.Contains(out, p.Token) {
 		t.Errorf("previews: %d %q", code, out)
 	}
-	out, _, code = pd("--json", "session", "previews", s.ID)
+	out, _, code = pd("--json", "session", "previews", id)
 	if code != 0 || strings.Contains(out, "pvw-") || strings.Count(out, `"id"`) != 2 {
 		t.Errorf("previews --json: %d %q", code, out)
 	}
@@ -66,23 +57,23 @@ func TestCLISessionPreviews(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"session", "unpreview", s.ID, token}, "not its token"},
-		{[]string{"session", "unpreview", s.ID, url}, "not its token"},
-		{[]string{"session", "preview", s.ID, "0"}, "PORT"},
-		{[]string{"session", "preview", s.ID, "http"}, "PORT"},
-		{[]string{"session", "preview", s.ID, "80", "--ttl", "1500ms"}, "--ttl"},
+		{[]string{"session", "unpreview", id, token}, "not its token"},
+		{[]string{"session", "unpreview", id, url}, "not its token"},
+		{[]string{"session", "preview", id, "0"}, "PORT"},
+		{[]string{"session", "preview", id, "http"}, "PORT"},
+		{[]string{"session", "preview", id, "80", "--ttl", "1500ms"}, "--ttl"},
 	} {
 		if _, se, code := pd(tc.args...); code != exitUsage || !strings.Contains(se, tc.want) {
 			t.Errorf("%v: %d %q, want a usage error naming %q", tc.args, code, se, tc.want)
 		}
 	}
-	if _, se, code := pd("session", "preview", s.ID, "3128"); code != exitUsage || !strings.Contains(se, "egress proxy") {
+	if _, se, code := pd("session", "preview", id, "3128"); code != exitUsage || !strings.Contains(se, "egress proxy") {
 		t.Errorf("preview of the egress proxy's port: %d %q", code, se)
 	}
-	if _, se, code := pd("session", "unpreview", s.ID, p.ID); code != 0 {
+	if _, se, code := pd("session", "unpreview", id, p.ID); code != 0 {
 		t.Errorf("unpreview: %d %q", code, se)
 	}
-	if _, _, code := pd("session", "unpreview", s.ID, p.ID); code != exitNotFound {
+	if _, _, code := pd("session", "unpreview", id, p.ID); code != exitNotFound {
 		t.Errorf("unpreview again: %d, want %d", code, exitNotFound)
 	}
 	resp, err = hc.Get(base + p.URL)

@@ -12,30 +12,20 @@ import (
 // the apply with --plan-id, --skip-conflicts and --path, the undo hint,
 // and --json.
 func TestCLISessionPromote(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	_ = addr
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	pd := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, bin, env, nil, args...)
-	}
-	var s struct{ ID string }
-	out, se, code := pd("--json", "session", "run")
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
-		t.Fatalf("session run: %q %q %d", out, se, code)
-	}
-	if _, se, code := pd("session", "exec", s.ID, "--", "cd /workspace && echo a > a && echo b > b && mkdir d && echo x > d/x"); code != 0 {
+	c := serveCLI(t)
+	pd := c.pd
+	sid := c.newSession()
+	if _, se, code := pd("session", "exec", sid, "--", "cd /workspace && echo a > a && echo b > b && mkdir d && echo x > d/x"); code != 0 {
 		t.Fatalf("exec: %q", se)
 	}
 	var forked struct{ Children []struct{ ID string } }
-	out, se, code = pd("--json", "session", "fork", s.ID)
+	out, se, code := pd("--json", "session", "fork", sid)
 	if err := json.Unmarshal([]byte(out), &forked); err != nil || code != 0 || len(forked.Children) != 1 {
 		t.Fatalf("fork: %q %q %d", out, se, code)
 	}
 	child := forked.Children[0].ID
 	pd("session", "exec", child, "--", "cd /workspace && echo A > a && echo B > b && echo X > d/x && echo n > d/new")
-	pd("session", "exec", s.ID, "--", "echo parent > /workspace/b")
+	pd("session", "exec", sid, "--", "echo parent > /workspace/b")
 
 	out, se, code = pd("session", "promote", child, "--dry-run")
 	id := regexp.MustCompile(`plan ([0-9a-f]{32}):`).FindStringSubmatch(out)
@@ -50,7 +40,7 @@ func TestCLISessionPromote(t *testing.T) {
 		t.Errorf("promote with a stale plan id: %d %q", code, se)
 	}
 	out, se, code = pd("session", "promote", child, "--path", "d", "--skip-conflicts")
-	if code != 0 || !strings.Contains(out, "applied 2 paths to "+s.ID) || !strings.Contains(out, "paddock session restore "+s.ID+" pre-promote-") {
+	if code != 0 || !strings.Contains(out, "applied 2 paths to "+sid) || !strings.Contains(out, "paddock session restore "+sid+" pre-promote-") {
 		t.Fatalf("promote --path d: %d %q %q", code, out, se)
 	}
 	var res struct {
@@ -61,7 +51,7 @@ func TestCLISessionPromote(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || strings.Join(res.Applied, ",") != "a" || strings.Join(res.Skipped, ",") != "b" || res.Checkpoint == "" {
 		t.Fatalf("promote --json --skip-conflicts: %d %q %q", code, out, se)
 	}
-	if out, _, _ := pd("session", "exec", s.ID, "--", "cd /workspace && cat a b d/x d/new"); out != "A\nparent\nX\nn\n" {
+	if out, _, _ := pd("session", "exec", sid, "--", "cd /workspace && cat a b d/x d/new"); out != "A\nparent\nX\nn\n" {
 		t.Errorf("the parent after the promotions: %q", out)
 	}
 }

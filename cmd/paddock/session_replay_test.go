@@ -16,22 +16,8 @@ import (
 // failure exits 1; --since goes on; no target without --dry-run is a
 // usage error.
 func TestCLIReplay(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	pd := func(args ...string) (string, string, int) {
-		t.Helper()
-		return runCLI(t, bin, env, nil, args...)
-	}
-	newSession := func(args ...string) string {
-		t.Helper()
-		out, se, code := pd(append([]string{"--json", "session", "run"}, args...)...)
-		var s struct{ ID string }
-		if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
-			t.Fatalf("session run %v: %q %q %d", args, out, se, code)
-		}
-		return s.ID
-	}
+	c := serveCLI(t)
+	pd, newSession := c.pd, c.newSession
 	src := newSession()
 	for _, cmd := range []string{"echo one", "exit 4", "uname -s", "echo two"} {
 		if _, se, code := pd("session", "exec", src, "--", cmd); code != 0 && code != 4 {

@@ -17,35 +17,30 @@ import (
 // serve` with pipes (no terminal): the remote exit code comes back as the
 // CLI's, piped input is typed into the shell, and refusals exit 5.
 func TestCLISessionShell(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
+	c := serveCLI(t)
+	env := c.env
 	run := func(env []string, stdin []byte, args ...string) (string, string, int) {
 		t.Helper()
-		return runCLI(t, bin, env, stdin, args...)
+		return runCLI(t, c.bin, env, stdin, args...)
 	}
-	var s struct{ ID string }
-	out, se, code := run(env, nil, "--json", "session", "run")
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
-		t.Fatalf("session run: %q %q %d", out, se, code)
-	}
+	id := c.newSession()
 
-	if out, se, code := run(env, nil, "session", "shell", s.ID, "--", "sh", "-c", "echo in-shell; exit 7"); code != 7 || !strings.Contains(out, "in-shell") {
+	if out, se, code := run(env, nil, "session", "shell", id, "--", "sh", "-c", "echo in-shell; exit 7"); code != 7 || !strings.Contains(out, "in-shell") {
 		t.Errorf("shell -- sh -c 'exit 7': code %d stdout %q stderr %q", code, out, se)
 	}
-	if out, se, code := run(env, []byte("echo hi-$((20+1)); exit\n"), "session", "shell", s.ID); code != 0 || !strings.Contains(out, "hi-21") {
+	if out, se, code := run(env, []byte("echo hi-$((20+1)); exit\n"), "session", "shell", id); code != 0 || !strings.Contains(out, "hi-21") {
 		t.Errorf("shell with piped input: code %d stdout %q stderr %q", code, out, se)
 	}
-	if out, se, code := run(env, []byte("exit 4\n"), "session", "shell", s.ID); code != 4 {
+	if out, se, code := run(env, []byte("exit 4\n"), "session", "shell", id); code != 4 {
 		t.Errorf("shell with piped exit 4: code %d stdout %q stderr %q", code, out, se)
 	}
-	tl, _, _ := run(env, nil, "session", "timeline", s.ID)
+	tl, _, _ := run(env, nil, "session", "timeline", id)
 	if strings.Count(tl, "pty.open") != 3 || strings.Count(tl, "pty.close") != 3 || strings.Contains(tl, "hi-") {
 		t.Errorf("timeline after three shells:\n%s", tl)
 	}
 
 	// A read-only session refuses terminals, and so does a session token.
-	out, se, code = run(env, nil, "--json", "session", "run", "--readonly")
+	out, se, code := run(env, nil, "--json", "session", "run", "--readonly")
 	var ro struct{ ID string }
 	if err := json.Unmarshal([]byte(out), &ro); err != nil || code != 0 {
 		t.Fatalf("session run --readonly: %q %q %d", out, se, code)
@@ -53,13 +48,13 @@ func TestCLISessionShell(t *testing.T) {
 	if _, se, code := run(env, nil, "session", "shell", ro.ID, "--", "true"); code != exitForbidden || !strings.Contains(se, "read-only") {
 		t.Errorf("shell on a read-only session: code %d stderr %q", code, se)
 	}
-	out, se, code = run(env, nil, "--json", "session", "token", s.ID, "--ops", "exec,read")
+	out, se, code = run(env, nil, "--json", "session", "token", id, "--ops", "exec,read")
 	var tok struct{ Token string }
 	if err := json.Unmarshal([]byte(out), &tok); err != nil || code != 0 || tok.Token == "" {
 		t.Fatalf("token mint: %q %q %d", out, se, code)
 	}
 	tokEnv := append(slices.Clone(env), "PADDOCK_TOKEN="+tok.Token)
-	if _, se, code := run(tokEnv, nil, "session", "shell", s.ID, "--", "true"); code != exitForbidden || !strings.Contains(se, "session token") {
+	if _, se, code := run(tokEnv, nil, "session", "shell", id, "--", "true"); code != exitForbidden || !strings.Contains(se, "session token") {
 		t.Errorf("shell with a session token: code %d stderr %q", code, se)
 	}
 }
@@ -69,14 +64,8 @@ func TestCLISessionShell(t *testing.T) {
 // local size and follows it (SIGWINCH), ^C reaches the remote shell
 // instead of stopping the CLI (raw mode), and the exit code comes back.
 func TestCLISessionShellTTY(t *testing.T) {
-	bin, state, addr, env := daemonSetup(t)
-	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes")
-	defer stopServe(t, srv)
-	var s struct{ ID string }
-	out, se, code := runCLI(t, bin, env, nil, "--json", "session", "run")
-	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 {
-		t.Fatalf("session run: %q %q %d", out, se, code)
-	}
+	c := serveCLI(t)
+	id := c.newSession()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +74,8 @@ func TestCLISessionShellTTY(t *testing.T) {
 	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: 100, Rows: 30}); err != nil {
 		t.Fatal(err)
 	}
-	cli := exec.Command(bin, "session", "shell", s.ID)
-	cli.Env = env
+	cli := exec.Command(c.bin, "session", "shell", id)
+	cli.Env = c.env
 	cli.Stdin, cli.Stdout, cli.Stderr = tty, tty, tty
 	cli.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cli.Start(); err != nil {

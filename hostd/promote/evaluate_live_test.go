@@ -67,7 +67,7 @@ func evaluateLive(t *testing.T, d *daemontest.Daemon, rt apiv1.Runtime) {
 	}
 	t0 := time.Now()
 	ws := parent.Workspace.Path
-	sh(t, c, parent.ID, "cd "+ws+" && echo broken > app.txt && echo keep > other.txt")
+	daemontest.Sh(t, c, parent.ID, "cd "+ws+" && echo broken > app.txt && echo keep > other.txt")
 
 	res, err := c.Evaluate(ctx, parent.ID, client.EvaluateRequest{
 		Candidates: []string{
@@ -116,7 +116,7 @@ func evaluateLive(t *testing.T, d *daemontest.Daemon, rt apiv1.Runtime) {
 	if got := paths(pr.Plan.Apply); got != "added:added.txt,modified:app.txt" {
 		t.Errorf("promote applied %s", got)
 	}
-	if out := sh(t, c, parent.ID, "cd "+ws+" && cat app.txt added.txt other.txt"); out != "fixed\nnew\nkeep\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cd "+ws+" && cat app.txt added.txt other.txt"); out != "fixed\nnew\nkeep\n" {
 		t.Errorf("the parent after promoting the winner: %q", out)
 	}
 

@@ -3,8 +3,6 @@ package promote_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,19 +14,6 @@ import (
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 )
-
-// sh runs a shell line in session id and fails the test unless it exits 0.
-func sh(t *testing.T, c *client.Client, id, line string) string {
-	t.Helper()
-	res, err := c.Exec(context.Background(), id, apiv1.ExecRequest{Command: line})
-	if err != nil {
-		t.Fatalf("exec %q in %s: %v", line, id, err)
-	}
-	if res.ExitCode != 0 {
-		t.Fatalf("exec %q in %s: exit %d: %s%s", line, id, res.ExitCode, res.Stdout, res.Stderr)
-	}
-	return string(res.Stdout)
-}
 
 // code is the API's code of err ("" when err is not an API error).
 func code(err error) string {
@@ -70,15 +55,15 @@ func TestPromoteLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := parent.Workspace.Path
-	sh(t, c, parent.ID, "cd "+ws+" && echo one > a.txt && echo two > b.txt && echo run > c.sh && echo base > both.txt && mkdir -p keep && echo k > keep/k.txt")
+	daemontest.Sh(t, c, parent.ID, "cd "+ws+" && echo one > a.txt && echo two > b.txt && echo run > c.sh && echo base > both.txt && mkdir -p keep && echo k > keep/k.txt")
 
 	kids, err := c.Fork(ctx, parent.ID, -1, 1)
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("fork: %v %v", kids, err)
 	}
 	child := kids[0].ID
-	sh(t, c, child, "cd "+ws+" && echo ONE > a.txt && rm b.txt && chmod 0755 c.sh && mkdir -p new/deep && echo fresh > new/deep/n.txt && echo child > both.txt && ln -s a.txt link && head -c 9437185 /dev/urandom > big.bin")
-	sh(t, c, parent.ID, "cd "+ws+" && echo parent > both.txt")
+	daemontest.Sh(t, c, child, "cd "+ws+" && echo ONE > a.txt && rm b.txt && chmod 0755 c.sh && mkdir -p new/deep && echo fresh > new/deep/n.txt && echo child > both.txt && ln -s a.txt link && head -c 9437185 /dev/urandom > big.bin")
+	daemontest.Sh(t, c, parent.ID, "cd "+ws+" && echo parent > both.txt")
 
 	dry, err := c.Promote(ctx, child, apiv1.PromoteRequest{DryRun: true})
 	if err != nil {
@@ -98,7 +83,7 @@ func TestPromoteLive(t *testing.T) {
 		t.Errorf("not_carried %+v: want the link and memory", dry.NotCarried)
 	}
 	// The dry run changed nothing.
-	if out := sh(t, c, parent.ID, "cat "+ws+"/a.txt; ls "+ws); out != "one\na.txt\nb.txt\nboth.txt\nc.sh\nkeep\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cat "+ws+"/a.txt; ls "+ws); out != "one\na.txt\nb.txt\nboth.txt\nc.sh\nkeep\n" {
 		t.Errorf("the parent after a dry run: %q", out)
 	}
 
@@ -106,12 +91,12 @@ func TestPromoteLive(t *testing.T) {
 	if _, err := c.Promote(ctx, child, apiv1.PromoteRequest{PlanID: dry.PlanID}); code(err) != "promote_conflicts" || !strings.Contains(err.Error(), "both.txt") {
 		t.Fatalf("promote with a conflict: %v (code %q)", err, code(err))
 	}
-	if out := sh(t, c, parent.ID, "cat "+ws+"/a.txt"); out != "one\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cat "+ws+"/a.txt"); out != "one\n" {
 		t.Errorf("a refused promotion wrote a.txt: %q", out)
 	}
 
 	// The child changes again: the reviewed plan is stale.
-	sh(t, c, child, "echo later > "+ws+"/later.txt")
+	daemontest.Sh(t, c, child, "echo later > "+ws+"/later.txt")
 	if _, err := c.Promote(ctx, child, apiv1.PromoteRequest{PlanID: dry.PlanID, SkipConflicts: true}); code(err) != "plan_changed" || status(err) != 409 {
 		t.Fatalf("promote with a stale plan_id: %v (code %q)", err, code(err))
 	}
@@ -130,11 +115,11 @@ func TestPromoteLive(t *testing.T) {
 	// The parent has the child's changes, modes and the big file's bytes,
 	// and kept its own both.txt.
 	want := "ONE\n|0755|fresh\n|parent\n|later\n|k\n"
-	got := sh(t, c, parent.ID, "cd "+ws+" && test ! -e b.txt && test ! -e link && printf '%s|%s|%s|%s|%s|%s\\n' \"$(cat a.txt)\" \"$(stat -c %a c.sh | sed 's/^/0/')\" \"$(cat new/deep/n.txt)\" \"$(cat both.txt)\" \"$(cat later.txt)\" \"$(cat keep/k.txt)\" | sed 's/|/\\n|/g'")
+	got := daemontest.Sh(t, c, parent.ID, "cd "+ws+" && test ! -e b.txt && test ! -e link && printf '%s|%s|%s|%s|%s|%s\\n' \"$(cat a.txt)\" \"$(stat -c %a c.sh | sed 's/^/0/')\" \"$(cat new/deep/n.txt)\" \"$(cat both.txt)\" \"$(cat later.txt)\" \"$(cat keep/k.txt)\" | sed 's/|/\\n|/g'")
 	if strings.ReplaceAll(got, "\n", "") != strings.ReplaceAll(want, "\n", "") {
 		t.Errorf("the parent after the promotion: %q, want %q", got, want)
 	}
-	if p, ch := sh(t, c, parent.ID, "sha256sum "+ws+"/big.bin | cut -d' ' -f1"), sh(t, c, child, "sha256sum "+ws+"/big.bin | cut -d' ' -f1"); p != ch {
+	if p, ch := daemontest.Sh(t, c, parent.ID, "sha256sum "+ws+"/big.bin | cut -d' ' -f1"), daemontest.Sh(t, c, child, "sha256sum "+ws+"/big.bin | cut -d' ' -f1"); p != ch {
 		t.Errorf("big.bin differs: parent %s child %s", p, ch)
 	}
 	// Promoting again finds it all applied.
@@ -152,7 +137,7 @@ func TestPromoteLive(t *testing.T) {
 	if _, err := c.Restore(ctx, parent.ID, -1, res.Checkpoint); err != nil {
 		t.Fatal(err)
 	}
-	if out := sh(t, c, parent.ID, "cd "+ws+" && cat a.txt b.txt both.txt && ls"); out != "one\ntwo\nparent\na.txt\nb.txt\nboth.txt\nc.sh\nkeep\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cd "+ws+" && cat a.txt b.txt both.txt && ls"); out != "one\ntwo\nparent\na.txt\nb.txt\nboth.txt\nc.sh\nkeep\n" {
 		t.Errorf("the parent after restoring %s: %q", res.Checkpoint, out)
 	}
 }
@@ -178,12 +163,9 @@ func ledgered(t *testing.T, c *client.Client, id, kind, names string) bool {
 // malformed plan_id, and the limit of changes (hit with 2001 files, then
 // passed by naming a part of them).
 func TestPromoteRefusals(t *testing.T) {
-	dir := t.TempDir()
-	tokA, sumA := auth.NewTenantToken()
-	tokB, sumB := auth.NewTenantToken()
-	tf := filepath.Join(dir, "tenants.json")
-	os.WriteFile(tf, []byte(`{"tenants":[{"name":"a","token_sha256":"`+sumA+`"},{"name":"b","token_sha256":"`+sumB+`"}]}`), 0o600)
-	d := daemontest.New(t, daemontest.WithTenants(tf))
+	tenants, toks := daemontest.TenantTokens(t, "a", "b")
+	tokA, tokB := toks[0], toks[1]
+	d := daemontest.New(t, tenants)
 	ctx := context.Background()
 	a := client.New(d.URL, tokA)
 	b := client.New(d.URL, tokB)
@@ -241,7 +223,7 @@ func TestPromoteRefusals(t *testing.T) {
 	}
 
 	// 2001 changes: too many at once; a directory of them fits.
-	sh(t, a, child, "cd "+ws+" && mkdir -p x y && for i in $(seq 1 1001); do echo $i > x/$i; done && for i in $(seq 1 1000); do echo $i > y/$i; done")
+	daemontest.Sh(t, a, child, "cd "+ws+" && mkdir -p x y && for i in $(seq 1 1001); do echo $i > x/$i; done && for i in $(seq 1 1000); do echo $i > y/$i; done")
 	if _, err := a.Promote(ctx, child, apiv1.PromoteRequest{DryRun: true}); code(err) != "promote_too_large" {
 		t.Errorf("2001 changes: %v (code %q)", err, code(err))
 	}
@@ -249,24 +231,24 @@ func TestPromoteRefusals(t *testing.T) {
 	if err != nil || len(res.Applied) != 1000 {
 		t.Fatalf("promote of y/: %v (%d applied)", err, len(res.Applied))
 	}
-	if out := sh(t, a, parent.ID, "ls "+ws+"/y | wc -l; test ! -e "+ws+"/x && echo no-x"); out != "1000\nno-x\n" {
+	if out := daemontest.Sh(t, a, parent.ID, "ls "+ws+"/y | wc -l; test ! -e "+ws+"/x && echo no-x"); out != "1000\nno-x\n" {
 		t.Errorf("the parent after promoting y/: %q", out)
 	}
 
 	// An attacker's child: the parent's workspace has a link to a
 	// directory outside it; the child makes that a real directory with a
 	// file in it, hoping the promotion writes through the parent's link.
-	sh(t, a, parent.ID, "mkdir -p /tmp/outside && ln -s /tmp/outside "+ws+"/out")
+	daemontest.Sh(t, a, parent.ID, "mkdir -p /tmp/outside && ln -s /tmp/outside "+ws+"/out")
 	kids, err = a.Fork(ctx, parent.ID, -1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh(t, a, kids[0].ID, "cd "+ws+" && rm out && mkdir out && echo planted > out/evil")
+	daemontest.Sh(t, a, kids[0].ID, "cd "+ws+" && rm out && mkdir out && echo planted > out/evil")
 	res, err = a.Promote(ctx, kids[0].ID, apiv1.PromoteRequest{SkipConflicts: true})
 	if err != nil || len(res.Applied) != 0 || !slices.Equal(res.Skipped, []string{"out/evil"}) {
 		t.Fatalf("promote through the parent's link: %v %+v", err, res)
 	}
-	if out := sh(t, a, parent.ID, "ls -A /tmp/outside; echo end"); out != "end\n" {
+	if out := daemontest.Sh(t, a, parent.ID, "ls -A /tmp/outside; echo end"); out != "end\n" {
 		t.Errorf("the promotion wrote outside the parent's workspace: %q", out)
 	}
 }
@@ -303,15 +285,15 @@ func TestPromoteIncomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := parent.Workspace.Path
-	if out := sh(t, c, parent.ID, "id -u"); out == "0\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "id -u"); out == "0\n" {
 		t.Skip("the guest user is root here: no directory refuses it")
 	}
-	sh(t, c, parent.ID, "cd "+ws+" && echo one > a && mkdir ro && chmod 555 ro")
+	daemontest.Sh(t, c, parent.ID, "cd "+ws+" && echo one > a && mkdir ro && chmod 555 ro")
 	kids, err := c.Fork(ctx, parent.ID, -1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh(t, c, kids[0].ID, "cd "+ws+" && echo ONE > a && chmod 755 ro && echo x > ro/x && echo z > z")
+	daemontest.Sh(t, c, kids[0].ID, "cd "+ws+" && echo ONE > a && chmod 755 ro && echo x > ro/x && echo z > z")
 	_, err = c.Promote(ctx, kids[0].ID, apiv1.PromoteRequest{})
 	if code(err) != "promote_incomplete" || status(err) != 502 || !strings.Contains(err.Error(), "after 1 of 3 paths") {
 		t.Fatalf("promote with a refused write: %v (code %q)", err, code(err))
@@ -320,7 +302,7 @@ func TestPromoteIncomplete(t *testing.T) {
 	if tag == nil {
 		t.Fatalf("the error names no checkpoint: %v", err)
 	}
-	if out := sh(t, c, parent.ID, "cat "+ws+"/a; test ! -e "+ws+"/z && echo no-z"); out != "ONE\nno-z\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cat "+ws+"/a; test ! -e "+ws+"/z && echo no-z"); out != "ONE\nno-z\n" {
 		t.Errorf("the parent after the stop: %q", out)
 	}
 	if !ledgered(t, c, parent.ID, "promote", "stopped at ro/x") {
@@ -329,7 +311,7 @@ func TestPromoteIncomplete(t *testing.T) {
 	if _, err := c.Restore(ctx, parent.ID, -1, tag[1]); err != nil {
 		t.Fatal(err)
 	}
-	if out := sh(t, c, parent.ID, "cat "+ws+"/a"); out != "one\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cat "+ws+"/a"); out != "one\n" {
 		t.Errorf("the parent after restoring %s: %q", tag[1], out)
 	}
 }

@@ -24,14 +24,14 @@ func TestPromoteQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := parent.Workspace.Path
-	sh(t, c, parent.ID, "cd "+ws+" && echo one > a && echo two > b && echo base > both")
+	daemontest.Sh(t, c, parent.ID, "cd "+ws+" && echo one > a && echo two > b && echo base > both")
 	kids, err := c.Fork(ctx, parent.ID, -1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	child := kids[0].ID
-	sh(t, c, child, "cd "+ws+" && echo ONE > a && rm b && printf '#!/bin/sh\\necho hi\\n' > run && chmod 755 run && echo child > both")
-	sh(t, c, parent.ID, "echo parent > "+ws+"/both")
+	daemontest.Sh(t, c, child, "cd "+ws+" && echo ONE > a && rm b && printf '#!/bin/sh\\necho hi\\n' > run && chmod 755 run && echo child > both")
+	daemontest.Sh(t, c, parent.ID, "echo parent > "+ws+"/both")
 
 	dry, err := c.Promote(ctx, child, apiv1.PromoteRequest{DryRun: true})
 	if err != nil {
@@ -44,13 +44,13 @@ func TestPromoteQEMU(t *testing.T) {
 	if err != nil || !slices.Equal(res.Skipped, []string{"both"}) || res.Checkpoint == "" {
 		t.Fatalf("apply: %v %+v", err, res)
 	}
-	if out := sh(t, c, parent.ID, "cd "+ws+" && cat a both && ./run && test ! -e b && echo no-b"); out != "ONE\nparent\nhi\nno-b\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cd "+ws+" && cat a both && ./run && test ! -e b && echo no-b"); out != "ONE\nparent\nhi\nno-b\n" {
 		t.Errorf("the parent after the promotion: %q", out)
 	}
 	if _, err := c.Restore(ctx, parent.ID, -1, res.Checkpoint); err != nil {
 		t.Fatal(err)
 	}
-	if out := sh(t, c, parent.ID, "cd "+ws+" && cat a b both && ls"); out != "one\ntwo\nparent\na\nb\nboth\n" {
+	if out := daemontest.Sh(t, c, parent.ID, "cd "+ws+" && cat a b both && ls"); out != "one\ntwo\nparent\na\nb\nboth\n" {
 		t.Errorf("the parent after restoring %s: %q", res.Checkpoint, out)
 	}
 }

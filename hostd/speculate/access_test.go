@@ -3,8 +3,6 @@ package speculate_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,12 +99,9 @@ func TestSpeculateSandboxLive(t *testing.T) {
 // the copy pointing outside the paths is listed, not followed, and makes
 // the changeset incomplete (never applied).
 func TestSpeculateAccess(t *testing.T) {
-	dir := t.TempDir()
-	tokA, sumA := auth.NewTenantToken()
-	tokB, sumB := auth.NewTenantToken()
-	tf := filepath.Join(dir, "tenants.json")
-	os.WriteFile(tf, []byte(`{"tenants":[{"name":"a","token_sha256":"`+sumA+`"},{"name":"b","token_sha256":"`+sumB+`"}]}`), 0o600)
-	d := daemontest.New(t, daemontest.WithTenants(tf))
+	tenants, toks := daemontest.TenantTokens(t, "a", "b")
+	tokA, tokB := toks[0], toks[1]
+	d := daemontest.New(t, tenants)
 	ctx := context.Background()
 	a := client.New(d.URL, tokA)
 	rules := policy.ProcessRules{Deny: []string{"rm *"}, Ask: []string{"touch *"}}
@@ -271,7 +266,7 @@ func TestSpeculateAccess(t *testing.T) {
 	if st, code := call(t, d, tokA, "POST", base+"/changesets/"+big.ID+"/apply", nil, nil); st != 409 || code != "changeset_incomplete" {
 		t.Errorf("apply of an incomplete changeset: %d %s", st, code)
 	}
-	if out := sh(t, a, s.ID, "test ! -e "+ws+"/out && echo none"); out != "none\n" {
+	if out := daemontest.Sh(t, a, s.ID, "test ! -e "+ws+"/out && echo none"); out != "none\n" {
 		t.Errorf("the refused apply wrote: %q", out)
 	}
 	// A directory the changeset writes into that the session then turns
@@ -282,12 +277,12 @@ func TestSpeculateAccess(t *testing.T) {
 		Command: "mkdir -p sub/in && echo a > sub/a && echo b > sub/in/b", Paths: []string{"sub"}}, &deep); st != 201 || !deep.Complete {
 		t.Fatalf("speculate into sub: %d %s", st, ops(&deep))
 	}
-	sh(t, a, s.ID, "mkdir -p /tmp/elsewhere && ln -s /tmp/elsewhere "+ws+"/sub")
+	daemontest.Sh(t, a, s.ID, "mkdir -p /tmp/elsewhere && ln -s /tmp/elsewhere "+ws+"/sub")
 	call(t, d, tokA, "POST", base+"/changesets/"+deep.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
 	if st, code := call(t, d, tokA, "POST", base+"/changesets/"+deep.ID+"/apply", nil, nil); st != 409 || code != "changeset_conflict" {
 		t.Errorf("apply through a link: %d %s", st, code)
 	}
-	if out := sh(t, a, s.ID, "ls -A /tmp/elsewhere | wc -l"); out != "0\n" {
+	if out := daemontest.Sh(t, a, s.ID, "ls -A /tmp/elsewhere | wc -l"); out != "0\n" {
 		t.Errorf("apply wrote through the link: %s files", out)
 	}
 	// A sandbox: the other tenant's 404, a session token 403 (sandboxes

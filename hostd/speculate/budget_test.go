@@ -13,15 +13,10 @@ import (
 // copy is a fork child (refused once max_children is spent), so it is no
 // way around the session's budget; the copy is deleted afterwards.
 func TestSpeculateBudgetLive(t *testing.T) {
-	d := daemontest.New(t)
+	one, three := int64(1), int64(3)
+	d, s, base := liveSession(t, apiv1.CreateRequest{Budget: &apiv1.Budget{MaxChildren: &one, MaxExecs: &three}})
 	c := d.Client
 	ctx := context.Background()
-	one, three := int64(1), int64(3)
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{Budget: &apiv1.Budget{MaxChildren: &one, MaxExecs: &three}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "/v1/agents/sessions/" + s.ID
 	req := apiv1.SpeculateRequest{Command: "echo a > a", Paths: []string{"."}}
 	var cs apiv1.Changeset
 	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", req, &cs); st != 201 {
@@ -51,14 +46,9 @@ func TestSpeculateBudgetLive(t *testing.T) {
 // changesets_full and runs nothing, and once one is decided the next
 // speculation takes its place.
 func TestSpeculateCapLive(t *testing.T) {
-	d := daemontest.New(t)
+	d, s, base := liveSession(t, apiv1.CreateRequest{})
 	c := d.Client
 	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "/v1/agents/sessions/" + s.ID
 	req := apiv1.SpeculateRequest{Command: "echo a > a", Paths: []string{"."}}
 	var first apiv1.Changeset
 	for i := range apiv1.MaxChangesetsPerTarget {
@@ -92,15 +82,9 @@ func TestSpeculateCapLive(t *testing.T) {
 // budget: a changeset larger than what max_workspace_bytes leaves is
 // refused (403 budget_exceeded) before any of its files is written.
 func TestSpeculateApplyBudgetLive(t *testing.T) {
-	d := daemontest.New(t)
-	c := d.Client
-	ctx := context.Background()
 	limit := int64(64 << 10)
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{Budget: &apiv1.Budget{MaxWorkspaceBytes: &limit}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "/v1/agents/sessions/" + s.ID
+	d, s, base := liveSession(t, apiv1.CreateRequest{Budget: &apiv1.Budget{MaxWorkspaceBytes: &limit}})
+	c := d.Client
 	var cs apiv1.Changeset
 	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
 		Command: "echo a > a.txt && head -c 40000 /dev/zero > b.bin && head -c 40000 /dev/zero > c.bin", Paths: []string{"."}}, &cs); st != 201 {
@@ -110,7 +94,7 @@ func TestSpeculateApplyBudgetLive(t *testing.T) {
 	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 403 || code != "budget_exceeded" {
 		t.Errorf("apply past max_workspace_bytes: %d %s, want 403 budget_exceeded", st, code)
 	}
-	if out := sh(t, c, s.ID, "ls -A "+s.Workspace.Path+" | wc -l"); out != "0\n" {
+	if out := daemontest.Sh(t, c, s.ID, "ls -A "+s.Workspace.Path+" | wc -l"); out != "0\n" {
 		t.Errorf("a refused apply wrote %s files", out)
 	}
 }
@@ -119,14 +103,7 @@ func TestSpeculateApplyBudgetLive(t *testing.T) {
 // files and keeps at most MaxChangesetBytes of contents; past either it
 // is incomplete (listed files past the bytes without content).
 func TestSpeculateLimitsLive(t *testing.T) {
-	d := daemontest.New(t)
-	c := d.Client
-	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "/v1/agents/sessions/" + s.ID
+	d, _, base := liveSession(t, apiv1.CreateRequest{})
 	var many apiv1.Changeset
 	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
 		Command: "mkdir many && cd many && seq 2001 | xargs touch", Paths: []string{"many"}}, &many); st != 201 {

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	apiv1 "paddock.dev/paddock/api"
-	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 )
 
@@ -49,16 +48,17 @@ func call(t *testing.T, d *daemontest.Daemon, token, method, path string, in, ou
 	return res.StatusCode, ""
 }
 
-func sh(t *testing.T, c *client.Client, id, line string) string {
+// liveSession starts a daemon (procbox and the mini image unless opts
+// say otherwise) and creates a session on it with req; base is the
+// session's API path.
+func liveSession(t *testing.T, req apiv1.CreateRequest, opts ...daemontest.Option) (d *daemontest.Daemon, s *apiv1.Session, base string) {
 	t.Helper()
-	res, err := c.Exec(context.Background(), id, apiv1.ExecRequest{Command: line})
+	d = daemontest.New(t, opts...)
+	s, err := d.Client.CreateSession(context.Background(), req)
 	if err != nil {
-		t.Fatalf("exec %q in %s: %v", line, id, err)
+		t.Fatal(err)
 	}
-	if res.ExitCode != 0 {
-		t.Fatalf("exec %q in %s: exit %d: %s%s", line, id, res.ExitCode, res.Stdout, res.Stderr)
-	}
-	return string(res.Stdout)
+	return d, s, "/v1/agents/sessions/" + s.ID
 }
 
 func ops(cs *apiv1.Changeset) string {
@@ -76,16 +76,11 @@ func ops(cs *apiv1.Changeset) string {
 // is refused at apply with changeset_conflict and writes nothing; a
 // rejected changeset is not applied.
 func TestSpeculateSessionLive(t *testing.T) {
-	d := daemontest.New(t)
+	d, s, base := liveSession(t, apiv1.CreateRequest{})
 	c := d.Client
 	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := s.Workspace.Path
-	base := "/v1/agents/sessions/" + s.ID
-	sh(t, c, s.ID, "cd "+ws+" && mkdir -p src && echo one > src/a.txt && echo gone > src/b.txt && echo keep > src/k.txt && chmod 0600 src/k.txt")
+	daemontest.Sh(t, c, s.ID, "cd "+ws+" && mkdir -p src && echo one > src/a.txt && echo gone > src/b.txt && echo keep > src/k.txt && chmod 0600 src/k.txt")
 	var job apiv1.Job
 	if st, _ := call(t, d, d.Token, "POST", base+"/jobs", apiv1.JobStart{Command: "i=0; while true; do i=$((i+1)); echo $i > " + ws + "/counter; sleep 0.1; done"}, &job); st/100 != 2 {
 		t.Fatal("start a job")
@@ -107,12 +102,12 @@ func TestSpeculateSessionLive(t *testing.T) {
 		t.Errorf("files %+v", cs.Files)
 	}
 	// The session is untouched and its job still counts.
-	if out := sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt b.txt && ls"); out != "one\ngone\na.txt\nb.txt\nk.txt\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt b.txt && ls"); out != "one\ngone\na.txt\nb.txt\nk.txt\n" {
 		t.Errorf("the session after a speculation: %q", out)
 	}
-	n1 := sh(t, c, s.ID, "cat "+ws+"/counter")
-	sh(t, c, s.ID, "sleep 0.5")
-	if n2 := sh(t, c, s.ID, "cat "+ws+"/counter"); n2 == n1 {
+	n1 := daemontest.Sh(t, c, s.ID, "cat "+ws+"/counter")
+	daemontest.Sh(t, c, s.ID, "sleep 0.5")
+	if n2 := daemontest.Sh(t, c, s.ID, "cat "+ws+"/counter"); n2 == n1 {
 		t.Errorf("the job stopped counting: %s then %s", n1, n2)
 	}
 	var jobs []apiv1.Job
@@ -142,19 +137,19 @@ func TestSpeculateSessionLive(t *testing.T) {
 	if st, _ := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, &ar); st != 200 || len(ar.Applied) != 3 || ar.Changeset.Status != apiv1.ChangesetApplied {
 		t.Fatalf("apply: %d %+v", st, ar)
 	}
-	if out := sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt n.txt && stat -c %a n.txt && test ! -e b.txt && echo nob"); out != "ONE\nnew\n755\nnob\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+"/src && cat a.txt n.txt && stat -c %a n.txt && test ! -e b.txt && echo nob"); out != "ONE\nnew\n755\nnob\n" {
 		t.Errorf("the session after apply: %q", out)
 	}
 	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 409 || code != "changeset_not_approved" {
 		t.Errorf("a second apply: %d %s", st, code)
 	}
 
-	sh(t, c, s.ID, "echo mine > "+ws+"/src/k.txt")
+	daemontest.Sh(t, c, s.ID, "echo mine > "+ws+"/src/k.txt")
 	call(t, d, d.Token, "POST", base+"/changesets/"+cs2.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
 	if st, code := call(t, d, d.Token, "POST", base+"/changesets/"+cs2.ID+"/apply", nil, nil); st != 409 || code != "changeset_conflict" {
 		t.Errorf("apply over a changed file: %d %s", st, code)
 	}
-	if out := sh(t, c, s.ID, "cd "+ws+"/src && cat k.txt && test ! -e x.txt && echo nox"); out != "mine\nnox\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+"/src && cat k.txt && test ! -e x.txt && echo nox"); out != "mine\nnox\n" {
 		t.Errorf("a refused apply wrote: %q", out)
 	}
 
@@ -207,16 +202,10 @@ func TestSpeculateSessionLive(t *testing.T) {
 // what the command does outside the paths is not recorded, and apply
 // writes only what was.
 func TestSpeculateFilePathsLive(t *testing.T) {
-	d := daemontest.New(t)
+	d, s, base := liveSession(t, apiv1.CreateRequest{})
 	c := d.Client
-	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := s.Workspace.Path
-	base := "/v1/agents/sessions/" + s.ID
-	sh(t, c, s.ID, "cd "+ws+" && echo 1 > conf && echo keep > other")
+	daemontest.Sh(t, c, s.ID, "cd "+ws+" && echo 1 > conf && echo keep > other")
 	var cs apiv1.Changeset
 	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
 		Command: "echo 2 > conf && echo made > fresh && echo changed > other", Paths: []string{"conf", ws + "/fresh"}}, &cs); st != 201 {
@@ -229,7 +218,7 @@ func TestSpeculateFilePathsLive(t *testing.T) {
 	if st, _ := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 200 {
 		t.Fatalf("apply: %d", st)
 	}
-	if out := sh(t, c, s.ID, "cd "+ws+" && cat conf fresh other"); out != "2\nmade\nkeep\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cd "+ws+" && cat conf fresh other"); out != "2\nmade\nkeep\n" {
 		t.Errorf("after apply: %q", out)
 	}
 }

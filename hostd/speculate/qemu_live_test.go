@@ -1,7 +1,6 @@
 package speculate_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -19,16 +18,10 @@ func TestSpeculateQEMU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots VMs")
 	}
-	d := daemontest.New(t, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
+	d, s, base := liveSession(t, apiv1.CreateRequest{}, daemontest.WithBackend(qemu.Name), daemontest.WithImage(testutil.MiniImageName, testutil.MiniImages(t)))
 	c := d.Client
-	ctx := context.Background()
-	s, err := c.CreateSession(ctx, apiv1.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "/v1/agents/sessions/" + s.ID
-	sh(t, c, s.ID, "mkdir -p /workspace/app && echo v1 > /workspace/app/main.txt")
-	sh(t, c, s.ID, "setsid sh -c 'n=0; while true; do n=$((n+1)); echo $n > /tmp/tick; sleep 0.2; done' >/dev/null 2>&1 < /dev/null &")
+	daemontest.Sh(t, c, s.ID, "mkdir -p /workspace/app && echo v1 > /workspace/app/main.txt")
+	daemontest.Sh(t, c, s.ID, "setsid sh -c 'n=0; while true; do n=$((n+1)); echo $n > /tmp/tick; sleep 0.2; done' >/dev/null 2>&1 < /dev/null &")
 	t0 := time.Now()
 	var cs apiv1.Changeset
 	if st, _ := call(t, d, d.Token, "POST", base+"/speculate", apiv1.SpeculateRequest{
@@ -39,19 +32,19 @@ func TestSpeculateQEMU(t *testing.T) {
 	if got := ops(&cs); got != "modified:/workspace/app/main.txt,added:/workspace/app/new.txt" || !cs.Complete {
 		t.Fatalf("changeset %s complete=%v", got, cs.Complete)
 	}
-	if out := sh(t, c, s.ID, "cat /workspace/app/main.txt; ls /workspace/app"); out != "v1\nmain.txt\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cat /workspace/app/main.txt; ls /workspace/app"); out != "v1\nmain.txt\n" {
 		t.Errorf("the session after a speculation: %q", out)
 	}
-	a := sh(t, c, s.ID, "cat /tmp/tick")
+	a := daemontest.Sh(t, c, s.ID, "cat /tmp/tick")
 	time.Sleep(time.Second)
-	if b := sh(t, c, s.ID, "cat /tmp/tick"); a == b {
+	if b := daemontest.Sh(t, c, s.ID, "cat /tmp/tick"); a == b {
 		t.Errorf("the session's counter stopped: %s then %s", a, b)
 	}
 	call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/decide", apiv1.ChangesetDecision{Decision: "approve"}, nil)
 	if st, _ := call(t, d, d.Token, "POST", base+"/changesets/"+cs.ID+"/apply", nil, nil); st != 200 {
 		t.Fatalf("apply: %d", st)
 	}
-	if out := sh(t, c, s.ID, "cat /workspace/app/main.txt /workspace/app/new.txt"); out != "v2\nn\n" {
+	if out := daemontest.Sh(t, c, s.ID, "cat /workspace/app/main.txt /workspace/app/new.txt"); out != "v2\nn\n" {
 		t.Errorf("the session after apply: %q", out)
 	}
 }

@@ -104,15 +104,8 @@ func (s *Store) PutChangeset(ctx context.Context, c ChangesetRow, max int) error
 
 // GetChangeset returns changeset id of target, or ErrNotFound.
 func (s *Store) GetChangeset(ctx context.Context, target, id string) (ChangesetRow, error) {
-	c, err := scanChangeset(s.db.QueryRowContext(ctx,
-		`SELECT id, target, status, created_at, record FROM changesets WHERE target = ? AND id = ?`, target, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return ChangesetRow{}, fmt.Errorf("store: changeset %s/%s: %w", target, id, ErrNotFound)
-	}
-	if err != nil {
-		return ChangesetRow{}, fmt.Errorf("store: get changeset %s/%s: %w", target, id, err)
-	}
-	return c, nil
+	return getOne(ctx, s.db, "changeset "+target+"/"+id, scanChangeset,
+		`SELECT id, target, status, created_at, record FROM changesets WHERE target = ? AND id = ?`, target, id)
 }
 
 // ListChangesets returns target's changesets, oldest first.

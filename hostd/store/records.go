@@ -85,15 +85,8 @@ func scanCheckpoint(sc scanner) (CheckpointRow, error) {
 
 // GetCheckpoint returns one checkpoint, or ErrNotFound.
 func (s *Store) GetCheckpoint(ctx context.Context, sessionID, tag string) (CheckpointRow, error) {
-	c, err := scanCheckpoint(s.db.QueryRowContext(ctx,
-		`SELECT session_id, tag, snapshot, created_at FROM checkpoints WHERE session_id = ? AND tag = ?`, sessionID, tag))
-	if errors.Is(err, sql.ErrNoRows) {
-		return CheckpointRow{}, fmt.Errorf("store: checkpoint %s/%s: %w", sessionID, tag, ErrNotFound)
-	}
-	if err != nil {
-		return CheckpointRow{}, fmt.Errorf("store: get checkpoint %s/%s: %w", sessionID, tag, err)
-	}
-	return c, nil
+	return getOne(ctx, s.db, "checkpoint "+sessionID+"/"+tag, scanCheckpoint,
+		`SELECT session_id, tag, snapshot, created_at FROM checkpoints WHERE session_id = ? AND tag = ?`, sessionID, tag)
 }
 
 // ListCheckpoints returns a session's checkpoints, oldest first.
@@ -137,15 +130,8 @@ func scanJob(sc scanner) (JobRow, error) {
 
 // GetJob returns one job's metadata, or ErrNotFound.
 func (s *Store) GetJob(ctx context.Context, sessionID, jobID string) (JobRow, error) {
-	j, err := scanJob(s.db.QueryRowContext(ctx,
-		`SELECT session_id, job_id, command, record FROM jobs WHERE session_id = ? AND job_id = ?`, sessionID, jobID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return JobRow{}, fmt.Errorf("store: job %s/%s: %w", sessionID, jobID, ErrNotFound)
-	}
-	if err != nil {
-		return JobRow{}, fmt.Errorf("store: get job %s/%s: %w", sessionID, jobID, err)
-	}
-	return j, nil
+	return getOne(ctx, s.db, "job "+sessionID+"/"+jobID, scanJob,
+		`SELECT session_id, job_id, command, record FROM jobs WHERE session_id = ? AND job_id = ?`, sessionID, jobID)
 }
 
 // ListJobs returns a session's jobs in the order they were first put.
@@ -196,15 +182,8 @@ func scanUpload(sc scanner) (UploadRow, error) {
 
 // GetUpload returns one upload's metadata, or ErrNotFound.
 func (s *Store) GetUpload(ctx context.Context, sessionID, uploadID string) (UploadRow, error) {
-	u, err := scanUpload(s.db.QueryRowContext(ctx,
-		`SELECT session_id, upload_id, record FROM uploads WHERE session_id = ? AND upload_id = ?`, sessionID, uploadID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return UploadRow{}, fmt.Errorf("store: upload %s/%s: %w", sessionID, uploadID, ErrNotFound)
-	}
-	if err != nil {
-		return UploadRow{}, fmt.Errorf("store: get upload %s/%s: %w", sessionID, uploadID, err)
-	}
-	return u, nil
+	return getOne(ctx, s.db, "upload "+sessionID+"/"+uploadID, scanUpload,
+		`SELECT session_id, upload_id, record FROM uploads WHERE session_id = ? AND upload_id = ?`, sessionID, uploadID)
 }
 
 // ListUploads returns a session's uploads in the order they were first put.
@@ -219,6 +198,21 @@ func (s *Store) DeleteUpload(ctx context.Context, sessionID, uploadID string) er
 		return deleteOne(ctx, tx, "upload "+sessionID+"/"+uploadID,
 			`DELETE FROM uploads WHERE session_id = ? AND upload_id = ?`, sessionID, uploadID)
 	})
+}
+
+// getOne scans the one row q finds: ErrNotFound when there is none,
+// other errors wrapped with what is got.
+func getOne[T any](ctx context.Context, db *sql.DB, what string, scan func(scanner) (T, error), q string, args ...any) (T, error) {
+	v, err := scan(db.QueryRowContext(ctx, q, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		var zero T
+		return zero, fmt.Errorf("store: %s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("store: get %s: %w", what, err)
+	}
+	return v, nil
 }
 
 // list runs a query and scans every row with scan.

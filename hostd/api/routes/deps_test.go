@@ -1,9 +1,10 @@
 package routes
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"paddock.dev/paddock/internal/testutil/deps"
 )
 
 // TestDependencies keeps the table a leaf the gateway can import: it
@@ -12,18 +13,10 @@ import (
 // no module outside this one. Paddock's wire packages (api, errdefs,
 // guest/api) import nothing of the server and may come along.
 func TestDependencies(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go tool not on PATH")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
 	const mod = "paddock.dev/paddock/"
 	allowed := map[string]bool{mod + "hostd/api/routes": true, mod + "hostd/auth": true}
 	forbidden := []string{mod + "hostd/", mod + "policy", mod + "egress", mod + "gateway", mod + "hypervisor", mod + "client", mod + "cmd/"}
-	for _, dep := range strings.Fields(string(out)) {
+	for _, dep := range deps.List(t) {
 		first, _, _ := strings.Cut(dep, "/")
 		if !strings.HasPrefix(dep, mod) {
 			if strings.Contains(first, ".") {
