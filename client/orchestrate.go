@@ -58,6 +58,35 @@ type EvaluateRequest struct {
 	KeepAll bool
 	// Timeout is each command's timeout (0: DefaultRunTimeout).
 	Timeout time.Duration
+	// Progress, when set, hears each step done of a total known from the
+	// start: the fork, each candidate finished (its run and its test),
+	// and the losers' deletes (one step, absent with KeepAll).
+	Progress ProgressFunc
+}
+
+// ProgressFunc hears that done of total steps of an orchestration are
+// done, with a short message naming the last step. Calls come one at a
+// time, done rising by one each call, and none after the verb returns;
+// it should return quickly, as a run waits for it. A verb that fails
+// stops short of total.
+type ProgressFunc func(done, total int, msg string)
+
+// steps counts an orchestration's steps for its ProgressFunc.
+type steps struct {
+	mu          sync.Mutex
+	fn          ProgressFunc
+	done, total int
+}
+
+// step reports one more step done; it does nothing with no ProgressFunc.
+func (p *steps) step(msg string) {
+	if p.fn == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	p.fn(p.done, p.total, msg)
 }
 
 // CandidateResult is one candidate's run and score.
@@ -102,6 +131,10 @@ type RolloutRequest struct {
 	// Keep keeps the children; otherwise they are deleted.
 	Keep    bool
 	Timeout time.Duration
+	// Progress, when set, hears each step done of a total known from the
+	// start: the fork, each child's run finished, and the deletes (one
+	// step, absent with Keep).
+	Progress ProgressFunc
 }
 
 // RolloutRun is the command's run in one child.
@@ -175,10 +208,15 @@ func (c *Client) Evaluate(ctx context.Context, id string, req EvaluateRequest) (
 	if err != nil {
 		return nil, err
 	}
+	prog := &steps{fn: req.Progress, total: 1 + n}
+	if !req.KeepAll {
+		prog.total++
+	}
 	kids, err := c.forkN(ctx, id, n)
 	if err != nil {
 		return nil, err
 	}
+	prog.step(fmt.Sprintf("forked %d children", n))
 	res := &EvaluateResult{Parent: id, Winner: -1, Results: make([]CandidateResult, n)}
 	var wg sync.WaitGroup
 	aborts := make([]error, n)
@@ -188,6 +226,9 @@ func (c *Client) Evaluate(ctx context.Context, id string, req EvaluateRequest) (
 		go func(r *CandidateResult) {
 			defer wg.Done()
 			aborts[r.Index] = c.runCandidate(ctx, r, req.Test, secs)
+			if aborts[r.Index] == nil {
+				prog.step(fmt.Sprintf("candidate %d finished with score %d", r.Index, r.Score))
+			}
 		}(&res.Results[i])
 	}
 	wg.Wait()
@@ -213,6 +254,7 @@ func (c *Client) Evaluate(ctx context.Context, id string, req EvaluateRequest) (
 				r.DeleteError = err.Error()
 			}
 		})
+		prog.step(fmt.Sprintf("deleted %d losing children", len(del)))
 	}
 	return res, nil
 }
@@ -361,10 +403,15 @@ func (c *Client) Rollout(ctx context.Context, id string, req RolloutRequest) (*R
 	if err != nil {
 		return nil, err
 	}
+	prog := &steps{fn: req.Progress, total: 1 + req.Count}
+	if !req.Keep {
+		prog.total++
+	}
 	kids, err := c.forkN(ctx, id, req.Count)
 	if err != nil {
 		return nil, err
 	}
+	prog.step(fmt.Sprintf("forked %d children", req.Count))
 	res := &RolloutResult{Parent: id, Command: req.Command, Runs: make([]RolloutRun, len(kids))}
 	aborts := make([]error, len(kids))
 	var wg sync.WaitGroup
@@ -375,11 +422,14 @@ func (c *Client) Rollout(ctx context.Context, id string, req RolloutRequest) (*R
 			defer wg.Done()
 			out, err := c.Exec(ctx, r.Session, api.ExecRequest{Command: req.Command, TimeoutSeconds: secs})
 			if err != nil {
-				aborts[r.Index] = refusedOr(err, &r.Error, "command")
+				if aborts[r.Index] = refusedOr(err, &r.Error, "command"); aborts[r.Index] == nil {
+					prog.step(fmt.Sprintf("run %d refused", r.Index))
+				}
 				return
 			}
 			r.ExitCode, r.TimedOut, r.DurationMS = &out.ExitCode, out.TimedOut, out.DurationMS
 			r.StdoutTail, r.StderrTail = tail(out.Stdout), tail(out.Stderr)
+			prog.step(fmt.Sprintf("run %d exited %d", r.Index, out.ExitCode))
 		}(&res.Runs[i])
 	}
 	wg.Wait()
@@ -399,6 +449,7 @@ func (c *Client) Rollout(ctx context.Context, id string, req RolloutRequest) (*R
 				r.DeleteError = err.Error()
 			}
 		})
+		prog.step(fmt.Sprintf("deleted %d children", len(idx)))
 	}
 	return res, nil
 }

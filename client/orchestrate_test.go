@@ -312,3 +312,84 @@ func TestTail(t *testing.T) {
 		t.Error("a short output changed")
 	}
 }
+
+// progressLog records what a ProgressFunc hears.
+type progressLog struct {
+	mu    sync.Mutex
+	done  []int
+	total []int
+	msgs  []string
+}
+
+func (p *progressLog) fn(done, total int, msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = append(p.done, done)
+	p.total = append(p.total, total)
+	p.msgs = append(p.msgs, msg)
+}
+
+// check wants done to rise 1, 2, ... up to total, the same total each
+// call, the fork first and the deletes (when any) last.
+func (p *progressLog) check(t *testing.T, total int, deletes bool) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.done) != total {
+		t.Fatalf("%d progress calls, want %d: %v %q", len(p.done), total, p.done, p.msgs)
+	}
+	for i := range p.done {
+		if p.done[i] != i+1 || p.total[i] != total {
+			t.Errorf("call %d: %d of %d, want %d of %d", i, p.done[i], p.total[i], i+1, total)
+		}
+	}
+	if !strings.HasPrefix(p.msgs[0], "forked ") {
+		t.Errorf("first step %q, want the fork", p.msgs[0])
+	}
+	if last := p.msgs[len(p.msgs)-1]; strings.HasPrefix(last, "deleted ") != deletes {
+		t.Errorf("last step %q (deletes expected: %v)", last, deletes)
+	}
+}
+
+// TestOrchestrateProgress: Evaluate and Rollout report the fork, each
+// candidate or run finished (refused ones too) and the deletes, as steps
+// of a total known from the start; with keep there is no delete step.
+func TestOrchestrateProgress(t *testing.T) {
+	f := &fakeDaemon{t: t, exec: scripted("p-k1")}
+	c := f.serve()
+	var p progressLog
+	cands := []string{"exit 0 ms 10", "exit 0 ms 5", "exit 1 ms 1", "denied"}
+	if _, err := c.Evaluate(context.Background(), "p", EvaluateRequest{Candidates: cands, Test: "test", Progress: p.fn}); err != nil {
+		t.Fatal(err)
+	}
+	p.check(t, 1+len(cands)+1, true)
+
+	p = progressLog{}
+	if _, err := c.Evaluate(context.Background(), "q", EvaluateRequest{Candidates: cands, KeepAll: true, Progress: p.fn}); err != nil {
+		t.Fatal(err)
+	}
+	p.check(t, 1+len(cands), false)
+
+	f.exec = func(_ context.Context, child, cmd string, _ int) (api.ExecResult, int, string) {
+		if child == "r-k2" {
+			return api.ExecResult{}, 403, "command_denied"
+		}
+		return api.ExecResult{Stdout: "ok\n"}, 0, ""
+	}
+	p = progressLog{}
+	if _, err := c.Rollout(context.Background(), "r", RolloutRequest{Count: 3, Command: "go", Progress: p.fn}); err != nil {
+		t.Fatal(err)
+	}
+	p.check(t, 1+3+1, true)
+
+	p = progressLog{}
+	if _, err := c.Rollout(context.Background(), "s", RolloutRequest{Count: 2, Command: "go", Keep: true, Progress: p.fn}); err != nil {
+		t.Fatal(err)
+	}
+	p.check(t, 1+2, false)
+
+	// No ProgressFunc: the verbs run as before.
+	if _, err := c.Rollout(context.Background(), "t", RolloutRequest{Count: 1, Command: "go"}); err != nil {
+		t.Fatal(err)
+	}
+}

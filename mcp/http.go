@@ -21,11 +21,13 @@ import (
 // The HTTP server's limits when HTTPOptions leaves them zero.
 const (
 	// DefaultHTTPMaxBody bounds one request's body: a tool call's
-	// arguments, room enough for the largest file write (MaxWriteBytes as
-	// base64) and the JSON-RPC around it, and under the gateway's 2 MiB
-	// for a path outside the API's route table, so this handler's own 413
-	// answers first.
-	DefaultHTTPMaxBody = (MaxWriteBytes/3+1)*4 + 64<<10
+	// arguments, room enough for the largest session_file_write
+	// (MaxUploadWriteBytes as base64) and the JSON-RPC around it. It is
+	// the body limit of /mcp's POST row in the daemon's route table
+	// (hostd/api/routes.MCPBody; a test holds them equal), and under the
+	// gateway's limit for that row, so this handler's own 413 answers
+	// first.
+	DefaultHTTPMaxBody = (MaxUploadWriteBytes/3+1)*4 + 64<<10
 	// DefaultHTTPSessionsPerToken bounds the MCP sessions one token holds
 	// open at once.
 	DefaultHTTPSessionsPerToken = 16
@@ -95,6 +97,10 @@ func NewHTTPHandler(opts HTTPOptions) *HTTPHandler {
 		return s.Server
 	}, &sdk.StreamableHTTPOptions{
 		SessionTimeout: opts.IdleTimeout,
+		// The SDK has its own body cap (4 MiB by default), below what a
+		// large session_file_write needs: ServeHTTP checks MaxBody first,
+		// so the SDK's is set to the same.
+		MaxRequestBodyBytes: opts.MaxBody,
 		// The daemon is reached through the gateway, whose Host is the
 		// daemon's name; the bearer token is what protects it.
 		DisableLocalhostProtection: true,

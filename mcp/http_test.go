@@ -2,6 +2,9 @@ package mcp_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -17,6 +20,7 @@ import (
 
 	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
+	"paddock.dev/paddock/hostd/api/routes"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/mcp"
@@ -245,6 +249,56 @@ func TestMCPHTTPLimits(t *testing.T) {
 	}
 	mustConnectHTTP(t, srv.URL, d.Token)
 	mustConnectHTTP(t, srv.URL, d.Token)
+}
+
+// TestMCPHTTPBodyLimit: the handler's body limit is the /mcp row's in
+// the daemon's route table (which the gateway applies), both sized for
+// the largest session_file_write; mcp cannot import the table, so this
+// holds the two equal.
+func TestMCPHTTPBodyLimit(t *testing.T) {
+	rt, ok := routes.Lookup("POST /mcp")
+	if !ok || rt.BodyLimit != mcp.DefaultHTTPMaxBody || routes.MCPBody != mcp.DefaultHTTPMaxBody {
+		t.Errorf("POST /mcp row %+v (MCPBody %d), the handler's limit %d", rt, routes.MCPBody, mcp.DefaultHTTPMaxBody)
+	}
+	if routes.MCPWriteBytes != mcp.MaxUploadWriteBytes {
+		t.Errorf("the table sizes /mcp for %d-byte writes, session_file_write takes %d", routes.MCPWriteBytes, mcp.MaxUploadWriteBytes)
+	}
+}
+
+// TestMCPHTTPLargeWrite: over HTTP at the daemon's /mcp, with the
+// default limits, a 3 MiB file (4 MiB as base64, more than the JSON
+// limit) arrives whole, and a body one byte past the limit is 413
+// too_large.
+func TestMCPHTTPLargeWrite(t *testing.T) {
+	d := daemontest.New(t, daemontest.WithMCPAllowWrite())
+	cs := mustConnectHTTP(t, d.URL+"/mcp", d.Token)
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	data := make([]byte, 3<<20)
+	for i := range data {
+		data[i] = byte(i*13 + i/509)
+	}
+	var w struct {
+		Bytes    int
+		Verified bool
+	}
+	mustCall(t, cs, "session_file_write", map[string]any{"session": ses.ID, "path": "/workspace/big.bin", "content_base64": base64.StdEncoding.EncodeToString(data)}, &w)
+	if w.Bytes != len(data) || !w.Verified {
+		t.Errorf("3 MiB write over HTTP: %+v", w)
+	}
+	sum := sha256.Sum256(data)
+	var ex ExecResult
+	mustCall(t, cs, "session_exec", map[string]any{"session": ses.ID, "command": "sha256sum /workspace/big.bin"}, &ex)
+	if !strings.HasPrefix(ex.Stdout, hex.EncodeToString(sum[:])) {
+		t.Errorf("the file in the sandbox: %q, want sha256 %x", ex.Stdout, sum)
+	}
+
+	pre := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"`
+	post1 := `"}}`
+	big := []byte(pre + strings.Repeat("x", int(mcp.DefaultHTTPMaxBody)+1-len(pre)-len(post1)) + post1)
+	if code, body := post(t, d.URL+"/mcp", d.Token, "", big); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too_large") {
+		t.Errorf("a body one byte over %d: %d %s", mcp.DefaultHTTPMaxBody, code, body)
+	}
 }
 
 func mustSession(t *testing.T, d *daemontest.Daemon) string {

@@ -732,3 +732,61 @@ func TestMCPTenant(t *testing.T) {
 		t.Errorf("tenant a lists %+v", l.Sessions)
 	}
 }
+
+// TestMCPMeasuredProgress: session_evaluate and session_rollout, asked
+// for progress, report their steps (the fork, each child's run, the
+// deletes) as progress rising by one up to a total given from the first
+// notification, not a heartbeat.
+func TestMCPMeasuredProgress(t *testing.T) {
+	d := daemontest.New(t)
+	type note struct{ progress, total float64 }
+	var mu sync.Mutex
+	got := map[any][]note{}
+	cs := connectWith(t, d.Client, mcp.Options{AllowWrite: true}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[r.Params.ProgressToken] = append(got[r.Params.ProgressToken], note{r.Params.Progress, r.Params.Total})
+		},
+	})
+	var ses struct{ ID string }
+	mustCall(t, cs, "session_create", map[string]any{}, &ses)
+	call := func(token, tool string, args map[string]any) {
+		args["session"] = ses.ID
+		p := &sdk.CallToolParams{Name: tool, Arguments: args}
+		p.SetProgressToken(token)
+		if res, err := cs.CallTool(t.Context(), p); err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+	}
+	check := func(token string, total int) {
+		t.Helper()
+		// The client handles notifications apart from the result, so the
+		// last may be handled just after the call returns.
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			n := len(got[token])
+			mu.Unlock()
+			if n >= total {
+				break
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		ns := got[token]
+		if len(ns) != total {
+			t.Fatalf("%s: %d notifications, want %d: %v", token, len(ns), total, ns)
+		}
+		for i, n := range ns {
+			if n.progress != float64(i+1) || n.total != float64(total) {
+				t.Errorf("%s: notification %d is %v of %v, want %d of %d", token, i, n.progress, n.total, i+1, total)
+			}
+		}
+	}
+	// Three candidates and their deletes: fork, 3 runs, deletes.
+	call("eval", "session_evaluate", map[string]any{"candidates": []string{"false", "true", "sleep 0.2"}})
+	check("eval", 1+3+1)
+	// Two runs kept: fork and 2 runs.
+	call("roll", "session_rollout", map[string]any{"command": "true", "count": 2, "keep": true})
+	check("roll", 1+2)
+}

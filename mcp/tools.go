@@ -42,7 +42,7 @@ const (
 	// above MaxWriteBytes it goes through the API's resumable, verified
 	// uploads in UploadChunkBytes chunks, with progress in bytes of the
 	// total. Over HTTP the request body limit (DefaultHTTPMaxBody) is
-	// lower, so there a file stays under about 1 MiB.
+	// sized to carry it as base64.
 	MaxUploadWriteBytes = 8 << 20
 	// UploadChunkBytes is one chunk of such an upload.
 	UploadChunkBytes = 1 << 20
@@ -141,8 +141,8 @@ func capList[T, U any](in []T, conv func(T) U) (out []U, truncated bool) {
 var progressEvery = 5 * time.Second
 
 // heartbeat sends a progress notification every progressEvery while a
-// tool runs, when the call carries a progress token. The tools cannot say
-// how far a fork or an evaluation has got (the API answers once, at the
+// tool runs, when the call carries a progress token. Most tools cannot
+// say how far they have got (a fork or an exec answers once, at the
 // end), so the progress counts the notifications and the message says how
 // long the tool has run; a client that resets its request timeout on
 // progress keeps waiting for a long tool. The returned function stops it,
@@ -177,8 +177,9 @@ func heartbeat(ctx context.Context, req *sdk.CallToolRequest, name string) (stop
 }
 
 // measured tools send progress with real numbers (progress of total)
-// themselves instead of the heartbeat.
-var measured = map[string]bool{"session_file_write": true}
+// themselves instead of the heartbeat: a file write in bytes uploaded,
+// evaluate and rollout in steps (the fork, each child's run, the deletes).
+var measured = map[string]bool{"session_file_write": true, "session_evaluate": true, "session_rollout": true}
 
 // callKey carries a tool call's request, for progress.
 type callKey struct{}
@@ -195,6 +196,14 @@ func reportProgress(ctx context.Context, done, total int64, msg string) {
 		return
 	}
 	req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(done), Total: float64(total), Message: msg})
+}
+
+// stepProgress passes an orchestration's steps (client.ProgressFunc) on
+// to the client of the call in ctx as progress of total.
+func stepProgress(ctx context.Context) client.ProgressFunc {
+	return func(done, total int, msg string) {
+		reportProgress(ctx, int64(done), int64(total), msg)
+	}
 }
 
 func adminOnly(d toolDef) toolDef { d.adminOnly = true; return d }

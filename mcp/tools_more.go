@@ -229,7 +229,8 @@ func sessionRollout(ctx context.Context, s *Server, in RolloutIn) (*RolloutOut, 
 	if in.Count < 1 || in.Count > MaxForkCount || in.TimeoutSeconds < 0 {
 		return nil, fmt.Errorf("invalid_argument: count must be 1 to %d, timeout_seconds not negative", MaxForkCount)
 	}
-	r, err := s.c.Rollout(ctx, id, client.RolloutRequest{Count: in.Count, Command: in.Command, Keep: in.Keep, Timeout: time.Duration(in.TimeoutSeconds) * time.Second})
+	r, err := s.c.Rollout(ctx, id, client.RolloutRequest{Count: in.Count, Command: in.Command, Keep: in.Keep, Timeout: time.Duration(in.TimeoutSeconds) * time.Second,
+		Progress: stepProgress(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +276,8 @@ func sessionEvaluate(ctx context.Context, s *Server, in EvaluateIn) (*EvaluateOu
 	if in.TimeoutSeconds < 0 {
 		return nil, fmt.Errorf("invalid_argument: timeout_seconds must not be negative")
 	}
-	r, err := s.c.Evaluate(ctx, id, client.EvaluateRequest{Candidates: in.Candidates, Test: in.Test, KeepAll: in.KeepAll, Timeout: time.Duration(in.TimeoutSeconds) * time.Second})
+	r, err := s.c.Evaluate(ctx, id, client.EvaluateRequest{Candidates: in.Candidates, Test: in.Test, KeepAll: in.KeepAll, Timeout: time.Duration(in.TimeoutSeconds) * time.Second,
+		Progress: stepProgress(ctx)})
 	if err != nil {
 		return nil, err
 	}

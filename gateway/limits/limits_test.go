@@ -65,13 +65,16 @@ func send(t *testing.T, rt routes.Route, n int64, known bool) int {
 	return 0
 }
 
-// TestBodyLimitsFollowTheTable: for every route of hostd's table, a body
+// TestBodyLimitsFollowTheTable: for every route of hostd's table (and
+// /mcp, served in front of hostd/api), a body
 // of the gateway's limit for it gets through whole and one byte more is
 // refused with 413, whether its length is sent up front or not; the
 // gateway's limit is never below hostd's (so hostd's own 413 answers a
 // body just over its limit) and has at most 2 MiB of room above it.
 func TestBodyLimitsFollowTheTable(t *testing.T) {
-	for _, rt := range routes.All() {
+	// The rows served in front of hostd/api (/mcp) count as well.
+	rows := append(routes.All(), routes.Outside()...)
+	for _, rt := range rows {
 		r := httptest.NewRequest(rt.Method(), concrete(rt.Path()), nil)
 		edge := BodyLimit(r)
 		if edge != routes.EdgeLimit(rt.BodyLimit) {
@@ -83,7 +86,7 @@ func TestBodyLimitsFollowTheTable(t *testing.T) {
 	}
 	// Sending the bodies costs time: one route of each limit.
 	seen := map[int64]bool{}
-	for _, rt := range routes.All() {
+	for _, rt := range rows {
 		if seen[rt.BodyLimit] || rt.Method() == http.MethodGet {
 			continue
 		}

@@ -39,6 +39,15 @@ const (
 	// largest file as base64, plus room for the JSON around it.
 	SandboxWriteBody = (SandboxFileBytes/3+1)*4 + 64<<10
 
+	// MCPWriteBytes is the largest file content the MCP server's
+	// session_file_write takes (mcp.MaxUploadWriteBytes; a test in mcp
+	// holds them equal).
+	MCPWriteBytes = 8 << 20
+	// MCPBody bounds one request to the MCP server at /mcp (one JSON-RPC
+	// message): the largest session_file_write, its content as base64,
+	// plus room for the JSON-RPC and the tool's other arguments.
+	MCPBody = (MCPWriteBytes/3+1)*4 + 64<<10
+
 	// PreviewBody bounds one request body sent through a preview URL
 	// (hostd/previews' proxy). Previews are not rows of the table (they
 	// are served under /preview/ and the preview host, not the API), but
@@ -209,8 +218,27 @@ var table = []Route{
 	row("POST /v1/sandboxes/{id}/changesets/{changeset}/apply", auth.AccessTenant),
 }
 
-// All returns every row, in the table's order.
+// outside are routes the daemon serves in front of hostd/api rather than
+// through it: the MCP server over streamable HTTP (hostd/daemon/mcp.go,
+// docs/mcp.md), which checks its caller's token itself and whose tools
+// call the API as that caller. They are rows so that their limits live
+// in the table and the gateway applies them (Match and Lookup find
+// them); hostd/api binds no handler to them and docs/api/openapi.yaml
+// does not describe them, so All leaves them out.
+var outside = []Route{
+	body(row("POST /mcp", auth.AccessAny), MCPBody),
+	row("GET /mcp", auth.AccessAny),
+	row("DELETE /mcp", auth.AccessAny),
+}
+
+// All returns every row hostd/api serves, in the table's order.
 func All() []Route { return slices.Clone(table) }
+
+// Outside returns the rows served in front of hostd/api (outside).
+func Outside() []Route { return slices.Clone(outside) }
+
+// every is the table then the outside rows: what Lookup and Match search.
+var every = sync.OnceValue(func() []Route { return append(slices.Clone(table), outside...) })
 
 // Lookup returns the row of a "METHOD /path" pattern.
 func Lookup(pattern string) (Route, bool) {
@@ -218,7 +246,7 @@ func Lookup(pattern string) (Route, bool) {
 	if i == 0 {
 		return Route{}, false
 	}
-	return table[i-1], true
+	return every()[i-1], true
 }
 
 // Match returns the row whose pattern r's method and path match, as
@@ -234,8 +262,8 @@ func Match(r *http.Request) (Route, bool) {
 
 // index maps a pattern to its row's position plus one.
 var index = sync.OnceValue(func() map[string]int {
-	m := make(map[string]int, len(table))
-	for i, r := range table {
+	m := make(map[string]int, len(every()))
+	for i, r := range every() {
 		m[r.Pattern] = i + 1
 	}
 	return m
@@ -245,7 +273,7 @@ var index = sync.OnceValue(func() map[string]int {
 // find which pattern a request matches (it serves nothing).
 var matcher = sync.OnceValue(func() *http.ServeMux {
 	mux := http.NewServeMux()
-	for _, r := range table {
+	for _, r := range every() {
 		mux.Handle(r.Pattern, http.NotFoundHandler())
 	}
 	return mux

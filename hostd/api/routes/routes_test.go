@@ -33,6 +33,11 @@ func TestTable(t *testing.T) {
 			t.Errorf("Lookup(%s) = %+v, %v", rt.Pattern, got, ok)
 		}
 	}
+	for _, rt := range Outside() {
+		if got, ok := Lookup(rt.Pattern); !ok || got != rt || seen[rt.Pattern] || rt.BodyLimit <= 0 || !rt.Access.Valid() {
+			t.Errorf("outside row %+v: Lookup %+v %v, or also a row of All, or no limit or access", rt, got, ok)
+		}
+	}
 	if _, ok := Lookup("GET /v1/nowhere"); ok {
 		t.Error("Lookup found a pattern that is no row")
 	}
@@ -49,6 +54,10 @@ func TestMatch(t *testing.T) {
 		{"PUT", "/v1/agents/sessions/ses-1/uploads/upl-1", "PUT /v1/agents/sessions/{id}/uploads/{upload}"},
 		{"POST", "/v1/sandboxes/sbx-1/fs/write", "POST /v1/sandboxes/{id}/fs/write"},
 		{"GET", "/healthz", "GET /healthz"},
+		{"POST", "/mcp", "POST /mcp"},
+		{"GET", "/mcp", "GET /mcp"},
+		{"DELETE", "/mcp", "DELETE /mcp"},
+		{"POST", "/mcp/x", ""},
 		{"GET", "/v1/agents/sessions//pty", ""},
 		{"GET", "/v1/agents/sessions/x/../ses-1/pty", ""},
 		{"GET", "/v1/agents/sessions/./pty", ""},
@@ -75,5 +84,20 @@ func TestEdgeLimit(t *testing.T) {
 	}
 	if DefaultEdgeLimit != EdgeLimit(JSONBody) {
 		t.Errorf("DefaultEdgeLimit %d, EdgeLimit(JSONBody) %d", DefaultEdgeLimit, EdgeLimit(JSONBody))
+	}
+}
+
+// TestMCPBody: /mcp takes a request carrying the largest file write as
+// base64 (with room for the JSON-RPC), and only /mcp's POST is that
+// large: its GET and DELETE keep the JSON limit.
+func TestMCPBody(t *testing.T) {
+	rt, ok := Lookup("POST /mcp")
+	if b64 := int64((MCPWriteBytes + 2) / 3 * 4); !ok || rt.BodyLimit < b64+4096 || rt.BodyLimit > b64+MiB {
+		t.Errorf("POST /mcp: %+v, want a limit just above %d", rt, b64)
+	}
+	for _, p := range []string{"GET /mcp", "DELETE /mcp"} {
+		if rt, ok := Lookup(p); !ok || rt.BodyLimit != JSONBody {
+			t.Errorf("%s: %+v, want the JSON limit", p, rt)
+		}
 	}
 }
