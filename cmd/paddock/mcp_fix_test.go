@@ -243,3 +243,39 @@ func TestMCPInstallKeepsNewestBackup(t *testing.T) {
 		t.Error("a backup not made by us was removed")
 	}
 }
+
+// TestMCPDocsNoTokenInArgv keeps docs/mcp.md from showing the token on a
+// command line (readable by anyone through ps) or written into a config
+// file: no Authorization header passed as a flag, no "Bearer $VAR" shell
+// expansion and no literal token. A client's own ${...} expansion in a
+// config file is allowed.
+func TestMCPDocsNoTokenInArgv(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/mcp.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCode := false
+	for i, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+			continue
+		}
+		bad := ""
+		switch {
+		case inCode && (strings.Contains(line, "--header") || strings.Contains(line, "-H ")) && strings.Contains(line, "Authorization"):
+			bad = "an Authorization header on a command line"
+		case strings.Contains(line, "Bearer pdk_"):
+			bad = "a token written inline"
+		}
+		for rest := line; bad == "" && strings.Contains(rest, "Bearer $"); {
+			j := strings.Index(rest, "Bearer $") + len("Bearer $")
+			if !strings.HasPrefix(rest[j:], "{") {
+				bad = "a shell-expanded token (Bearer $VAR)"
+			}
+			rest = rest[j:]
+		}
+		if bad != "" {
+			t.Errorf("docs/mcp.md:%d shows %s: %s", i+1, bad, line)
+		}
+	}
+}
