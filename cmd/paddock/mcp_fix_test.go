@@ -25,7 +25,7 @@ func mcpTestHome(t *testing.T) string {
 	return home
 }
 
-func writeFile(t *testing.T, p, data string, mode os.FileMode) {
+func mcpWriteFile(t *testing.T, p, data string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		t.Fatal(err)
@@ -58,11 +58,11 @@ func TestMCPStatusProjectToken(t *testing.T) {
 	}
 
 	secret := filepath.Join(t.TempDir(), "ssh-passphrase")
-	writeFile(t, secret, "hunter2-private\n", 0o600)
+	mcpWriteFile(t, secret, "hunter2-private\n", 0o600)
 	deflt := filepath.Join(home, ".config", "paddock", "token")
-	writeFile(t, deflt, "pdk_default_token\n", 0o600)
+	mcpWriteFile(t, deflt, "pdk_default_token\n", 0o600)
 	ca := filepath.Join(t.TempDir(), "evil-ca.pem")
-	writeFile(t, ca, "not a certificate\n", 0o600)
+	mcpWriteFile(t, ca, "not a certificate\n", 0o600)
 
 	proj := t.TempDir()
 	entry := func(tokenFile string) string {
@@ -92,7 +92,7 @@ func TestMCPStatusProjectToken(t *testing.T) {
 		return mcpStatusRow{}
 	}
 
-	writeFile(t, filepath.Join(proj, ".mcp.json"), entry(secret), 0o644)
+	mcpWriteFile(t, filepath.Join(proj, ".mcp.json"), entry(secret), 0o644)
 	r := status()
 	if got := seen(); len(got) != 0 {
 		t.Fatalf("the project's daemon was called with %q", got)
@@ -103,7 +103,7 @@ func TestMCPStatusProjectToken(t *testing.T) {
 
 	// The default token file on a loopback daemon is checked, and the
 	// project's PADDOCK_CA (not a certificate) is not used.
-	writeFile(t, filepath.Join(proj, ".mcp.json"), entry(deflt), 0o644)
+	mcpWriteFile(t, filepath.Join(proj, ".mcp.json"), entry(deflt), 0o644)
 	r = status()
 	if got := seen(); len(got) != 1 || got[0] != "Bearer pdk_default_token" {
 		t.Fatalf("the loopback daemon saw %q", got)
@@ -144,7 +144,7 @@ func TestMCPProjectEntryTrusted(t *testing.T) {
 // TestMCPInstallRefusesPlainHTTP: http:// only to a loopback daemon.
 func TestMCPInstallRefusesPlainHTTP(t *testing.T) {
 	home := mcpTestHome(t)
-	writeFile(t, filepath.Join(home, ".config", "paddock", "token"), "pdk_x\n", 0o600)
+	mcpWriteFile(t, filepath.Join(home, ".config", "paddock", "token"), "pdk_x\n", 0o600)
 	cfg := filepath.Join(home, ".codex", "config.toml")
 	var ue usageError
 	for _, u := range []string{"http://other-host:7788", "http://10.0.0.5:7788", "http://[2001:db8::1]:7788"} {
@@ -168,10 +168,10 @@ func TestMCPInstallRefusesPlainHTTP(t *testing.T) {
 // at is left alone; a symlink that stays inside the project is followed.
 func TestMCPInstallProjectSymlink(t *testing.T) {
 	home := mcpTestHome(t)
-	writeFile(t, filepath.Join(home, ".config", "paddock", "token"), "pdk_x\n", 0o600)
+	mcpWriteFile(t, filepath.Join(home, ".config", "paddock", "token"), "pdk_x\n", 0o600)
 	userCfg := filepath.Join(home, ".codex", "config.toml")
 	const orig = "model = \"o3\"\n"
-	writeFile(t, userCfg, orig, 0o600)
+	mcpWriteFile(t, userCfg, orig, 0o600)
 	var ue usageError
 
 	fileLink := t.TempDir()
@@ -194,7 +194,7 @@ func TestMCPInstallProjectSymlink(t *testing.T) {
 	}
 
 	inside := t.TempDir()
-	writeFile(t, filepath.Join(inside, "shared", "codex.toml"), orig, 0o644)
+	mcpWriteFile(t, filepath.Join(inside, "shared", "codex.toml"), orig, 0o644)
 	os.MkdirAll(filepath.Join(inside, ".codex"), 0o755)
 	if err := os.Symlink(filepath.Join("..", "shared", "codex.toml"), filepath.Join(inside, ".codex", "config.toml")); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestMCPInstallKeepsNewestBackup(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "config.json")
 	mine := p + ".bak-mine"
-	writeFile(t, mine, "keep me", 0o600)
+	mcpWriteFile(t, mine, "keep me", 0o600)
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	prev, existed := []byte(nil), false
 	for i, v := range []string{`{"a":1}`, `{"a":2}`, `{"a":3}`, `{"a":4}`} {
