@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,6 +77,11 @@ func mcpLaunchFor(g *globals, o mcpInstallOpts) (mcpLaunch, error) {
 	}
 	if u.User != nil {
 		return mcpLaunch{}, usageError{errors.New("--url must not carry a user or password: it would be written into the client's config")}
+	}
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		// The server sends the token on every call: over plain HTTP anyone
+		// on the path could read it.
+		return mcpLaunch{}, usageError{fmt.Errorf("--url %q: plain http:// is only for a daemon on this machine (loopback); use https:// so the token is not sent in clear", o.url)}
 	}
 	l := mcpLaunch{Command: exe, Args: []string{"mcp", "serve", "--url", o.url}}
 	if g.stateDir != defaultStateDir {
@@ -144,6 +150,67 @@ func mcpConfigPath(c mcpClient, o mcpInstallOpts) (path string, project bool, er
 	return c.user(home), false, nil
 }
 
+// resolveExisting is p with symlinks resolved in its longest existing
+// prefix; the rest (not there yet) is joined on as written.
+func resolveExisting(p string) (string, error) {
+	rest := ""
+	for cur := p; ; {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+// insideProject refuses a project config path that, through a symlink
+// (the file or a directory on the way), lands outside the project: the
+// install would otherwise write a user-wide or someone else's file.
+func insideProject(projectDir, path string) (string, error) {
+	abs, err := filepath.Abs(projectDir)
+	if err != nil {
+		return "", err
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	r, err := resolveExisting(path)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(root, r); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", usageError{fmt.Errorf("%s leads outside the project (to %s) through a symlink: refusing to write it", path, r)}
+	}
+	return r, nil
+}
+
+// ourBackup matches the names writeConfigFile gives backups.
+var ourBackup = regexp.MustCompile(`^\.bak-[0-9]{8}T[0-9]{6}Z(\.[0-9]+)?$`)
+
+// removeOldBackups deletes the backups of p we made before, keeping keep.
+func removeOldBackups(p, keep string) {
+	ents, err := os.ReadDir(filepath.Dir(p))
+	if err != nil {
+		return
+	}
+	base := filepath.Base(p)
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(n, base) || !ourBackup.MatchString(n[len(base):]) {
+			continue
+		}
+		if full := filepath.Join(filepath.Dir(p), n); full != keep {
+			os.Remove(full)
+		}
+	}
+}
+
 // readConfigFile reads a config file (bounded); a missing file is empty.
 func readConfigFile(p string) (data []byte, mode fs.FileMode, exists bool, err error) {
 	f, err := os.Open(p)
@@ -173,7 +240,8 @@ func readConfigFile(p string) (data []byte, mode fs.FileMode, exists bool, err e
 
 // writeConfigFile puts data at p through a temporary file and a rename,
 // with mode; a file that was there is first copied to p.bak-<time>
-// (returned).
+// (returned). Once the new file is in place, older backups of p made here
+// are removed: only the newest is kept.
 func writeConfigFile(p string, data, old []byte, mode fs.FileMode, existed bool, now time.Time) (backup string, err error) {
 	dir := filepath.Dir(p)
 	// A missing directory is private unless the file is meant to be read
@@ -224,7 +292,13 @@ func writeConfigFile(p string, data, old []byte, mode fs.FileMode, existed bool,
 	if err := tmp.Close(); err != nil {
 		return backup, err
 	}
-	return backup, os.Rename(tmp.Name(), p)
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return backup, err
+	}
+	if backup != "" {
+		removeOldBackups(p, backup)
+	}
+	return backup, nil
 }
 
 func newMCPInstallCmd(g *globals) *cobra.Command {
@@ -236,7 +310,13 @@ func newMCPInstallCmd(g *globals) *cobra.Command {
 client's own format, so the agent starts "paddock mcp serve" itself. Every other
 key and server in the file is kept. The file is backed up next to itself
 (NAME.bak-TIME) before it changes; a run that would change nothing writes
-nothing. A file that does not parse is refused and left alone.
+nothing. Only the newest backup is kept: older NAME.bak-TIME files made by
+this command are removed when a new one is written. A file that does not
+parse is refused and left alone. With --project, a config path that leads
+outside the project through a symlink is refused.
+
+--url must be https://, or http:// only for a daemon on this machine
+(loopback): the server sends the token on every call.
 
 The config names a token file (--token-file, default ~/.config/paddock/token),
 never the token: the file must be readable by you alone. --dry-run prints the
@@ -259,8 +339,13 @@ file that would be written.`,
 			if err != nil {
 				return err
 			}
-			// Write through a symlink (a dotfiles checkout) rather than over it.
-			if r, err := filepath.EvalSymlinks(path); err == nil {
+			// Write through a symlink (a dotfiles checkout) rather than over it,
+			// but never out of a project through one.
+			if project {
+				if path, err = insideProject(o.project, path); err != nil {
+					return err
+				}
+			} else if r, err := filepath.EvalSymlinks(path); err == nil {
 				path = r
 			}
 			old, mode, existed, err := readConfigFile(path)

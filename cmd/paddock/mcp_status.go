@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,9 +58,58 @@ func serveFlags(args []string) (flags map[string]string, allowWrite bool) {
 	return flags, allowWrite
 }
 
+// notCheckedProject is the DAEMON column for a project entry that names a
+// daemon or a token file the user did not choose.
+const notCheckedProject = "not checked (project file names another daemon/token)"
+
+// projectEntryTrusted says whether status may call the daemon for an entry
+// found in a project's file. Such a file may come from a cloned repository,
+// so it must not be able to send one of the user's token files to a server
+// of its choosing: the URL must be loopback or the user's own daemon URL,
+// and the token file the default one or one a user-level entry names.
+func projectEntryTrusted(base, tokenFile string, userTokenFiles map[string]bool) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if !isLoopbackHost(u.Hostname()) && base != envOr("PADDOCK_URL", "https://127.0.0.1:7788") {
+		return false
+	}
+	if tokenFile == "" || !filepath.IsAbs(tokenFile) {
+		return false
+	}
+	tf := filepath.Clean(tokenFile)
+	if d := defaultTokenFile(); d != "" && tf == filepath.Clean(d) {
+		return true
+	}
+	return userTokenFiles[tf]
+}
+
+// userTokenFiles is the set of token files the user-level entries name.
+func userTokenFiles(home string) map[string]bool {
+	set := map[string]bool{}
+	for _, name := range mcpClientNames() {
+		c := mcpClients[name]
+		b, _, exists, err := readConfigFile(c.user(home))
+		if err != nil || !exists {
+			continue
+		}
+		if l, err := readLaunch(c, b); err == nil && l != nil {
+			flags, _ := serveFlags(l.Args)
+			if tf := flags["token-file"]; tf != "" && filepath.IsAbs(tf) {
+				set[filepath.Clean(tf)] = true
+			}
+		}
+	}
+	return set
+}
+
 // checkDaemon calls the daemon as the entry's server would: its URL, its
-// token file (permissions checked), its trust settings.
-func checkDaemon(ctx context.Context, l *mcpLaunch, flags map[string]string) string {
+// token file (permissions checked), its trust settings. For an entry from
+// a project's file (trusted is nil otherwise), the call is made only when
+// projectEntryTrusted allows it, and the trust settings are the user's own
+// (PADDOCK_CA from the environment, the default state dir), never the file's.
+func checkDaemon(ctx context.Context, l *mcpLaunch, flags map[string]string, project bool, trusted map[string]bool) string {
 	base := flags["url"]
 	if base == "" {
 		base = envOr("PADDOCK_URL", "https://127.0.0.1:7788")
@@ -67,6 +117,9 @@ func checkDaemon(ctx context.Context, l *mcpLaunch, flags map[string]string) str
 	tf := flags["token-file"]
 	if tf == "" {
 		return "no --token-file in the entry"
+	}
+	if project && !projectEntryTrusted(base, tf, trusted) {
+		return notCheckedProject
 	}
 	if err := checkTokenFile(tf); err != nil {
 		return err.Error()
@@ -82,14 +135,14 @@ func checkDaemon(ctx context.Context, l *mcpLaunch, flags map[string]string) str
 	}
 	tok := strings.TrimSpace(string(raw))
 	var roots *x509.CertPool
-	if ca := l.Env["PADDOCK_CA"]; ca != "" {
+	if ca := l.Env["PADDOCK_CA"]; ca != "" && !project {
 		if roots, err = client.TrustPEM(ca); err != nil {
 			return "PADDOCK_CA: " + err.Error()
 		}
 	} else {
 		sd := flags["state-dir"]
-		if sd == "" {
-			sd = defaultStateDir
+		if sd == "" || project {
+			sd = envOr("PADDOCK_STATE_DIR", defaultStateDir)
 		}
 		if roots, err = daemonRoots(&globals{stateDir: sd}, base); err != nil {
 			return err.Error()
@@ -114,6 +167,7 @@ func mcpStatus(ctx context.Context, project string) ([]mcpStatusRow, error) {
 		return nil, usageError{errors.New("no home directory")}
 	}
 	var rows []mcpStatusRow
+	trusted := userTokenFiles(home)
 	for _, name := range mcpClientNames() {
 		c := mcpClients[name]
 		places := []mcpStatusRow{{Client: name, Scope: "user", File: c.user(home)}}
@@ -146,7 +200,7 @@ func mcpStatus(ctx context.Context, project string) ([]mcpStatusRow, error) {
 				if len(l.Args) < 2 || !slices.Contains(l.Args, "mcp") || !slices.Contains(l.Args, "serve") {
 					r.Problem = "the entry does not run `mcp serve`"
 				}
-				r.Daemon = checkDaemon(ctx, l, flags)
+				r.Daemon = checkDaemon(ctx, l, flags, r.Scope == "project", trusted)
 			}
 			rows = append(rows, r)
 		}
@@ -162,7 +216,13 @@ func newMCPStatusCmd(g *globals) *cobra.Command {
 		Long: `For each client (` + mcpClientList() + `), look at its user-level config
 file and, with --project, the project's file: is a paddock entry there, which
 command it runs and whether that binary exists, whether --allow-write is on, and
-whether the daemon answers with the token file the entry names.`,
+whether the daemon answers with the token file the entry names.
+
+A project's file may come from someone else's repository, so for its entries
+the daemon is called only when the URL is loopback or your own PADDOCK_URL and
+the token file is the default one or one a user-level entry names; their
+PADDOCK_CA and --state-dir are ignored. Otherwise the DAEMON column says
+"not checked".`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if project != "" {
