@@ -78,7 +78,9 @@ func TestMCPHTTPTokenTable(t *testing.T) {
 	}
 
 	// A request that opens no session builds no server: a GET and a POST
-	// with a made-up session id, of a token not seen before.
+	// with a made-up session id, of a token not seen before. (Room is
+	// made first, so a server built would show in the count.)
+	mcp.SetHTTPTokenCaps(100, 100, time.Hour)
 	tok, err := ca.MintToken(ctx, ses.ID, api.TokenRequest{Ops: []string{api.OpRead}})
 	if err != nil {
 		t.Fatal(err)
