@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
 	"paddock.dev/paddock/errdefs"
 )
@@ -34,8 +35,18 @@ const (
 	// DefaultHTTPIdleTimeout closes an MCP session no request has touched
 	// for this long.
 	DefaultHTTPIdleTimeout = 30 * time.Minute
-	// maxHTTPTokens bounds the tokens the handler keeps a server for.
-	maxHTTPTokens = 4096
+)
+
+// The handler's bounds on the tokens it keeps a server for: in all, and
+// per owner (a tenant, or the admin), so one tenant minting tokens cannot
+// fill the table for everyone. Variables so a test can make them small.
+var (
+	maxHTTPTokens         = 4096
+	maxHTTPTokensPerOwner = 256
+	// recheckEvery is how often the tokens with sessions open are asked
+	// about again, so a revoked token's open streams (a GET) end
+	// without waiting for a request of it.
+	recheckEvery = 30 * time.Second
 )
 
 // HTTPOptions configure the streamable HTTP handler.
@@ -65,14 +76,39 @@ type HTTPHandler struct {
 	mu   sync.Mutex
 	// servers holds one server per token, keyed by the token's hash.
 	servers map[string]*tokenServer
+	// rechecking is true while the recheck loop runs.
+	rechecking bool
 }
 
 type tokenServer struct {
-	srv  *Server
+	srv *Server
+	// c is the API client with the token, for the recheck.
+	c    *client.Client
 	used time.Time
-	// opening is held while a new session of the token is counted and
-	// opened, so two at once cannot both pass the count.
-	opening sync.Mutex
+	// owner is the tenant the token belongs to ("" for the admin).
+	owner string
+	// opening counts the session-opening requests (initialize) of the
+	// token in flight: each holds a place under SessionsPerToken until
+	// its session is open (then Sessions counts it) or it failed. Read
+	// and written with HTTPHandler.mu held.
+	opening int
+}
+
+// open says how many sessions the token has open or opening. Called with
+// HTTPHandler.mu held.
+func (ts *tokenServer) open() int {
+	n := ts.opening
+	for range ts.srv.Sessions() {
+		n++
+	}
+	return n
+}
+
+// close ends every open session of the token.
+func (ts *tokenServer) close() {
+	for ss := range ts.srv.Sessions() {
+		ss.Close()
+	}
 }
 
 type serverKey struct{}
@@ -132,34 +168,38 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
-	ts, status, code, msg := h.server(r.Context(), key, token)
-	if ts == nil {
+	sid := r.Header.Get("Mcp-Session-Id")
+	// Only a POST with no session id opens a session (initialize), and
+	// only it needs a server built; every other request needs the
+	// token's server to exist already.
+	opens := r.Method == http.MethodPost && sid == ""
+	ts, status, code, msg := h.server(r.Context(), key, token, opens)
+	if status != 0 {
 		httpError(w, status, code, msg)
 		return
 	}
-	s := ts.srv
-	// A request with no session id opens a new session (initialize).
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-		ts.opening.Lock()
-		defer ts.opening.Unlock()
-		n := 0
-		for range s.Sessions() {
-			n++
-		}
-		if n >= h.opts.SessionsPerToken {
-			httpError(w, http.StatusTooManyRequests, "too_many_sessions", "mcp: this token has "+itoa(int64(n))+" MCP sessions open, the most allowed; close one (DELETE with its Mcp-Session-Id) or let it idle out")
-			return
-		}
+	if opens {
+		// server reserved a place under SessionsPerToken for this
+		// initialize; it is given back when the request ends: by then
+		// its session is open and counted, or it failed.
+		defer func() {
+			h.mu.Lock()
+			ts.opening--
+			ts.used = time.Now()
+			h.mu.Unlock()
+		}()
 	}
 	// A session id must be one of this token's own sessions: any other
 	// (another token's, closed, or made up) is not found, so a session id
 	// alone tells a caller nothing.
-	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+	if sid != "" {
 		found := false
-		for ss := range s.Sessions() {
-			if ss.ID() == sid {
-				found = true
-				break
+		if ts != nil {
+			for ss := range ts.srv.Sessions() {
+				if ss.ID() == sid {
+					found = true
+					break
+				}
 			}
 		}
 		if !found {
@@ -167,23 +207,35 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var s *Server
+	if ts != nil {
+		s = ts.srv
+	}
 	// The SDK also binds a session to the user id it was opened with and
 	// refuses the session id with any other (403).
 	info := &auth.TokenInfo{UserID: key, Expiration: time.Now().Add(24 * time.Hour)}
-	ctx := context.WithValue(r.Context(), serverKey{}, s)
+	ctx := r.Context()
+	if s != nil {
+		// With no server (a request that is neither initialize nor of a
+		// session, such as a GET with no session id) the SDK answers 400.
+		ctx = context.WithValue(ctx, serverKey{}, s)
+	}
 	auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
 		return info, nil
 	}, nil)(h.h).ServeHTTP(w, r.WithContext(ctx))
 }
 
-// server checks token with the daemon and returns its server, built the
-// first time the token is seen. The check is made on every request, so a
-// revoked token stops at once.
-func (h *HTTPHandler) server(ctx context.Context, key, token string) (*tokenServer, int, string, string) {
+// server checks token with the daemon and returns its server, or nil
+// if it has none and build is false. The server is built the first time
+// an initialize of the token comes. The check is made on every request,
+// so a revoked token stops at once: its 401 also closes the token's open
+// sessions and forgets its server. A status of 0 means go on.
+func (h *HTTPHandler) server(ctx context.Context, key, token string, build bool) (*tokenServer, int, string, string) {
 	c := h.opts.Client(token)
 	who, err := c.WhoAmI(ctx)
 	if err != nil {
 		if errors.Is(err, errdefs.ErrUnauthenticated) {
+			h.forget(key)
 			return nil, http.StatusUnauthorized, "unauthenticated", "mcp: the daemon does not know this token"
 		}
 		return nil, http.StatusBadGateway, "unavailable", "mcp: ask the daemon who this token is: " + err.Error()
@@ -191,36 +243,137 @@ func (h *HTTPHandler) server(ctx context.Context, key, token string) (*tokenServ
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
-	if ts := h.servers[key]; ts != nil {
+	ts := h.servers[key]
+	if ts != nil {
 		ts.used = now
+	}
+	if !build {
 		return ts, 0, "", ""
 	}
+	if ts == nil {
+		var status int
+		var code, msg string
+		if ts, status, code, msg = h.build(c, who, now); status != 0 {
+			return nil, status, code, msg
+		}
+		h.servers[key] = ts
+	}
+	// The count and the reservation are made under h.mu, and the
+	// reservation keeps the server from being evicted; the lock is not
+	// held for the request, so other requests of the token run meanwhile.
+	if n := ts.open(); n >= h.opts.SessionsPerToken {
+		return nil, http.StatusTooManyRequests, "too_many_sessions", "mcp: this token has " + itoa(int64(n)) + " MCP sessions open, the most allowed; close one (DELETE with its Mcp-Session-Id) or let it idle out"
+	}
+	ts.opening++
+	return ts, 0, "", ""
+}
+
+// build makes the server of a token not seen before, first making room
+// for it. Called with h.mu held.
+func (h *HTTPHandler) build(c *client.Client, who *api.WhoAmI, now time.Time) (*tokenServer, int, string, string) {
 	h.sweep(now)
-	if len(h.servers) >= maxHTTPTokens {
+	owner := who.Tenant
+	if n := h.owned(owner); n >= maxHTTPTokensPerOwner && !h.evict(owner, true) {
+		return nil, http.StatusTooManyRequests, "too_many_tokens", "mcp: the tokens of this tenant hold " + itoa(int64(n)) + " MCP servers with sessions open, the most allowed; close some sessions"
+	}
+	if len(h.servers) >= maxHTTPTokens && !h.evict("", false) {
 		return nil, http.StatusServiceUnavailable, "too_many_tokens", "mcp: the server holds sessions for too many tokens; retry later"
 	}
 	srv, err := newServer(c, who, Options{AllowWrite: h.opts.AllowWrite, Version: h.opts.Version})
 	if err != nil {
 		return nil, http.StatusBadRequest, "invalid_argument", err.Error()
 	}
-	ts := &tokenServer{srv: srv, used: now}
-	h.servers[key] = ts
-	return ts, 0, "", ""
+	if !h.rechecking {
+		h.rechecking = true
+		go h.recheck()
+	}
+	return &tokenServer{srv: srv, c: c, used: now, owner: owner}, 0, "", ""
+}
+
+// forget drops the server of key, if any, and closes its sessions: the
+// daemon no longer knows the token.
+func (h *HTTPHandler) forget(key string) {
+	h.mu.Lock()
+	ts := h.servers[key]
+	delete(h.servers, key)
+	h.mu.Unlock()
+	if ts != nil {
+		ts.close()
+	}
+}
+
+// recheck asks the daemon every recheckEvery about each token with a
+// session open, and forgets those it no longer knows, closing their
+// sessions. It runs while any server is held and stops when none is.
+func (h *HTTPHandler) recheck() {
+	t := time.NewTicker(recheckEvery)
+	defer t.Stop()
+	for range t.C {
+		h.mu.Lock()
+		h.sweep(time.Now())
+		if len(h.servers) == 0 {
+			h.rechecking = false
+			h.mu.Unlock()
+			return
+		}
+		check := map[string]*client.Client{}
+		for k, ts := range h.servers {
+			if ts.open() > 0 {
+				check[k] = ts.c
+			}
+		}
+		h.mu.Unlock()
+		for k, c := range check {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err := c.WhoAmI(ctx)
+			cancel()
+			if errors.Is(err, errdefs.ErrUnauthenticated) {
+				h.forget(k)
+			}
+		}
+	}
+}
+
+// owned counts the servers of owner's tokens. Called with h.mu held.
+func (h *HTTPHandler) owned(owner string) int {
+	n := 0
+	for _, ts := range h.servers {
+		if ts.owner == owner {
+			n++
+		}
+	}
+	return n
+}
+
+// evict drops the least recently used server with no session open or
+// opening (of owner only, if byOwner), and says whether there was one.
+// Called with h.mu held.
+func (h *HTTPHandler) evict(owner string, byOwner bool) bool {
+	var key string
+	var lru *tokenServer
+	for k, ts := range h.servers {
+		if byOwner && ts.owner != owner {
+			continue
+		}
+		if ts.open() > 0 {
+			continue
+		}
+		if lru == nil || ts.used.Before(lru.used) {
+			key, lru = k, ts
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	delete(h.servers, key)
+	return true
 }
 
 // sweep forgets the servers of tokens with no session open that no request
 // has used for the idle timeout. Called with h.mu held.
 func (h *HTTPHandler) sweep(now time.Time) {
 	for k, ts := range h.servers {
-		if now.Sub(ts.used) < h.opts.IdleTimeout {
-			continue
-		}
-		open := false
-		for range ts.srv.Sessions() {
-			open = true
-			break
-		}
-		if !open {
+		if now.Sub(ts.used) >= h.opts.IdleTimeout && ts.open() == 0 {
 			delete(h.servers, k)
 		}
 	}
