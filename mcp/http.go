@@ -78,6 +78,11 @@ type HTTPHandler struct {
 	servers map[string]*tokenServer
 	// rechecking is true while the recheck loop runs.
 	rechecking bool
+	// maxTokens, maxPerOwner and recheckEvery are the package's bounds,
+	// copied when the handler is made (a test changes them for the
+	// handlers it makes, not for those still running).
+	maxTokens, maxPerOwner int
+	recheckEvery           time.Duration
 }
 
 type tokenServer struct {
@@ -95,11 +100,16 @@ type tokenServer struct {
 }
 
 // open says how many sessions the token has open or opening. Called with
-// HTTPHandler.mu held.
+// HTTPHandler.mu held. A session counts once initialized: the SDK also
+// makes a session for each session-less POST that is not an initialize
+// (the newer clients' server/discover probe) and closes it when that
+// request ends, and such a session must not take a place.
 func (ts *tokenServer) open() int {
 	n := ts.opening
-	for range ts.srv.Sessions() {
-		n++
+	for ss := range ts.srv.Sessions() {
+		if ss.InitializeParams() != nil {
+			n++
+		}
 	}
 	return n
 }
@@ -124,7 +134,8 @@ func NewHTTPHandler(opts HTTPOptions) *HTTPHandler {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultHTTPIdleTimeout
 	}
-	h := &HTTPHandler{opts: opts, servers: map[string]*tokenServer{}}
+	h := &HTTPHandler{opts: opts, servers: map[string]*tokenServer{},
+		maxTokens: maxHTTPTokens, maxPerOwner: maxHTTPTokensPerOwner, recheckEvery: recheckEvery}
 	h.h = sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		s, _ := r.Context().Value(serverKey{}).(*Server)
 		if s == nil {
@@ -182,12 +193,19 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// server reserved a place under SessionsPerToken for this
 		// initialize; it is given back when the request ends: by then
 		// its session is open and counted, or it failed.
-		defer func() {
+		// It is given back at the answer's first byte, not when the
+		// handler returns: the session is counted by then, and a client
+		// that opens its next session on reading the answer must not find
+		// this one counted twice (once open, once opening).
+		rw := &releaseWriter{ResponseWriter: w}
+		rw.release = func() {
 			h.mu.Lock()
 			ts.opening--
 			ts.used = time.Now()
 			h.mu.Unlock()
-		}()
+		}
+		defer rw.done()
+		w = rw
 	}
 	// A session id must be one of this token's own sessions: any other
 	// (another token's, closed, or made up) is not found, so a session id
@@ -273,10 +291,10 @@ func (h *HTTPHandler) server(ctx context.Context, key, token string, build bool)
 func (h *HTTPHandler) build(c *client.Client, who *api.WhoAmI, now time.Time) (*tokenServer, int, string, string) {
 	h.sweep(now)
 	owner := who.Tenant
-	if n := h.owned(owner); n >= maxHTTPTokensPerOwner && !h.evict(owner, true) {
+	if n := h.owned(owner); n >= h.maxPerOwner && !h.evict(owner, true) {
 		return nil, http.StatusTooManyRequests, "too_many_tokens", "mcp: the tokens of this tenant hold " + itoa(int64(n)) + " MCP servers with sessions open, the most allowed; close some sessions"
 	}
-	if len(h.servers) >= maxHTTPTokens && !h.evict("", false) {
+	if len(h.servers) >= h.maxTokens && !h.evict("", false) {
 		return nil, http.StatusServiceUnavailable, "too_many_tokens", "mcp: the server holds sessions for too many tokens; retry later"
 	}
 	srv, err := newServer(c, who, Options{AllowWrite: h.opts.AllowWrite, Version: h.opts.Version})
@@ -306,7 +324,7 @@ func (h *HTTPHandler) forget(key string) {
 // session open, and forgets those it no longer knows, closing their
 // sessions. It runs while any server is held and stops when none is.
 func (h *HTTPHandler) recheck() {
-	t := time.NewTicker(recheckEvery)
+	t := time.NewTicker(h.recheckEvery)
 	defer t.Stop()
 	for range t.C {
 		h.mu.Lock()
@@ -398,3 +416,33 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// releaseWriter calls release once, at the first byte or header written
+// or when the request ends, whichever comes first.
+type releaseWriter struct {
+	http.ResponseWriter
+	release func()
+	once    sync.Once
+}
+
+func (w *releaseWriter) done() { w.once.Do(w.release) }
+
+func (w *releaseWriter) WriteHeader(code int) {
+	w.done()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *releaseWriter) Write(b []byte) (int, error) {
+	w.done()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *releaseWriter) Flush() {
+	w.done()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *releaseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

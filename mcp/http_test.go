@@ -309,3 +309,27 @@ func mustSession(t *testing.T, d *daemontest.Daemon) string {
 	}
 	return s.ID
 }
+
+// TestMCPHTTPOpenNotCountedTwice: a token allowed 2 sessions opens its
+// second at once after the first's answer arrives, many times over; an
+// initialize's reservation is given back when its answer starts, so the
+// second never finds the first counted twice (open and still opening).
+func TestMCPHTTPOpenNotCountedTwice(t *testing.T) {
+	d := daemontest.New(t)
+	for i := range 40 {
+		h := mcp.NewHTTPHandler(mcp.HTTPOptions{
+			Client:           func(token string) *client.Client { return client.New(d.URL, token) },
+			SessionsPerToken: 2,
+		})
+		srv := httptest.NewServer(h)
+		for j := range 2 {
+			if code, body := post(t, srv.URL, d.Token, "", []byte(initialize)); code != http.StatusOK {
+				t.Fatalf("round %d, session %d of 2: %d %s", i, j+1, code, body)
+			}
+		}
+		if code, body := post(t, srv.URL, d.Token, "", []byte(initialize)); code != http.StatusTooManyRequests {
+			t.Fatalf("round %d, a third session: %d %s", i, code, body)
+		}
+		srv.Close()
+	}
+}
