@@ -26,14 +26,17 @@ require github.com/hashicorp/yamux v0.1.2
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/chromedp/chromedp v0.23.1
 	github.com/mdlayher/vsock v1.4.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 )
 
 require (
 	github.com/bitfield/gotestdox v0.2.2 // indirect
+	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/dnephin/pflag v1.0.7 // indirect
 	github.com/fatih/color v1.19.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

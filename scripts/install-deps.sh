@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(libseccomp-dev gcc make debootstrap bubblewrap util-linux iproute2 criu btrfs-progs curl qemu-system-x86 qemu-utils e2fsprogs xz-utils nodejs)
 # The Python SDK's tests: python3, and venv for its install test.
 pkgs+=(python3 python3-venv)
+# The browser tests (the web console, the TypeScript SDK in a page): Chromium and a font.
+pkgs+=(chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
