@@ -271,6 +271,17 @@ func (c *Client) Events(ctx context.Context, id string) ([]api.LedgerEntry, erro
 	return out.Ledger, c.do(ctx, http.MethodGet, sp(id)+"/events", nil, nil, &out)
 }
 
+// VerifyLedger asks the daemon whether the session's ledger chain holds
+// together (GET .../ledger/verify). A broken chain is not an error: the
+// answer's OK is false and it says where and why.
+func (c *Client) VerifyLedger(ctx context.Context, id string) (*api.LedgerVerification, error) {
+	var out api.LedgerVerification
+	if err := c.do(ctx, http.MethodGet, sp(id)+"/ledger/verify", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // EventsSince returns the session's ledger entries and VM events newer
 // than since (the zero time: all of them).
 func (c *Client) EventsSince(ctx context.Context, id string, since time.Time) (*api.Events, error) {

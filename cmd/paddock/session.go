@@ -338,6 +338,7 @@ workspace is (default /workspace).
 	cmd.AddCommand(previewCommands(g, cl)...)
 	cmd.AddCommand(rewindCommand(g, cl))
 	cmd.AddCommand(eventsCommand(g, cl))
+	cmd.AddCommand(verifyLedgerCommand(g, cl))
 	cmd.AddCommand(shellCommand(cl))
 	cmd.AddCommand(replayCommand(g, cl))
 	cmd.AddCommand(orchestrateCommands(g, cl)...)

@@ -137,6 +137,40 @@ kind, seq for a ledger entry, actor, data).`,
 	return cmd
 }
 
+// verifyLedgerCommand is `session verify ID`: the daemon checks the
+// session's ledger chain. Unlike `paddock ledger verify`, it needs no
+// access to the state dir, only a token that may read the session.
+func verifyLedgerCommand(g *globals, cl func() (*client.Client, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify ID",
+		Short: "Ask the daemon whether a session's ledger chain holds together; exit 1 when it does not",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			res, err := k.VerifyLedger(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			w := c.OutOrStdout()
+			switch {
+			case g.json:
+				json.NewEncoder(w).Encode(res)
+			case res.OK:
+				fmt.Fprintf(w, "ok: %d entries, head %s (the recorded head)\n", res.Entries, res.Head)
+			default:
+				fmt.Fprintf(w, "not proven: %s at seq %d: %s (%d entries verified before it)\n", res.Reason, res.BrokenSeq, res.Detail, res.Entries)
+			}
+			if !res.OK {
+				return exitCodeError(exitError)
+			}
+			return nil
+		},
+	}
+}
+
 // printEvent returns a printer of one event a line: JSON, or a table row
 // with fixed columns (rows come one by one when following, so the table
 // cannot wait to measure them), the header before the first.

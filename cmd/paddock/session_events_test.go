@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/hostd/store"
 )
 
 // TestCLISessionEvents: `paddock session events` against `paddock
@@ -125,5 +129,42 @@ func TestCLISessionEvents(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Errorf("--follow did not end after the session was deleted")
+	}
+}
+
+// TestCLISessionVerify: `paddock session verify` against `paddock serve`
+// says ok (exit 0) for an untouched ledger, prints the daemon's answer
+// with --json, exits 3 for an unknown session, and exits 1 naming the
+// seq and the reason once an entry was changed in the database.
+func TestCLISessionVerify(t *testing.T) {
+	c := serveCLI(t)
+	pd := c.pd
+	id := c.newSession()
+	if out, se, code := pd("session", "exec", id, "--", "echo first"); code != 0 {
+		t.Fatalf("exec: %d %q %q", code, out, se)
+	}
+	if out, se, code := pd("session", "verify", id); code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("verify: %d %q %q", code, out, se)
+	}
+	out, se, code := pd("--json", "session", "verify", id)
+	var v apiv1.LedgerVerification
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || !v.OK || v.Entries < 2 || v.RecordedHead != v.Head {
+		t.Fatalf("verify --json: %d %q %q %v", code, out, se, err)
+	}
+	if out, se, code := pd("session", "verify", "ses-0123456789abcdef"); code != exitNotFound {
+		t.Errorf("unknown session: %d %q %q, want %d", code, out, se, exitNotFound)
+	}
+	st, err := store.Open(filepath.Join(c.state, "paddock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TRIGGER ledger_no_update`, `UPDATE ledger SET actor = 'someone-else' WHERE session = '` + id + `' AND seq = 2`} {
+		if _, err := st.DB().Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	st.Close()
+	if out, se, code := pd("session", "verify", id); code != exitError || !strings.Contains(out, "hash mismatch at seq 2") {
+		t.Errorf("after a changed entry: %d %q %q, want exit %d naming seq 2", code, out, se, exitError)
 	}
 }

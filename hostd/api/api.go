@@ -127,6 +127,7 @@ func (s *Server) handlers() map[string]handler {
 	bind("GET /v1/agents/sessions/{id}/artifacts", s.artifacts)
 	bind("GET /v1/agents/sessions/{id}/events", s.events)
 	bind("GET /v1/agents/sessions/{id}/events/stream", s.eventsStream)
+	bind("GET /v1/agents/sessions/{id}/ledger/verify", s.ledgerVerify)
 	bind("GET /v1/agents/sessions/{id}/trajectory", s.trajectory)
 	bind("GET /v1/agents/sessions/{id}/probe", s.probe)
 	bind("POST /v1/agents/sessions/{id}/jobs", s.startJob)
@@ -462,6 +463,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := s.sessions.EventsSince(r.Context(), tenant(r), r.PathValue("id"), since)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// ledgerVerify answers whether the session's ledger chain holds together.
+// A broken chain is a 200 with ok false and where it breaks: the check
+// itself worked.
+func (s *Server) ledgerVerify(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.sessions.VerifyLedger(r.Context(), tenant(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

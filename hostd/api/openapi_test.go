@@ -204,6 +204,7 @@ var openAPISchemas = []struct {
 	{name: "PromoteResult", goV: apiv1.PromoteResult{}, dir: out},
 
 	{name: "LedgerEntry", goV: apiv1.LedgerEntry{}, dir: out},
+	{name: "LedgerVerification", goV: apiv1.LedgerVerification{}, dir: out},
 	{name: "Events", goV: apiv1.Events{}, dir: out},
 	{name: "Step", goV: apiv1.Step{}, dir: out},
 	{name: "Trajectory", goV: apiv1.Trajectory{}, dir: out},

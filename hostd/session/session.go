@@ -905,6 +905,26 @@ func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int6
 	return m.ledger.List(ctx, id, after, 1000)
 }
 
+// VerifyLedger checks session id's ledger chain (hostd/ledger.Verify) for
+// a caller who may see the session: another tenant's id is ErrNotFound,
+// like a made-up one. The egress decisions recorded so far reach the
+// ledger first, so the answer covers what Events would show.
+func (m *Manager) VerifyLedger(ctx context.Context, tenant, id string) (*apiv1.LedgerVerification, error) {
+	if _, _, err := m.load(ctx, tenant, id); err != nil {
+		return nil, err
+	}
+	m.settleEgressLog()
+	r, err := m.ledger.Verify(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &apiv1.LedgerVerification{
+		OK: r.OK, Entries: r.Entries, Head: r.Head,
+		BrokenSeq: r.BrokenSeq, Reason: string(r.Reason), Detail: r.Detail,
+		Recorded: r.Recorded, RecordedHead: r.RecordedHead,
+	}, nil
+}
+
 // The public wire types (package api), kept under these names here.
 type (
 	Step       = apiv1.Step

@@ -103,7 +103,7 @@ func ticket(r Route) Route { r.Ticket = true; return r }
 //
 // Decisions worth knowing about access: git status, diff and log need
 // git, not read, because a diff shows file contents; read shows what the
-// session is and did (record, ledger, trajectory, artifact paths, probe),
+// session is and did (record, ledger and its verification, trajectory, artifact paths, probe),
 // never content. Listing jobs needs jobs, since job records carry
 // commands and the read routes carry output. Every upload route, the
 // listings included, needs files.write. An agent may see its own approval
@@ -134,6 +134,7 @@ var table = []Route{
 	row("GET /v1/agents/sessions/{id}/events", auth.OpRead),
 	row("GET /v1/agents/sessions/{id}/events/stream", auth.OpRead),
 	row("GET /v1/agents/sessions/{id}/trajectory", auth.OpRead),
+	row("GET /v1/agents/sessions/{id}/ledger/verify", auth.OpRead),
 	row("GET /v1/agents/sessions/{id}/probe", auth.OpRead),
 
 	row("GET /v1/agents/sessions/{id}/git/status", auth.OpGit),
