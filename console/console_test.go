@@ -26,4 +26,3 @@ func TestSignInListsSessions(t *testing.T) {
 	}
 	shot(t, ctx, "sessions")
 }
-
