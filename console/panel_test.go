@@ -1,0 +1,462 @@
+package console_test
+
+// The session panel's browser tests: a real daemon with procbox
+// sandboxes, the real gateway (TLS), and a real headless Chromium that
+// clicks and types as a person would. What the page shows is checked
+// against what the API and the ledger say happened.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"paddock.dev/paddock/api"
+	hostapi "paddock.dev/paddock/hostd/api"
+	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/internal/testutil"
+)
+
+// pageErrors collects what the page throws and does not catch, so a test
+// fails on a script error even when the page still looks right.
+type pageErrors struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func watchErrors(ctx context.Context) *pageErrors {
+	pe := &pageErrors{}
+	go func() {
+		for m, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			if m.IsException() {
+				pe.mu.Lock()
+				pe.msgs = append(pe.msgs, m.String())
+				pe.mu.Unlock()
+			}
+		}
+	}()
+	return pe
+}
+
+func (pe *pageErrors) check(t *testing.T) {
+	t.Helper()
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	for _, m := range pe.msgs {
+		t.Errorf("the page threw: %s", m)
+	}
+}
+
+// do runs browser steps and fails the test on an error.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// js evaluates an expression in the page (awaiting a promise).
+func js[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitJS waits until expr is true in the page.
+func waitJS(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(`+expr+`)`))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s never held (%v)", what, expr, err)
+		}
+	}
+}
+
+// openPanel opens session id's panel and waits for its tabs.
+func openPanel(t *testing.T, ctx context.Context, id string) {
+	t.Helper()
+	do(t, ctx, "open the panel",
+		chromedp.Navigate(consoleBase(t)+"/console/#/sessions/"+id),
+		chromedp.WaitVisible(chromedp.CSS(`#tab-exec`)))
+	waitText(t, ctx, `#session-state`, "running")
+}
+
+// tab shows one of the panel's tabs.
+func tab(t *testing.T, ctx context.Context, key string) {
+	t.Helper()
+	do(t, ctx, "tab "+key, chromedp.Click(chromedp.CSS(`#tab-`+key)), chromedp.WaitVisible(chromedp.CSS(`#tabpanel-`+key)))
+}
+
+// runInPanel types command into the Exec tab and runs it.
+func runInPanel(t *testing.T, ctx context.Context, command string) {
+	t.Helper()
+	do(t, ctx, "run "+command,
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#exec-command').value = ''`),
+		chromedp.SendKeys(chromedp.CSS(`#exec-command`), command),
+		chromedp.Click(chromedp.CSS(`#exec-run`)))
+}
+
+// ledgerKinds returns the session's ledger entries of kind.
+func ledgerOf(t *testing.T, d *daemontest.Daemon, id, kind string) []api.LedgerEntry {
+	t.Helper()
+	es, err := d.Client.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []api.LedgerEntry
+	for _, e := range es {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestPanelExecApprovalTimeline: in the panel, a command runs with its
+// output streamed and its exit code shown (0 and 1); a command the policy
+// holds (process.ask) shows as pending with its approval id, in the Exec
+// tab and in Approvals; Approve with a note runs it exactly once (one
+// exec entry, one file, the approval consumed, the note kept); the
+// timeline shows a command run through the SDK while the page is open,
+// and resumes after its stream is cut (the daemon ends streams after 3 s
+// here) without showing an entry twice or missing one.
+func TestPanelExecApprovalTimeline(t *testing.T) {
+	limits := daemontestStreamLimits()
+	ctx, d, _ := startConsole(t, withDaemon(daemontest.WithStreamLimits(limits)))
+	pe := watchErrors(ctx)
+	bg := context.Background()
+	s, err := d.Client.CreateSession(bg, api.CreateRequest{Agent: "panel", TTLSeconds: 900, Policy: &api.PolicyRequest{
+		Process: &api.ProcessRules{Allow: []string{"echo *", "test *", "cat *", "sh *", "sleep *"}, Ask: []string{"touch *"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, d.Token)
+	openPanel(t, ctx, s.ID)
+	waitText(t, ctx, `#ledger-verify`, "verified:")
+
+	// Streamed output and the exit code.
+	runInPanel(t, ctx, `sh -c 'echo first; sleep 1; echo second'`)
+	waitText(t, ctx, `#exec-exit`, "exit 0")
+	if out := waitText(t, ctx, `#exec-output`, "second"); !strings.Contains(out, "first\n") {
+		t.Errorf("output %q lacks the first line", out)
+	}
+	runInPanel(t, ctx, "test -e /nonexistent-file")
+	waitText(t, ctx, `#exec-exit`, "exit 1")
+	shot(t, ctx, "panel-exec")
+
+	// A held command: pending with its approval id.
+	runInPanel(t, ctx, "touch /workspace/approved-once")
+	exit := waitText(t, ctx, `#exec-exit`, "pending approval apr-")
+	apr := strings.TrimSpace(strings.TrimPrefix(exit, "pending approval "))
+	if !strings.HasPrefix(apr, "apr-") || len(apr) != len("apr-")+16 {
+		t.Fatalf("approval id %q", apr)
+	}
+	waitText(t, ctx, `#held-`+apr, "pending approval "+apr)
+	if n := len(ledgerOf(t, d, s.ID, "exec")); n != 2 {
+		t.Fatalf("%d exec entries before the approval, want 2 (the held command must not have run)", n)
+	}
+	tab(t, ctx, "approvals")
+	waitText(t, ctx, `#approval-`+apr, "pending")
+	waitText(t, ctx, `#pending-count`, "1")
+	shot(t, ctx, "panel-approvals")
+	do(t, ctx, "approve",
+		chromedp.SendKeys(chromedp.CSS(`#note-`+apr), "ok for the test"),
+		chromedp.Click(chromedp.CSS(`#approval-`+apr+` button.approve`)))
+	waitText(t, ctx, `#held-`+apr, "approved and run once")
+	waitText(t, ctx, `#approval-`+apr, "consumed")
+	as, err := d.Client.Approvals(bg, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		if a.ID == apr && (a.State != "consumed" || a.Note != "ok for the test" || a.Decider == "") {
+			t.Errorf("the approval after Approve: %+v", a)
+		}
+	}
+	var touched []api.LedgerEntry
+	for _, e := range ledgerOf(t, d, s.ID, "exec") {
+		if strings.Contains(string(e.Data), "touch /workspace/approved-once") {
+			touched = append(touched, e)
+		}
+	}
+	if len(touched) != 1 {
+		t.Errorf("the approved command has %d exec entries, want exactly 1", len(touched))
+	}
+	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "test -e /workspace/approved-once"}); err != nil || r.ExitCode != 0 {
+		t.Errorf("the approved command's file: %+v %v", r, err)
+	}
+
+	// The timeline: live, and resumed after the daemon cuts its stream.
+	tab(t, ctx, "timeline")
+	waitText(t, ctx, `#timeline`, "approval")
+	if _, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "echo from-the-sdk"}); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, `#timeline`, "from-the-sdk")
+	waitJS(t, ctx, "the timeline resumed", `Number(document.querySelector('#timeline').dataset.resumes) >= 2`)
+	if _, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "echo after-the-cut"}); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, `#timeline`, "after-the-cut")
+	all, err := d.Client.Events(bg, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := js[[]int64](t, ctx, `[...document.querySelectorAll('#timeline li[data-seq]')].map((li) => Number(li.dataset.seq)).filter((n) => n > 0)`)
+	seen := map[int64]bool{}
+	for _, q := range seqs {
+		if seen[q] {
+			t.Errorf("the timeline shows seq %d twice", q)
+		}
+		seen[q] = true
+	}
+	for _, e := range all {
+		if !seen[e.Seq] && e.Seq <= all[len(all)-1].Seq-2 {
+			t.Errorf("the timeline lacks seq %d (%s)", e.Seq, e.Kind)
+		}
+	}
+	shot(t, ctx, "panel-timeline")
+	pe.check(t)
+}
+
+// daemontestStreamLimits are the daemon's stream limits with streams
+// that end after 3 s, so the timeline's resume is exercised.
+func daemontestStreamLimits() hostapi.StreamLimits {
+	return hostapi.StreamLimits{JobStreams: 32, JobStreamsPerTenant: 8, JobStreamsPerSession: 4,
+		EventStreams: 128, EventStreamsPerTenant: 16, EventStreamsPerSession: 8,
+		MaxAge: 3 * time.Second}
+}
+
+// TestPanelCheckpointsForkPromote: a checkpoint taken in the panel is
+// listed, and restoring it (two clicks) takes away a file written after
+// it; a fork from the panel shows its child in the children tree, whose
+// link opens the child's panel; there Promote's plan shows the child's
+// new file as an addition (and the count of untouched files), and
+// Promote carries it to the parent.
+func TestPanelCheckpointsForkPromote(t *testing.T) {
+	ctx, d, _ := startConsole(t)
+	pe := watchErrors(ctx)
+	bg := context.Background()
+	s, err := d.Client.CreateSession(bg, api.CreateRequest{Agent: "lifecycle", TTLSeconds: 900})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "echo kept > /workspace/kept.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, d.Token)
+	openPanel(t, ctx, s.ID)
+	tab(t, ctx, "checkpoints")
+	do(t, ctx, "checkpoint",
+		chromedp.SendKeys(chromedp.CSS(`#ckpt-tag`), "before"),
+		chromedp.Click(chromedp.CSS(`#ckpt-take`)))
+	waitText(t, ctx, `#checkpoints-body`, "before")
+	if _, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "echo later > /workspace/later.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	restore := `#checkpoints-body button.restore[data-tag="before"]`
+	do(t, ctx, "restore", chromedp.Click(chromedp.CSS(restore)))
+	waitText(t, ctx, restore, "Confirm")
+	if len(ledgerOf(t, d, s.ID, "restore")) != 0 {
+		t.Fatal("one click restored: the confirmation is missing")
+	}
+	do(t, ctx, "confirm restore", chromedp.Click(chromedp.CSS(restore)))
+	waitText(t, ctx, `#checkpoints-part-status`, "Restored before")
+	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "test -e /workspace/later.txt || echo gone; cat /workspace/kept.txt"}); err != nil || r.Stdout != "gone\nkept\n" {
+		t.Errorf("after the restore: %+v %v", r, err)
+	}
+	shot(t, ctx, "panel-checkpoints")
+
+	// Fork one child and follow its link.
+	do(t, ctx, "fork", chromedp.Click(chromedp.CSS(`#fork-run`)))
+	waitText(t, ctx, `#fork-part-status`, "Forked 1 child")
+	rec, err := d.Client.GetSession(bg, s.ID)
+	if err != nil || len(rec.Children) != 1 {
+		t.Fatalf("the parent after the fork: %+v %v", rec, err)
+	}
+	child := rec.Children[0]
+	waitText(t, ctx, `#children-tree`, child)
+	shot(t, ctx, "panel-fork")
+	do(t, ctx, "open the child", chromedp.Click(chromedp.CSS(`#children-tree a[href$="`+child+`"]`)))
+	waitText(t, ctx, `#panel-title`, child)
+	waitText(t, ctx, `#session-facts`, s.ID)
+
+	// Promote: the plan as a diff, then the promotion.
+	if _, err := d.Client.Exec(bg, child, api.ExecRequest{Command: "echo from-the-child > /workspace/new.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	tab(t, ctx, "promote")
+	do(t, ctx, "plan", chromedp.Click(chromedp.CSS(`#promote-plan`)))
+	diff := waitText(t, ctx, `#promote-diff`, "+ new.txt")
+	if strings.Contains(diff, "kept.txt") {
+		t.Errorf("the plan lists an untouched file: %q", diff)
+	}
+	waitJS(t, ctx, "the plan's counts", `document.querySelector('#promote-summary').dataset.apply === '1' && Number(document.querySelector('#promote-summary').dataset.untouched) >= 1`)
+	if len(ledgerOf(t, d, s.ID, "promote")) != 0 {
+		t.Error("the dry run changed the parent")
+	}
+	if r, _ := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "test -e /workspace/new.txt && echo there || echo absent"}); r == nil || r.Stdout != "absent\n" {
+		t.Errorf("the dry run wrote to the parent: %+v", r)
+	}
+	shot(t, ctx, "panel-promote")
+	do(t, ctx, "promote", chromedp.Click(chromedp.CSS(`#promote-apply`)))
+	waitText(t, ctx, `#promote-done`, "Applied 1 paths")
+	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "cat /workspace/new.txt"}); err != nil || r.Stdout != "from-the-child\n" {
+		t.Errorf("the parent after the promotion: %+v %v", r, err)
+	}
+	pe.check(t)
+}
+
+// TestPanelFilesPreviewsLedger: a 5 MiB file uploaded from the panel (two
+// chunks of the resumable upload, checksum verified in the sandbox) lands
+// byte for byte and shows in Artifacts; a 5 MiB file of the sandbox
+// downloaded from the panel (two ranged reads, checksum checked) is byte
+// for byte what the sandbox holds, read back from the Blob URL the page
+// made; a preview made in the panel opens the sandbox's web server
+// through the gateway; and the ledger badge turns from verified to not
+// verified once an entry is changed in the database.
+func TestPanelFilesPreviewsLedger(t *testing.T) {
+	ctx, d, _ := startConsole(t)
+	pe := watchErrors(ctx)
+	bg := context.Background()
+	s, err := d.Client.CreateSession(bg, api.CreateRequest{Agent: "files", TTLSeconds: 900})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, d.Token)
+	openPanel(t, ctx, s.ID)
+
+	// Upload: a local file chosen in the file input.
+	up := make([]byte, 5<<20+123)
+	rand.Read(up)
+	local := filepath.Join(t.TempDir(), "upload.bin")
+	if err := os.WriteFile(local, up, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab(t, ctx, "files")
+	waitText(t, ctx, `#files-part-status`, "/workspace")
+	do(t, ctx, "upload",
+		chromedp.SetUploadFiles(chromedp.CSS(`#upload-file`), []string{local}),
+		chromedp.Click(chromedp.CSS(`#upload-run`)))
+	waitText(t, ctx, `#files-part-status`, "checksum verified in the sandbox")
+	waitText(t, ctx, `#files-body`, "upload.bin")
+	sum := sha256.Sum256(up)
+	r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "sha256sum /workspace/upload.bin"})
+	if err != nil || !strings.HasPrefix(r.Stdout, hex.EncodeToString(sum[:])) {
+		t.Errorf("the uploaded file in the sandbox: %+v %v (want %x)", r, err, sum)
+	}
+	if n := len(ledgerOf(t, d, s.ID, "file.upload")); n != 1 {
+		t.Errorf("%d file.upload entries, want 1", n)
+	}
+	shot(t, ctx, "panel-files")
+
+	// Download: random bytes made in the sandbox.
+	if _, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "head -c 5300000 /dev/urandom > /workspace/down.bin"}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "list again", chromedp.Click(chromedp.CSS(`#files-go button[type=submit]`)))
+	waitText(t, ctx, `#files-body`, "down.bin")
+	do(t, ctx, "download", chromedp.Click(chromedp.CSS(`#files-body button.download[data-path="/workspace/down.bin"]`)))
+	waitText(t, ctx, `#files-part-status`, "Downloaded /workspace/down.bin")
+	got64 := js[string](t, ctx, `fetch(document.querySelector('#download-link').href).then((r) => r.arrayBuffer()).then((b) => {
+		const u = new Uint8Array(b); let s = ''; for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode(...u.subarray(i, i + 0x8000)); return btoa(s); })`)
+	got, err := base64.StdEncoding.DecodeString(got64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for off := int64(0); ; {
+		var fr api.FileRange
+		q := url.Values{"path": {"/workspace/down.bin"}, "offset": {fmt.Sprint(off)}, "length": {fmt.Sprint(4 << 20)}}
+		if err := d.Client.Call(bg, "GET", s.ID, "/files/range", q, nil, &fr); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := base64.StdEncoding.DecodeString(fr.DataBase64)
+		want = append(want, b...)
+		off += int64(len(b))
+		if fr.EOF || len(b) == 0 {
+			break
+		}
+	}
+	if len(want) != 5300000 || !bytes.Equal(got, want) {
+		t.Errorf("the page downloaded %d bytes, the sandbox holds %d; equal: %v", len(got), len(want), bytes.Equal(got, want))
+	}
+
+	// Artifacts list the upload.
+	tab(t, ctx, "artifacts")
+	waitText(t, ctx, `#artifacts`, "upload.bin")
+
+	// A preview of a web server in the sandbox.
+	bin, err := os.ReadFile(testutil.EchoServerBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Client.Call(bg, "PUT", s.ID, "/files/content", nil, api.FileWrite{Path: "/tmp/echoserver", ContentBase64: base64.StdEncoding.EncodeToString(bin), Mode: "0755"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var job api.Job
+	if err := d.Client.Call(bg, "POST", s.ID, "/jobs", nil, api.JobStart{Command: "/tmp/echoserver -addr 127.0.0.1:8080 -log /tmp/echo.log"}, &job); err != nil {
+		t.Fatal(err)
+	}
+	tab(t, ctx, "previews")
+	do(t, ctx, "make a preview",
+		chromedp.SendKeys(chromedp.CSS(`#preview-port`), "8080"),
+		chromedp.Click(chromedp.CSS(`#preview-create`)))
+	waitText(t, ctx, `#previews-body`, "Open port 8080")
+	shot(t, ctx, "panel-previews")
+	href := js[string](t, ctx, `document.querySelector('#previews-body a.preview-open').href`)
+	if !strings.HasPrefix(href, consoleBase(t)+"/preview/pvw-") {
+		t.Fatalf("the preview link %q is not a preview of this gateway", href)
+	}
+	if rel := js[string](t, ctx, `document.querySelector('#previews-body a.preview-open').rel`); rel != "noopener noreferrer" {
+		t.Errorf("the preview link's rel is %q", rel)
+	}
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		do(t, ctx, "open the preview", chromedp.Navigate(href))
+		body = js[string](t, ctx, `document.body ? document.body.textContent : ''`)
+		if strings.Contains(body, "hello from the sandbox") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !strings.Contains(body, "hello from the sandbox") {
+		t.Errorf("the preview page says %q", body)
+	}
+
+	// The ledger badge, before and after an entry is changed.
+	openPanel(t, ctx, s.ID)
+	waitText(t, ctx, `#ledger-verify`, "verified:")
+	db := d.Store().DB()
+	if _, err := db.Exec(`DROP TRIGGER ledger_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE ledger SET actor = 'someone-else' WHERE session = ? AND seq = 2`, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "check again", chromedp.Click(chromedp.CSS(`#ledger-recheck`)))
+	waitText(t, ctx, `#ledger-verify`, "NOT verified: hash mismatch at seq 2")
+	shot(t, ctx, "panel-ledger-broken")
+	pe.check(t)
+}
