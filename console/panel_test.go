@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"paddock.dev/paddock/api"
@@ -378,14 +379,38 @@ func TestPanelFilesPreviewsLedger(t *testing.T) {
 	}
 	do(t, ctx, "list again", chromedp.Click(chromedp.CSS(`#files-go button[type=submit]`)))
 	waitText(t, ctx, `#files-body`, "down.bin")
-	do(t, ctx, "download", chromedp.Click(chromedp.CSS(`#files-body button.download[data-path="/workspace/down.bin"]`)))
+	// The browser saves downloads into a directory of the test, and says
+	// when one is complete: the file is what the page's link gave it.
+	dlDir := t.TempDir()
+	dlCtx, dlCancel := context.WithTimeout(ctx, 90*time.Second)
+	defer dlCancel()
+	progress := chromedp.Events(dlCtx, browser.DownloadProgress)
+	do(t, ctx, "download",
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			yes := true
+			_, err := chromedp.Call(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dlDir, EventsEnabled: &yes})
+			return err
+		}),
+		chromedp.Click(chromedp.CSS(`#files-body button.download[data-path="/workspace/down.bin"]`)))
 	waitText(t, ctx, `#files-part-status`, "Downloaded /workspace/down.bin")
-	got64 := js[string](t, ctx, `fetch(document.querySelector('#download-link').href).then((r) => r.arrayBuffer()).then((b) => {
-		const u = new Uint8Array(b); let s = ''; for (let i = 0; i < u.length; i += 0x8000) s += String.fromCharCode(...u.subarray(i, i + 0x8000)); return btoa(s); })`)
-	got, err := base64.StdEncoding.DecodeString(got64)
-	if err != nil {
-		t.Fatal(err)
+	var got []byte
+	for ev, err := range progress {
+		if err != nil {
+			t.Fatalf("waiting for the download: %v", err)
+		}
+		if ev.State == browser.DownloadProgressStateCanceled {
+			t.Fatalf("the browser cancelled the download: %+v", ev)
+		}
+		if ev.State != browser.DownloadProgressStateCompleted {
+			continue
+		}
+		if got, err = os.ReadFile(filepath.Join(dlDir, ev.GUID)); err != nil {
+			t.Fatal(err)
+		}
+		break
 	}
+	dlCancel()
 	var want []byte
 	for off := int64(0); ; {
 		var fr api.FileRange

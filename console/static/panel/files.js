@@ -15,7 +15,7 @@ import { sp, errText, section, say, busy, b64bytes, hex } from './common.js';
 // one chunk; rows listed.
 export const SLICE_BYTES = 4 << 20;
 export const MAX_DOWNLOAD_BYTES = 256 << 20;
-export const MAX_UPLOAD_BYTES = 2 << 30;
+export const MAX_UPLOAD_BYTES = 2 * 1024 ** 3; // not 2 << 30: JavaScript shifts in 32 bits
 export const MAX_HASHED_UPLOAD_BYTES = 512 << 20;
 const CHUNK_RETRIES = 3;
 const MAX_ROWS = 2000;
@@ -158,9 +158,9 @@ export function filesPart(p, start) {
         say(status, `Uploading ${f.name}: ${bytes(off)} of ${bytes(f.size)}…`);
       }
       const done = await api.post(`${base}/complete`, {});
+      if (parentOf(done.path) === dir) await list(dir);
       say(status, `Uploaded ${done.path} (${bytes(done.size)}${done.verified ? ', checksum verified in the sandbox' : ''}).`);
       el.dataset.uploaded = done.path;
-      if (parentOf(done.path) === dir) list(dir);
     } catch (err) {
       say(status, `Upload of ${f.name} failed at ${bytes(off)}: ${errText(err)}`, 'error');
       api.del(base).catch(() => {});
