@@ -23,6 +23,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"paddock.dev/paddock/api"
 	hostapi "paddock.dev/paddock/hostd/api"
@@ -483,5 +484,59 @@ func TestPanelFilesPreviewsLedger(t *testing.T) {
 	do(t, ctx, "check again", chromedp.Click(chromedp.CSS(`#ledger-recheck`)))
 	waitText(t, ctx, `#ledger-verify`, "NOT verified: hash mismatch at seq 2")
 	shot(t, ctx, "panel-ledger-broken")
+	pe.check(t)
+}
+
+// TestPanelNarrowAndKeyboard: at 400 px wide the panel fits the window
+// (nothing wider than it, every tab reachable), the tabs move with the
+// arrow keys, Home and End as a tab strip should, and a command runs from
+// the keyboard alone (typed, then Enter).
+func TestPanelNarrowAndKeyboard(t *testing.T) {
+	ctx, d, _ := startConsole(t, withWindow(400, 900))
+	pe := watchErrors(ctx)
+	s, err := d.Client.CreateSession(context.Background(), api.CreateRequest{Agent: "narrow", TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, d.Token)
+	// Headless Chromium keeps a window at least 500 px wide: the page's
+	// viewport is set to 400 px instead.
+	do(t, ctx, "a 400 px viewport", chromedp.EmulateViewport(400, 900))
+	openPanel(t, ctx, s.ID)
+	waitText(t, ctx, `#ledger-verify`, "verified:")
+	if w := js[int](t, ctx, `window.innerWidth`); w != 400 {
+		t.Fatalf("the viewport is %d px wide, want 400", w)
+	}
+	fits := `document.documentElement.scrollWidth <= window.innerWidth`
+	if !js[bool](t, ctx, fits) {
+		t.Errorf("the panel is %d px wide in a %d px window", js[int](t, ctx, `document.documentElement.scrollWidth`), js[int](t, ctx, `window.innerWidth`))
+	}
+	selected := func() string {
+		return js[string](t, ctx, `document.querySelector('[role=tab][aria-selected=true]').id + ' ' + document.activeElement.id`)
+	}
+	do(t, ctx, "focus the tabs", chromedp.Focus(chromedp.CSS(`#tab-exec`)), chromedp.KeyEvent(kb.ArrowRight))
+	if got := selected(); got != "tab-timeline tab-timeline" {
+		t.Errorf("after ArrowRight: %q", got)
+	}
+	do(t, ctx, "End", chromedp.KeyEvent(kb.End))
+	if got := selected(); got != "tab-terminal tab-terminal" {
+		t.Errorf("after End: %q", got)
+	}
+	do(t, ctx, "ArrowRight wraps", chromedp.KeyEvent(kb.ArrowRight))
+	if got := selected(); got != "tab-exec tab-exec" {
+		t.Errorf("after ArrowRight on the last tab: %q", got)
+	}
+	for _, key := range []string{"timeline", "approvals", "checkpoints", "files", "artifacts", "previews", "terminal", "exec"} {
+		tab(t, ctx, key)
+		if !js[bool](t, ctx, fits) {
+			t.Errorf("tab %s is wider than the window (%d px)", key, js[int](t, ctx, `document.documentElement.scrollWidth`))
+		}
+	}
+	do(t, ctx, "type a command and press Enter",
+		chromedp.Focus(chromedp.CSS(`#exec-command`)),
+		chromedp.KeyEvent("echo typed-by-keyboard\r"))
+	waitText(t, ctx, `#exec-output`, "typed-by-keyboard")
+	waitText(t, ctx, `#exec-exit`, "exit 0")
+	shot(t, ctx, "panel-narrow")
 	pe.check(t)
 }
