@@ -240,6 +240,8 @@ func TestPanelExecApprovalTimeline(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "panel-timeline")
+	// The ledger badge follows the new entries by itself.
+	waitText(t, ctx, `#ledger-verify`, fmt.Sprintf("verified: %d entries", all[len(all)-1].Seq))
 	pe.check(t)
 }
 

@@ -26,6 +26,7 @@ import { artifactsPart, previewsPart } from './panel/outputs.js';
 // least time between two reads asked for by events.
 const RECORD_POLL_MS = 15000;
 const RECORD_MIN_GAP_MS = 500;
+const LEDGER_RECHECK_MS = 3000;
 
 // bus is the parts' message board: on(name, fn) and emit(name, value).
 function bus() {
@@ -73,7 +74,8 @@ function tabs(names, onShow) {
 }
 
 // ledgerBadge shows GET .../ledger/verify: verified with its entry count
-// and head, or where and why the chain breaks.
+// and head, or where and why the chain breaks. It is checked when the
+// panel opens, on Check again, and a few seconds after new entries.
 function ledgerBadge(api, id) {
   const text = h('span', { id: 'ledger-verify', 'aria-live': 'polite' }, 'checking…');
   const again = h('button', { type: 'button', class: 'secondary small', id: 'ledger-recheck' }, 'Check again');
@@ -96,7 +98,11 @@ function ledgerBadge(api, id) {
   }
   again.addEventListener('click', check);
   check();
-  return { el: h('span', {}, text, ' ', again), check };
+  // soon checks again a little after new entries, at most once per
+  // LEDGER_RECHECK_MS: verifying reads the whole ledger.
+  let timer = null;
+  const soon = () => { if (!timer) timer = setTimeout(() => { timer = null; check(); }, LEDGER_RECHECK_MS); };
+  return { el: h('span', {}, text, ' ', again), check, soon, stop() { clearTimeout(timer); } };
 }
 
 function usage(s) {
@@ -138,6 +144,8 @@ export function renderPanel(root, sessionId, ctx = {}) {
 
     const facts = h('dl', { id: 'session-facts', class: 'facts' });
     const badge = ledgerBadge(api, id);
+    p.on('ledger', () => badge.soon());
+    stops.push(() => badge.stop());
     const exec = execPart(p);
     const timeline = timelinePart(p);
     stops.push(() => timeline.stop(), () => exec.stop());
