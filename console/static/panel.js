@@ -158,17 +158,18 @@ export function renderPanel(root, sessionId, ctx = {}) {
     const artifacts = artifactsPart(p);
     const previews = previewsPart(p);
     const promote = s.parent ? promotePart(p) : null;
+    // The terminal opens (a shell, through a ticket) the first time its
+    // tab is shown, not before: a panel opened to read it starts no shell.
     const termBox = h('div', { id: 'panel-terminal', class: 'terminal' });
-    const termOpen = h('button', { type: 'button', id: 'terminal-open' }, 'Open a terminal');
     let term = null;
-    termOpen.addEventListener('click', () => {
+    const openTerm = () => {
+      if (term) return;
       try {
         term = openTerminal(termBox, id);
-        termOpen.hidden = true;
       } catch (err) {
         mount(termBox, h('p', { class: 'error' }, `No terminal: ${errText(err)}`));
       }
-    });
+    };
     stops.push(() => { if (term && term.close) term.close(); });
 
     const names = [
@@ -186,6 +187,7 @@ export function renderPanel(root, sessionId, ctx = {}) {
       if (key === 'files') files.show();
       if (key === 'artifacts') artifacts.show();
       if (key === 'previews') previews.show();
+      if (key === 'terminal') openTerm();
     });
     t.panels.exec.append(exec.el);
     t.panels.timeline.append(timeline.el);
@@ -196,7 +198,7 @@ export function renderPanel(root, sessionId, ctx = {}) {
     t.panels.artifacts.append(artifacts.el);
     t.panels.previews.append(previews.el);
     t.panels.terminal.append(h('section', { class: 'card panel-part', 'aria-label': 'Terminal' },
-      h('p', { class: 'muted' }, 'A shell in the sandbox; the server refuses it for a session with process rules.'), termOpen, termBox));
+      h('p', { class: 'muted' }, 'A shell in the sandbox; the server refuses it for a session with process rules.'), termBox));
 
     const pendingTab = h('span', { id: 'pending-count', class: 'badge' });
     t.strip.querySelector('#tab-approvals').append(' ', pendingTab);
