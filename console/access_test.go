@@ -133,24 +133,30 @@ func TestSignOutAnd401(t *testing.T) {
 	if err := d.Client.RevokeToken(bg, s.ID, st.ID); err != nil {
 		t.Fatal(err)
 	}
-	// The gateway caches an identity for a second; then the next call is
-	// refused. The session token's page is its session's panel, whose live
-	// parts (the timeline's stream) call again by themselves: the page
-	// goes back to sign-in with the API's message without a reload.
+	// The gateway caches an identity for a second; then the next call the
+	// page makes (its panel's, on a move within the page: no reload, no
+	// new whoami) is refused, and the page goes back to sign-in.
 	time.Sleep(1500 * time.Millisecond)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash = '#/signin'`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#signin-form`))); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, `#flash`, "Signed out: ")
-	// A page loaded with the revoked token still in the tab's storage
-	// (the token set back by hand) is refused at its first call too.
-	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('paddock.console.token', `+jsString(st.Token)+`)`),
-		chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#signin-form`))); err != nil {
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`sessionStorage.length`)); n != 0 {
+		t.Errorf("a refused token is still stored")
+	}
+	// A stored token refused at a reload: the same.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.setItem('paddock.console.token', 'pdk_not_a_real_token'), 'ok'`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#signin-form`))); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, `#flash`, "refused")
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`sessionStorage.length`)); n != 0 {
-		t.Errorf("a refused token is still stored")
+		t.Errorf("a refused token is still stored after a reload")
 	}
 	shot(t, ctx, "signin")
 }

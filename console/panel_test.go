@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,36 +30,13 @@ import (
 	"paddock.dev/paddock/internal/testutil"
 )
 
-// pageErrors collects what the page throws and does not catch, so a test
-// fails on a script error even when the page still looks right.
-type pageErrors struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func watchErrors(ctx context.Context) *pageErrors {
-	pe := &pageErrors{}
-	go func() {
-		for m, err := range chromedp.Console(ctx) {
-			if err != nil {
-				return
-			}
-			if m.IsException() {
-				pe.mu.Lock()
-				pe.msgs = append(pe.msgs, m.String())
-				pe.mu.Unlock()
-			}
-		}
-	}()
-	return pe
-}
-
-func (pe *pageErrors) check(t *testing.T) {
+// noPageErrors fails the test for each error the page logged (errs is
+// helpers_test.go's pageErrors): a script error or a CSP violation fails
+// a panel test even when the page still looks right.
+func noPageErrors(t *testing.T, errs func() []string) {
 	t.Helper()
-	pe.mu.Lock()
-	defer pe.mu.Unlock()
-	for _, m := range pe.msgs {
-		t.Errorf("the page threw: %s", m)
+	for _, m := range errs() {
+		t.Errorf("the page logged: %s", m)
 	}
 }
 
@@ -147,7 +123,7 @@ func ledgerOf(t *testing.T, d *daemontest.Daemon, id, kind string) []api.LedgerE
 func TestPanelExecApprovalTimeline(t *testing.T) {
 	limits := daemontestStreamLimits()
 	ctx, d, _ := startConsole(t, withDaemon(daemontest.WithStreamLimits(limits)))
-	pe := watchErrors(ctx)
+	errs := pageErrors(t, ctx)
 	bg := context.Background()
 	s, err := d.Client.CreateSession(bg, api.CreateRequest{Agent: "panel", TTLSeconds: 900, Policy: &api.PolicyRequest{
 		Process: &api.ProcessRules{Allow: []string{"echo *", "test *", "cat *", "sh *", "sleep *"}, Ask: []string{"touch *"}}}})
@@ -267,7 +243,7 @@ func TestPanelExecApprovalTimeline(t *testing.T) {
 	shot(t, ctx, "panel-timeline")
 	// The ledger badge follows the new entries by itself.
 	waitText(t, ctx, `#ledger-verify`, fmt.Sprintf("verified: %d entries", all[len(all)-1].Seq))
-	pe.check(t)
+	noPageErrors(t, errs)
 }
 
 // daemontestStreamLimits are the daemon's stream limits with streams
@@ -286,7 +262,7 @@ func daemontestStreamLimits() hostapi.StreamLimits {
 // Promote carries it to the parent.
 func TestPanelCheckpointsForkPromote(t *testing.T) {
 	ctx, d, _ := startConsole(t)
-	pe := watchErrors(ctx)
+	errs := pageErrors(t, ctx)
 	bg := context.Background()
 	s, err := d.Client.CreateSession(bg, api.CreateRequest{Agent: "lifecycle", TTLSeconds: 900})
 	if err != nil {
@@ -355,7 +331,7 @@ func TestPanelCheckpointsForkPromote(t *testing.T) {
 	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "cat /workspace/new.txt"}); err != nil || r.Stdout != "from-the-child\n" {
 		t.Errorf("the parent after the promotion: %+v %v", r, err)
 	}
-	pe.check(t)
+	noPageErrors(t, errs)
 }
 
 // TestPanelFilesPreviewsLedger: a 5 MiB file uploaded from the panel (two
@@ -368,7 +344,7 @@ func TestPanelCheckpointsForkPromote(t *testing.T) {
 // verified once an entry is changed in the database.
 func TestPanelFilesPreviewsLedger(t *testing.T) {
 	ctx, d, _ := startConsole(t)
-	pe := watchErrors(ctx)
+	errs := pageErrors(t, ctx)
 	bg := context.Background()
 	s, err := d.Client.CreateSession(bg, api.CreateRequest{Agent: "files", TTLSeconds: 900})
 	if err != nil {
@@ -511,7 +487,7 @@ func TestPanelFilesPreviewsLedger(t *testing.T) {
 	do(t, ctx, "check again", chromedp.Click(chromedp.CSS(`#ledger-recheck`)))
 	waitText(t, ctx, `#ledger-verify`, "NOT verified: hash mismatch at seq 2")
 	shot(t, ctx, "panel-ledger-broken")
-	pe.check(t)
+	noPageErrors(t, errs)
 }
 
 // TestPanelNarrowAndKeyboard: at 400 px wide the panel fits the window
@@ -520,7 +496,7 @@ func TestPanelFilesPreviewsLedger(t *testing.T) {
 // the keyboard alone (typed, then Enter).
 func TestPanelNarrowAndKeyboard(t *testing.T) {
 	ctx, d, _ := startConsole(t, withWindow(400, 900))
-	pe := watchErrors(ctx)
+	errs := pageErrors(t, ctx)
 	s, err := d.Client.CreateSession(context.Background(), api.CreateRequest{Agent: "narrow", TTLSeconds: 600})
 	if err != nil {
 		t.Fatal(err)
@@ -565,5 +541,5 @@ func TestPanelNarrowAndKeyboard(t *testing.T) {
 	waitText(t, ctx, `#exec-output`, "typed-by-keyboard")
 	waitText(t, ctx, `#exec-exit`, "exit 0")
 	shot(t, ctx, "panel-narrow")
-	pe.check(t)
+	noPageErrors(t, errs)
 }
