@@ -16,7 +16,7 @@ export const MAX_TREE_NODES = 64;
 
 export function checkpointsPart(p) {
   const { api, id } = p;
-  const tag = h('input', { id: 'ckpt-tag', name: 'tag', type: 'text', maxlength: '64', pattern: '[A-Za-z0-9][A-Za-z0-9._-]{0,63}', autocomplete: 'off' });
+  const tag = h('input', { id: 'ckpt-tag', name: 'tag', type: 'text', maxlength: '64', pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}', autocomplete: 'off' });
   const memory = h('input', { id: 'ckpt-memory', type: 'checkbox' });
   const form = h('form', { id: 'ckpt-form', class: 'row-form' },
     h('div', { class: 'field grow' }, h('label', { for: 'ckpt-tag' }, 'Tag (optional)'), tag),
