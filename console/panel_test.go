@@ -268,7 +268,7 @@ func TestPanelCheckpointsForkPromote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "echo kept > /workspace/kept.txt"}); err != nil {
+	if _, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "echo kept > /workspace/kept.txt; echo same > /workspace/same.txt"}); err != nil {
 		t.Fatal(err)
 	}
 	signIn(t, ctx, d.Token)
@@ -309,16 +309,21 @@ func TestPanelCheckpointsForkPromote(t *testing.T) {
 	waitText(t, ctx, `#session-facts`, s.ID)
 
 	// Promote: the plan as a diff, then the promotion.
-	if _, err := d.Client.Exec(bg, child, api.ExecRequest{Command: "echo from-the-child > /workspace/new.txt"}); err != nil {
+	if _, err := d.Client.Exec(bg, child, api.ExecRequest{Command: "echo from-the-child > /workspace/new.txt; echo changed-by-child >> /workspace/kept.txt"}); err != nil {
 		t.Fatal(err)
 	}
 	tab(t, ctx, "promote")
 	do(t, ctx, "plan", chromedp.Click(chromedp.CSS(`#promote-plan`)))
 	diff := waitText(t, ctx, `#promote-diff`, "+ new.txt")
-	if strings.Contains(diff, "kept.txt") {
-		t.Errorf("the plan lists an untouched file: %q", diff)
+	if !strings.Contains(diff, "~ kept.txt") || strings.Contains(diff, "same.txt") {
+		t.Errorf("the plan should list kept.txt as modified and not the untouched same.txt: %q", diff)
 	}
-	waitJS(t, ctx, "the plan's counts", `document.querySelector('#promote-summary').dataset.apply === '1' && Number(document.querySelector('#promote-summary').dataset.untouched) >= 1`)
+	waitJS(t, ctx, "the plan's counts", `document.querySelector('#promote-summary').dataset.apply === '2' && Number(document.querySelector('#promote-summary').dataset.untouched) >= 1`)
+	// A modified file's changes, line by line, parent against child.
+	do(t, ctx, "open kept.txt's changes", chromedp.Click(chromedp.CSS(`#promote-files details[data-path="kept.txt"] summary`)))
+	if got := waitText(t, ctx, `#promote-files details[data-path="kept.txt"] pre`, "+ changed-by-child"); !strings.Contains(got, "  kept\n") || strings.Contains(got, "- kept") {
+		t.Errorf("kept.txt's changes: %q", got)
+	}
 	if len(ledgerOf(t, d, s.ID, "promote")) != 0 {
 		t.Error("the dry run changed the parent")
 	}
@@ -327,8 +332,8 @@ func TestPanelCheckpointsForkPromote(t *testing.T) {
 	}
 	shot(t, ctx, "panel-promote")
 	do(t, ctx, "promote", chromedp.Click(chromedp.CSS(`#promote-apply`)))
-	waitText(t, ctx, `#promote-done`, "Applied 1 paths")
-	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "cat /workspace/new.txt"}); err != nil || r.Stdout != "from-the-child\n" {
+	waitText(t, ctx, `#promote-done`, "Applied 2 paths")
+	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "cat /workspace/new.txt /workspace/kept.txt"}); err != nil || r.Stdout != "from-the-child\nkept\nchanged-by-child\n" {
 		t.Errorf("the parent after the promotion: %+v %v", r, err)
 	}
 	noPageErrors(t, errs)

@@ -6,10 +6,62 @@
 // "Promote" then applies exactly that plan (plan_id; a plan that changed
 // meanwhile is 409 plan_changed), optionally leaving the conflicts.
 import { h, mount, bytes } from '../dom.js';
-import { sp, errText, section, say, busy } from './common.js';
+import { sp, errText, section, say, busy, b64bytes } from './common.js';
 
-// The most plan lines drawn (the API's plan holds at most 2000 changes).
+// The most plan lines drawn (the API's plan holds at most 2000 changes);
+// for the per-file changes: how many files offer them, the largest file
+// read for them, and the most lines of each side compared (the
+// comparison takes time and memory in lines × lines).
 const MAX_LINES = 2000;
+export const MAX_DIFF_FILES = 50;
+export const MAX_DIFF_BYTES = 256 << 10;
+export const MAX_DIFF_LINES = 2000;
+
+// lineDiff compares two lists of lines (longest common subsequence) and
+// returns [mark, line] pairs: ' ' in both, '-' only in a, '+' only in b.
+export function lineDiff(a, b) {
+  const n = a.length;
+  const m = b.length;
+  const w = m + 1;
+  const lcs = new Uint16Array((n + 1) * w);
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      lcs[i * w + j] = a[i] === b[j] ? lcs[(i + 1) * w + j + 1] + 1 : Math.max(lcs[(i + 1) * w + j], lcs[i * w + j + 1]);
+    }
+  }
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) { out.push([' ', a[i]]); i++; j++; } else if (lcs[(i + 1) * w + j] >= lcs[i * w + j + 1]) { out.push(['-', a[i++]]); } else { out.push(['+', b[j++]]); }
+  }
+  while (i < n) out.push(['-', a[i++]]);
+  while (j < m) out.push(['+', b[j++]]);
+  return out;
+}
+
+// lines reads a file of a session as text lines: null when it is absent,
+// a string saying why not when it cannot be shown.
+async function lines(api, session, path) {
+  let r;
+  try {
+    r = await api.get(sp(session, `/files/content?path=${encodeURIComponent(path)}`));
+  } catch (err) {
+    if (err.status === 404) return null;
+    return `cannot read it: ${err.message}`;
+  }
+  if (r.size > MAX_DIFF_BYTES) return `larger than ${bytes(MAX_DIFF_BYTES)}`;
+  let text;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(b64bytes(r.content_base64));
+  } catch {
+    return 'not text';
+  }
+  const ls = text.split('\n');
+  if (ls.length && ls[ls.length - 1] === '') ls.pop();
+  if (ls.length > MAX_DIFF_LINES) return `more than ${MAX_DIFF_LINES} lines`;
+  return ls;
+}
 
 const MARK = { added: '+', modified: '~', deleted: '-' };
 
@@ -21,10 +73,11 @@ export function promotePart(p) {
   const diff = h('pre', { id: 'promote-diff', class: 'diff', tabindex: '0', 'aria-label': 'Promotion plan as a diff' });
   const summary = h('p', { id: 'promote-summary' });
   const result = h('div', { id: 'promote-result' });
+  const files = h('div', { id: 'promote-files' });
   const { el, status } = section('promote-part', 'Promote to the parent',
     h('p', { class: 'muted' }, 'Carry this child\'s workspace changes back to the session it was forked from.'),
     h('div', { class: 'actions' }, planBtn),
-    summary, diff,
+    summary, diff, files,
     h('div', { class: 'row-form' },
       h('div', { class: 'field check' }, skip, h('label', { for: 'promote-skip' }, 'Leave the conflicts, apply the rest')),
       h('div', { class: 'actions' }, applyBtn)),
@@ -49,9 +102,34 @@ export function promotePart(p) {
     const c = (plan.conflicts || []).length;
     mount(summary, `To apply: ${a} (${bytes(plan.bytes || 0)}); conflicts: ${c}; already applied: ${(plan.already_applied || []).length}; untouched: ${plan.untouched || 0}. Workspace ${r.workspace || ''}, parent `,
       h('a', { href: `#/sessions/${encodeURIComponent(r.parent)}` }, r.parent), '.');
+    drawFiles(r);
     summary.dataset.apply = String(a);
     summary.dataset.conflicts = String(c);
     summary.dataset.untouched = String(plan.untouched || 0);
+  }
+
+  // drawFiles offers, for each added or modified file of the plan, its
+  // changes line by line, read from both sessions when opened.
+  function drawFiles(r) {
+    const changed = ((r.plan && r.plan.apply) || []).filter((c) => c.op !== 'deleted');
+    const ws = (r.workspace || '/workspace').replace(/\/+$/, '');
+    mount(files, changed.length ? h('h3', {}, 'Changes by file') : null, changed.slice(0, MAX_DIFF_FILES).map((c) => {
+      const body = h('pre', { class: 'diff file-diff', tabindex: '0' }, 'Loading…');
+      const box = h('details', { class: 'file-diff', dataset: { path: c.path } }, h('summary', {}, `${MARK[c.op]} ${c.path}`), body);
+      let loaded = false;
+      box.addEventListener('toggle', async () => {
+        if (!box.open || loaded) return;
+        loaded = true;
+        const full = `${ws}/${c.path}`;
+        const [before, after] = await Promise.all([c.op === 'added' ? null : lines(api, r.parent, full), lines(api, id, full)]);
+        for (const [side, v] of [['the parent\'s', before], ['the child\'s', after]]) {
+          if (typeof v === 'string') { mount(body, `Not shown: ${side} file is ${v}.`); return; }
+        }
+        const d = lineDiff(before || [], after || []);
+        mount(body, d.map(([m, l]) => h('span', { class: `diff-line ${m === '+' ? 'added' : m === '-' ? 'deleted' : 'same'}` }, `${m} ${l}\n`)));
+      });
+      return box;
+    }), changed.length > MAX_DIFF_FILES ? h('p', { class: 'muted' }, `Changes are offered for the first ${MAX_DIFF_FILES} files.`) : null);
   }
 
   planBtn.addEventListener('click', () => busy(planBtn, async () => {
@@ -68,6 +146,7 @@ export function promotePart(p) {
       planId = '';
       mount(diff);
       mount(summary);
+      mount(files);
       say(status, `No plan: ${errText(err)}`, 'error');
     }
   }));
