@@ -17,10 +17,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -359,19 +363,59 @@ func TestPanelFilesPreviewsLedger(t *testing.T) {
 	openPanel(t, ctx, s.ID)
 
 	// Upload: a local file chosen in the file input.
-	up := make([]byte, 5<<20+123)
-	rand.Read(up)
+	// Printable bytes: the DevTools protocol carries a paused request's
+	// body as a JSON string, and cdproto cannot decode one made of random
+	// binary (the download below is random binary).
+	raw := make([]byte, (5<<20+123)*3/4)
+	rand.Read(raw)
+	up := []byte(base64.StdEncoding.EncodeToString(raw))
 	local := filepath.Join(t.TempDir(), "upload.bin")
 	if err := os.WriteFile(local, up, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tab(t, ctx, "files")
 	waitText(t, ctx, `#files-part-status`, "/workspace")
+	// The answer to the second (last) chunk is cut once, after the daemon
+	// took the chunk: the page must ask where the upload stands and go on
+	// from there, not send the chunk again or give up.
+	cutCtx, cutCancel := context.WithCancel(ctx)
+	defer cutCancel()
+	paused := chromedp.Events(cutCtx, fetch.RequestPaused)
+	var cuts atomic.Int32
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			var err error
+			if cuts.Add(1) == 1 {
+				_, err = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonConnectionReset})
+			} else {
+				_, err = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+			}
+			if err != nil {
+				t.Logf("answering the paused %s %s: %v", ev.Request.Method, ev.Request.URL, err)
+			}
+		}
+	}()
+	do(t, ctx, "cut the second chunk's answer", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: "*/uploads/*offset=4194304", RequestStage: fetch.RequestStageResponse}}})
+		return err
+	}))
 	do(t, ctx, "upload",
 		chromedp.SetUploadFiles(chromedp.CSS(`#upload-file`), []string{local}),
 		chromedp.Click(chromedp.CSS(`#upload-run`)))
 	waitText(t, ctx, `#files-part-status`, "checksum verified in the sandbox")
 	waitText(t, ctx, `#files-body`, "upload.bin")
+	if n := cuts.Load(); n != 1 {
+		t.Errorf("the second chunk's answer was cut %d times, want 1 (the page sent it again?)", n)
+	}
+	do(t, ctx, "stop cutting", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{})
+		return err
+	}))
+	cutCancel()
 	sum := sha256.Sum256(up)
 	r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "sha256sum /workspace/upload.bin"})
 	if err != nil || !strings.HasPrefix(r.Stdout, hex.EncodeToString(sum[:])) {
