@@ -245,8 +245,13 @@ func TestPanelExecApprovalTimeline(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "panel-timeline")
-	// The ledger badge follows the new entries by itself.
+	// The ledger badge and the usage follow the new entries by themselves.
 	waitText(t, ctx, `#ledger-verify`, fmt.Sprintf("verified: %d entries", all[len(all)-1].Seq))
+	rec, err := d.Client.GetSession(bg, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, `#session-facts`, fmt.Sprintf("execs %d,", rec.Usage.Execs))
 	noPageErrors(t, errs)
 }
 

@@ -226,11 +226,14 @@ export function renderPanel(root, sessionId, ctx = {}) {
       fork.draw(rec);
     }
 
-    // reload reads the record again, at most once per RECORD_MIN_GAP_MS.
+    // reload reads the record again, at most once per RECORD_MIN_GAP_MS;
+    // one asked for while a read is under way makes one more read after it.
     let reloading = null;
+    let again = false;
     let lastRead = 0;
     async function reload() {
-      if (reloading || stopped) return reloading;
+      if (stopped) return null;
+      if (reloading) { again = true; return reloading; }
       reloading = (async () => {
         const gap = RECORD_MIN_GAP_MS - (Date.now() - lastRead);
         if (gap > 0) await new Promise((r) => setTimeout(r, gap));
@@ -243,11 +246,13 @@ export function renderPanel(root, sessionId, ctx = {}) {
         }
       })();
       try { await reloading; } finally { reloading = null; }
+      if (again) { again = false; reload(); }
+      return null;
     }
     p.on('session', reload);
-    p.on('ledger', (e) => {
-      if (/^(checkpoint|restore|fork|promote|session\.|rewind)/.test(e.kind || '')) reload();
-    });
+    // Any new entry may change the record (state, usage, checkpoints,
+    // children); reads are coalesced (RECORD_MIN_GAP_MS).
+    p.on('ledger', reload);
     p.on('vm', reload);
     const poll = setInterval(() => { if (!document.hidden) reload(); }, RECORD_POLL_MS);
     stops.push(() => clearInterval(poll));

@@ -58,8 +58,8 @@ export function execPart(p) {
     h('div', { class: 'field grow' }, h('label', { for: 'exec-command' }, 'Command'), cmd),
     h('div', { class: 'field' }, h('label', { for: 'exec-timeout' }, 'Timeout (s)'), timeout),
     h('div', { class: 'actions' }, runBtn, stopBtn));
-  const { el, status } = section('exec', 'Run a command', form, exit, out.el,
-    h('h3', {}, 'Held for approval'), heldList);
+  const heldTitle = h('h3', { hidden: true }, 'Held for approval');
+  const { el, status } = section('exec', 'Run a command', form, exit, out.el, heldTitle, heldList);
 
   let running = null; // {ctl, job} of the run in progress
 
@@ -92,6 +92,7 @@ export function execPart(p) {
     held.set(approvalId, entry);
     drawHeld(entry);
     heldList.prepend(entry.li);
+    heldTitle.hidden = false;
     const b = err.body || {};
     say(status, `Held: ${b.summary || command} matched ${b.matched || 'an ask rule'}; pending approval ${approvalId}, until ${b.expires_at || 'it expires'}.`);
     exit.textContent = `pending approval ${approvalId}`;
