@@ -29,6 +29,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"paddock.dev/paddock/api"
+	"paddock.dev/paddock/client"
 	hostapi "paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 	"paddock.dev/paddock/internal/testutil"
@@ -596,4 +597,62 @@ func TestPanelNarrowAndKeyboard(t *testing.T) {
 	waitText(t, ctx, `#exec-exit`, "exit 0")
 	shot(t, ctx, "panel-narrow")
 	noPageErrors(t, errs)
+}
+
+// TestPanelTenantCannotApprove: a tenant's panel runs its own commands,
+// and its held command shows as pending, but its Approve is refused by
+// the API (the page says so before and after): the request stays pending
+// and the command does not run. Another tenant's session does not open.
+func TestPanelTenantCannotApprove(t *testing.T) {
+	tenants, toks := daemontest.TenantTokens(t, "alpha", "beta")
+	ctx, d, _ := startConsole(t, withDaemon(tenants))
+	errs := pageErrors(t, ctx)
+	bg := context.Background()
+	alpha := client.New(d.URL, toks[0])
+	beta := client.New(d.URL, toks[1])
+	s, err := alpha.CreateSession(bg, api.CreateRequest{Agent: "alpha", TTLSeconds: 600, Policy: &api.PolicyRequest{
+		Process: &api.ProcessRules{Allow: []string{"echo *", "test *"}, Ask: []string{"touch *"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := beta.CreateSession(bg, api.CreateRequest{Agent: "beta", TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, toks[0])
+	openPanel(t, ctx, s.ID)
+	runInPanel(t, ctx, "echo mine")
+	waitText(t, ctx, `#exec-exit`, "exit 0")
+	runInPanel(t, ctx, "touch /workspace/not-by-a-tenant")
+	exit := waitText(t, ctx, `#exec-exit`, "pending approval apr-")
+	apr := strings.TrimSpace(strings.TrimPrefix(exit, "pending approval "))
+	tab(t, ctx, "approvals")
+	waitText(t, ctx, `#approvals-who`, "Only the admin decides")
+	do(t, ctx, "approve as a tenant", chromedp.Click(chromedp.CSS(`#approval-`+apr+` button.approve`)))
+	waitText(t, ctx, `#approvals-part-status`, "Could not approve "+apr)
+	as, err := d.Client.Approvals(bg, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		if a.ID == apr && a.State != "pending" {
+			t.Errorf("a tenant's Approve changed the request: %+v", a)
+		}
+	}
+	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "test -e /workspace/not-by-a-tenant"}); err != nil || r.ExitCode != 1 {
+		t.Errorf("the held command ran after a tenant's Approve: %+v %v", r, err)
+	}
+	// beta's session, by its id, is not alpha's to open.
+	do(t, ctx, "open beta's session", chromedp.Navigate(consoleBase(t)+"/console/#/sessions/"+other.ID))
+	waitText(t, ctx, `#panel-status`, "Cannot open session "+other.ID)
+	if n := js[int](t, ctx, `document.querySelectorAll('#tab-exec').length`); n != 0 {
+		t.Errorf("another tenant's session shows a panel")
+	}
+	for _, m := range errs() {
+		// The refusals are the API's answers the page handles; anything
+		// else it logged is a fault.
+		if !strings.Contains(m, "403") && !strings.Contains(m, "404") {
+			t.Errorf("the page logged: %s", m)
+		}
+	}
 }

@@ -127,7 +127,7 @@ export function renderPanel(root, sessionId, ctx = {}) {
   const id = sessionId;
   const stops = [];
   let stopped = false;
-  const p = { api, id, ...bus() };
+  const p = { api, id, me: ctx.me || null, ...bus() };
   const title = h('h1', { id: 'panel-title' }, `Session ${id}`);
   const pageStatus = h('p', { id: 'panel-status', class: 'muted', role: 'status' }, 'Loading…');
   mount(root, title, pageStatus);

@@ -20,7 +20,13 @@ export function approvalsPart(p, exec) {
     h('caption', { class: 'sr-only' }, 'Approval requests'),
     h('thead', {}, h('tr', {}, ['Request', 'Command', 'State', 'Requested', 'Decision'].map((c) => h('th', { scope: 'col' }, c)))),
     tbody);
-  const { el, status } = section('approvals-part', 'Approvals', h('div', { class: 'scroll' }, table));
+  // Only the admin may decide (the approval policy, docs/policy.md); the
+  // buttons stay for anyone, and the API's refusal is shown, but another
+  // token is told first.
+  const who = p.me && p.me.kind !== 'admin'
+    ? h('p', { class: 'hint', id: 'approvals-who' }, 'Only the admin decides approvals: with this token, Approve and Deny are refused.')
+    : null;
+  const { el, status } = section('approvals-part', 'Approvals', who, h('div', { class: 'scroll' }, table));
   let timer = null;
   let stopped = false;
   let loading = null;
