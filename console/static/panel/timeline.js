@@ -4,7 +4,7 @@
 // any reason but the session's end (the daemon's one-hour limit, a
 // network cut, a proxy timing out) it reconnects with Last-Event-ID set to
 // the last seq it got, so nothing is shown twice and nothing is missed.
-import { h, mount, when } from '../dom.js';
+import { h, when } from '../dom.js';
 import { sp, errText, section, say, clip } from './common.js';
 
 // Bounds: rows kept on the page (the oldest go), characters of an
