@@ -52,7 +52,7 @@ print(paddock.__version__, issubclass(paddock.ApprovalRequired, paddock.PaddockE
 	if err != nil || strings.TrimSpace(out) != "0.1.0 True" {
 		t.Fatalf("import paddock from the venv: %v\n%s", err, out)
 	}
-	out, err = runPython(t, sdk, os.Environ(), filepath.Join(venv, "bin", "python"), "-m", "unittest", "-v", "tests.test_offline")
+	out, err = runPython(t, sdk, os.Environ(), filepath.Join(venv, "bin", "python"), "-m", "unittest", "-v", "tests.test_offline", "tests.test_models", "tests.test_aio_offline")
 	if err != nil {
 		t.Fatalf("offline tests: %v\n%s", err, out)
 	}

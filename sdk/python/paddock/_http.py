@@ -1,13 +1,15 @@
 """The transport: one HTTPS (or HTTP) request per call with http.client,
 JSON in and out, errors turned into PaddockError classes, and a reader of
 Server-Sent Events."""
+import contextvars
 import http.client
 import json
 import os
 import socket
 import ssl
+import threading
 import urllib.parse
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .errors import PaddockError, error_from
 
@@ -16,6 +18,48 @@ MAX_BODY = 64 << 20  # a JSON answer
 MAX_ERROR_BODY = 1 << 20  # an error answer
 MAX_SSE_LINE = 32 << 20  # one line of an event stream
 DEFAULT_TIMEOUT = 2 * 3600.0  # seconds a request may take in all
+
+
+class Cancelled(Exception):
+    """A call whose CancelScope was cancelled (the asyncio variant's
+    cancellation); it never reaches a caller that awaits."""
+
+
+class CancelScope:
+    """The connections one call opens, so that another thread can end the
+    call at once: cancel() shuts every open connection down (a blocked read
+    returns) and makes any later connection attempt of the call raise
+    Cancelled. The asyncio variant sets one per awaited call; the blocking
+    API has none."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conns: List[http.client.HTTPConnection] = []
+        self.cancelled = False
+
+    def add(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if self.cancelled:
+                conn.close()
+                raise Cancelled("paddock: call cancelled")
+            self._conns = [c for c in self._conns if c.sock is not None]
+            self._conns.append(conn)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            conns, self._conns = self._conns, []
+        for c in conns:
+            sock = c.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+# The scope of the call running in this context (None: not cancellable).
+SCOPE: "contextvars.ContextVar[Optional[CancelScope]]" = contextvars.ContextVar("paddock_scope", default=None)
 
 
 class Transport:
@@ -48,7 +92,13 @@ class Transport:
         h = {"Authorization": "Bearer " + self.token}
         h.update(headers)
         conn = self.connect(timeout)
+        scope = SCOPE.get()
         try:
+            if scope is not None:
+                # Connect first, so that the socket exists when the scope
+                # learns of it: a cancel from then on shuts it down.
+                conn.connect()
+                scope.add(conn)
             conn.request(method, self.prefix + path, body=body, headers=h)
             resp = conn.getresponse()
         except BaseException:

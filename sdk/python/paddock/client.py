@@ -1,5 +1,6 @@
 """Paddock and Session: the SDK's objects over the public HTTP API."""
 import base64
+import contextvars
 import hashlib
 import os
 import threading
@@ -8,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Union
 
 from . import models as m
-from ._http import SSE, Event, Transport, env
+from ._http import SCOPE, SSE, Event, Transport, env
 from .errors import Conflict, InvalidArgument, NotFound, PaddockError
 
 CHUNK = 4 << 20  # the largest upload chunk and range read the API takes
@@ -802,17 +803,25 @@ class Paddock:
 
     def _parallel(self, kids: List[Session], run: Callable[[int], None]) -> None:
         """Run run(i) for every child in parallel; when one stops with an
-        error that is not the daemon's refusal, delete every child and raise."""
+        error that is not the daemon's refusal, delete every child and raise.
+        Each worker runs in a copy of the caller's context, so a cancel of
+        the asyncio variant reaches its requests; the cleanup's deletes run
+        outside it, so a cancelled evaluate or rollout still deletes its
+        children (in its worker thread, after the await has ended)."""
         with ThreadPoolExecutor(max_workers=max(1, len(kids))) as pool:
-            futs = [pool.submit(run, i) for i in range(len(kids))]
+            futs = [pool.submit(contextvars.copy_context().run, run, i) for i in range(len(kids))]
             errs = [f.exception() for f in futs]
         bad = [e for e in errs if e is not None]
         if bad:
-            for k in kids:
-                try:
-                    k.delete()
-                except Exception:
-                    pass
+            tok = SCOPE.set(None)
+            try:
+                for k in kids:
+                    try:
+                        k.delete()
+                    except Exception:
+                        pass
+            finally:
+                SCOPE.reset(tok)
             raise PaddockError(0, "internal", f"stopped, its children deleted: {bad[0]}") from bad[0]
 
     def _delete_each(self, idx: List[int], kids: List[Session], rows: List[Dict[str, Any]]) -> None:
@@ -824,4 +833,4 @@ class Paddock:
                 rows[i]["delete_error"] = str(e)
 
         with ThreadPoolExecutor(max_workers=max(1, len(idx))) as pool:
-            list(pool.map(one, idx))
+            list(pool.map(lambda i: contextvars.copy_context().run(one, i), idx))
