@@ -4,7 +4,8 @@ it equal to a fresh generation). No daemon needed:
 
 - every offered route is called through the SDK against a recording
   transport; each JSON body the SDK sends has only fields of the route's
-  request schema, each with a compatible type, and each field the SDK reads
+  request schema, each with a compatible type, and every field that schema
+  requires; each field the SDK reads
   from an answer is in the route's answer schema;
 - each method's return annotation names its route's answer schema;
 - each model class (a class with _schema) has only properties and
@@ -61,6 +62,9 @@ def kind_ok(value: Any, kind: str) -> bool:
 
 def check_body(where: str, schema: str, body: Dict[str, Any], errs: List[str]) -> None:
     fields = models.FIELDS[schema]
+    for key, (_, _, required) in fields.items():
+        if required and key not in body:
+            errs.append(f"{where}: does not send {key!r}, which schema {schema} requires")
     for key, value in body.items():
         if key not in fields:
             errs.append(f"{where}: sends {key!r}, which schema {schema} does not have")
