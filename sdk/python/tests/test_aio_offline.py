@@ -74,6 +74,23 @@ class FakeDaemon:
                 if self.path == "/healthz":
                     self._answer(200, {"status": "ok"})
                     return
+                if self.path == "/v1/agents/sessions/hold/jobs/job-1/stream":
+                    # One piece of output, then nothing until the client goes.
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(b'id: 1:0\nevent: output\ndata: {"output_base64": "aGkK"}\n\n')
+                    self.wfile.flush()
+                    self.connection.settimeout(30)
+                    try:
+                        while self.connection.recv(1):
+                            pass
+                    except OSError:
+                        pass
+                    this.closed.set()
+                    self.close_connection = True
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
@@ -117,6 +134,27 @@ class AsyncOfflineTest(unittest.TestCase):
                 h = await asyncio.wait_for(px.health(), 5)
                 self.assertEqual(h, {"status": "ok"})
                 self.assertLess(time.monotonic() - t0, 5)
+
+        asyncio.run(main())
+
+    def test_cancelled_stream_is_closed(self):
+        async def main():
+            async with AsyncPaddock(self.d.url, "tok", max_threads=1) as px:
+                from paddock import client
+                from paddock.aio import AsyncSession
+                hold = AsyncSession(client.Session(px._sync, {"id": "hold"}), px._runner)
+                st = await hold.jobs.follow("job-1")
+                first = await st.__anext__()
+                self.assertEqual((first.stream, first.data), ("stdout", b"hi\n"))
+                with self.assertRaises(asyncio.TimeoutError):
+                    await asyncio.wait_for(st.__anext__(), 0.3)
+                self.assertTrue(await asyncio.get_running_loop().run_in_executor(None, self.d.closed.wait, 5),
+                                "the stream's connection was not closed after the cancel")
+                # Ended: no reconnect was sent, and iterating again ends at once.
+                with self.assertRaises(StopAsyncIteration):
+                    await asyncio.wait_for(st.__anext__(), 5)
+                self.assertEqual(sum(1 for _, p, _ in self.d.seen if p.endswith("/jobs/job-1/stream")), 1)
+                self.assertEqual(await asyncio.wait_for(px.health(), 5), {"status": "ok"})
 
         asyncio.run(main())
 
