@@ -27,6 +27,9 @@ The pool has max_threads threads (32 by default): each awaited call holds
 one while it runs, a stream only while an item is awaited; calls beyond
 that wait their turn. Callbacks given to a method (upload's on_chunk) run
 on the worker thread.
+
+The methods are found at run time; their types are in aio.pyi, generated
+from the blocking classes by _build/aio_stub.py.
 """
 import asyncio
 import contextvars

@@ -191,5 +191,46 @@ class AsyncOfflineTest(unittest.TestCase):
         asyncio.run(main())
 
 
+class StubTest(unittest.TestCase):
+    """paddock/aio.pyi, the async variant's types, is generated from the
+    blocking classes (_build/aio_stub.py) and every name in it resolves."""
+
+    def _gen(self):
+        import importlib.util
+        import os
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location("aio_stub", os.path.join(here, "..", "_build", "aio_stub.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    def test_stub_is_fresh(self):
+        gen = self._gen()
+        with open(gen.OUT) as f:
+            self.assertEqual(f.read(), gen.generate(), "paddock/aio.pyi is stale: run python3 _build/aio_stub.py in sdk/python")
+
+    def test_stub_names_resolve(self):
+        import typing
+        gen = self._gen()
+        ns = {"__name__": "paddock._aio_stub", "__package__": "paddock"}
+        with open(gen.OUT) as f:
+            exec(compile(f.read(), gen.OUT, "exec"), ns)
+        from paddock import client
+        checked = 0
+        for cname, aname in gen.CLASSES.items():
+            acls = ns[aname]
+            typing.get_type_hints(acls, ns)
+            sync_methods = {n for n, v in vars(getattr(client, cname)).items()
+                            if callable(v) and not n.startswith("_")}
+            stub_methods = {n for n, v in vars(acls).items() if callable(v) and not n.startswith("_")} - {"aclose"}
+            self.assertEqual(sync_methods, stub_methods, aname)
+            for n, v in vars(acls).items():
+                fn = v.fget if isinstance(v, property) else v
+                if callable(fn):
+                    typing.get_type_hints(fn, ns)  # NameError when a name does not resolve
+                    checked += 1
+        self.assertGreater(checked, 80)
+
+
 if __name__ == "__main__":
     unittest.main()
