@@ -88,8 +88,14 @@ class _Call:
     def __init__(self, runner: _Runner, fn: Callable[..., Any], *args: Any, **kw: Any):
         self._runner, self._fn, self._args, self._kw = runner, fn, args, kw
         self._obj: Any = None
+        self._started = False
 
     async def _go(self) -> Any:
+        # Like a coroutine, a call runs once: awaiting it again would send
+        # its request again.
+        if self._started:
+            raise RuntimeError(f"paddock: {self._fn.__name__} was already awaited")
+        self._started = True
         scope = CancelScope()
         out = await self._runner.run(scope, self._fn, *self._args, **self._kw)
         return _wrap(out, self._runner, scope)
@@ -116,6 +122,8 @@ class _Proxy:
         self._runner = runner
 
     def __getattr__(self, name: str) -> Any:
+        if name in ("_sync", "_runner"):
+            raise AttributeError(name)  # not set yet (a copy, or a half-made object)
         attr = getattr(self._sync, name)
         if name.startswith("_") or not callable(attr):
             return attr
@@ -182,6 +190,8 @@ class AsyncStream:
         return item
 
     def __getattr__(self, name: str) -> Any:
+        if name == "_sync":
+            raise AttributeError(name)
         return getattr(self._sync, name)
 
     async def aclose(self) -> None:

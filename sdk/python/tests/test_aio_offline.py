@@ -170,6 +170,10 @@ class AsyncOfflineTest(unittest.TestCase):
                     self.assertEqual(cm.exception.approval_id, "apr-0123456789abcdef")
                     rs = await asyncio.gather(*(s.exec(f"echo {i}") for i in range(3)))
                     self.assertEqual([x.exit_code for x in rs], [0, 0, 0])
+                    call = s.exec("echo once")
+                    await call
+                    with self.assertRaises(RuntimeError):
+                        await call  # a call runs once, like a coroutine
             self.assertEqual(self.d.seen[-1][:2], ("DELETE", "/v1/agents/sessions/ses-1"))
             self.assertEqual(self.d.seen[0], ("POST", "/v1/agents/sessions", {"agent": "t"}))
 
