@@ -1,7 +1,9 @@
 """paddock.aio against a real daemon (see test_live.py for how it is
 named and run): a session as an async context manager, exec, a streamed
 exec as an async iterator, files, the approval flow, a fork whose
-children's execs run together under asyncio.gather, and delete."""
+children's execs run together under asyncio.gather, and delete; and a
+cancelled read of a stream over the gateway's TLS, which must free its
+worker thread at once."""
 import asyncio
 import unittest
 
@@ -56,6 +58,26 @@ class AsyncLiveTest(unittest.TestCase):
             self.assertEqual((await px.session(sid)).info["state"], "deleted")
             with self.assertRaises(paddock.Conflict):
                 await (await px.session(sid)).exec("true")
+
+    def test_cancel_over_tls(self):
+        asyncio.run(self.cancel_over_tls())
+
+    async def cancel_over_tls(self):
+        # One worker thread: if the cancelled read kept it, the calls after
+        # the cancel would never run.
+        async with AsyncPaddock(max_threads=1) as px:
+            async with px.create_session() as s:
+                st = await s.exec_stream("echo started; sleep 30; echo late")
+                first = await asyncio.wait_for(st.__anext__(), 30)
+                self.assertEqual(first.data, b"started\n")
+                t0 = asyncio.get_running_loop().time()
+                with self.assertRaises(asyncio.TimeoutError):
+                    await asyncio.wait_for(st.__anext__(), 1)
+                self.assertEqual((await asyncio.wait_for(s.exec("echo after"), 10)).stdout, "after\n")
+                self.assertLess(asyncio.get_running_loop().time() - t0, 10)
+                with self.assertRaises(StopAsyncIteration):
+                    await asyncio.wait_for(st.__anext__(), 5)
+                self.assertEqual(st.resumes, 1)  # the cut was seen; no reconnect went out
 
 
 if __name__ == "__main__":
