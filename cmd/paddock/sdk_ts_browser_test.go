@@ -23,13 +23,14 @@ import (
 
 // tsBrowserPage is the test page: it imports the built SDK as an ES
 // module and, against the daemon at its own origin, creates a session,
-// execs, streams an exec, writes and reads a file and deletes the session;
-// window.__result is what happened, as JSON.
+// execs, streams an exec, writes and reads a file and deletes the session,
+// then has a command held for approval in another; window.__result is
+// what happened, as JSON.
 const tsBrowserPage = `<!doctype html>
 <meta charset="utf-8">
 <title>paddock sdk in a browser</title>
 <script type="module">
-import { Paddock } from "/sdk/index.js";
+import { Paddock, ApprovalRequired } from "/sdk/index.js";
 const out = { ua: navigator.userAgent };
 try {
   const pd = new Paddock({ url: location.origin, token: %s });
@@ -48,6 +49,14 @@ try {
   out.file = await s.readText("/workspace/b.txt");
   await s.delete();
   out.deleted = true;
+  const held = await pd.createSession({ policy: { process: { ask: ["touch *"] } } });
+  try {
+    await held.exec("touch /workspace/x");
+    out.approval = "not held";
+  } catch (e) {
+    out.approval = e instanceof ApprovalRequired ? e.approvalId : "not ApprovalRequired: " + String(e);
+  }
+  await held.delete();
 } catch (e) {
   out.error = String((e && e.stack) || e);
 }
@@ -62,7 +71,8 @@ window.__result = JSON.stringify(out);
 // (The gateway does not answer CORS: a page on another origin gets 401 for
 // its preflight, so cross-origin pages cannot use the API; see
 // docs/STATUS.md.) The page creates a session, execs, reads a streamed
-// exec to its exit code, writes and reads a file, and deletes the session;
+// exec to its exit code, writes and reads a file, and deletes the session,
+// then gets ApprovalRequired (with its approval id) for a held command;
 // the test checks each result, that the browser's fetch made the calls,
 // and that the daemon shows the session deleted.
 func TestTSSDKBrowser(t *testing.T) {
@@ -143,8 +153,9 @@ func TestTSSDKBrowser(t *testing.T) {
 			Text string `json:"text"`
 			Exit *int   `json:"exit"`
 		} `json:"stream"`
-		File    string `json:"file"`
-		Deleted bool   `json:"deleted"`
+		File     string `json:"file"`
+		Deleted  bool   `json:"deleted"`
+		Approval string `json:"approval"`
 	}
 	if err := json.Unmarshal([]byte(raw), &res); err != nil {
 		t.Fatalf("window.__result %q: %v", raw, err)
@@ -166,6 +177,9 @@ func TestTSSDKBrowser(t *testing.T) {
 	}
 	if !res.Deleted {
 		t.Errorf("delete did not finish: %s", raw)
+	}
+	if !strings.HasPrefix(res.Approval, "apr-") {
+		t.Errorf("a held command: %q, want ApprovalRequired with its approval id", res.Approval)
 	}
 	if n := fromBrowser.Load(); n < 6 {
 		t.Errorf("%d API calls came from the browser's fetch, want at least 6", n)
