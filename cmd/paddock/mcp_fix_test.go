@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -277,5 +278,29 @@ func TestMCPDocsNoTokenInArgv(t *testing.T) {
 		if bad != "" {
 			t.Errorf("docs/mcp.md:%d shows %s: %s", i+1, bad, line)
 		}
+	}
+}
+
+// TestMCPServeRefusesPlainHTTP: `mcp serve` refuses plain http:// to a
+// host other than this machine as install does (usage error, exit 2),
+// before it reads a token or calls the daemon; loopback http:// is let
+// through (and here fails only at the call, nothing listens).
+func TestMCPServeRefusesPlainHTTP(t *testing.T) {
+	t.Setenv("PADDOCK_TOKEN", "pdk_x")
+	var ue usageError
+	for _, u := range []string{"http://other-host.invalid:7788", "http://192.0.2.10:7788", "http://[2001:db8::1]:7788"} {
+		_, err := runMCP(t, "mcp", "serve", "--url", u)
+		if !errors.As(err, &ue) || exitCode(err) != 2 || !strings.Contains(err.Error(), "https://") {
+			t.Errorf("serve --url %s: %v", u, err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	if _, err := runMCP(t, "mcp", "serve", "--url", closed); err == nil || errors.As(err, &ue) {
+		t.Errorf("serve --url %s (loopback, nothing listening): %v, want the call's error", closed, err)
 	}
 }
