@@ -37,7 +37,8 @@ type Server struct {
 	jobStreams   streamCount
 	eventStreams streamCount
 
-	idem idemFlights // Idempotency-Key requests running (idempotency.go)
+	idem  idemFlights // Idempotency-Key requests running (idempotency.go)
+	reads readFolder  // mcp.read entries of repeated reads (toolaudit.go)
 
 	sessions *session.Manager
 	svc      Services // the core's siblings (services.go)

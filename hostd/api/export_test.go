@@ -13,3 +13,11 @@ func SetIdempotencyWait(d time.Duration) (restore func()) {
 // MaxIdemWaitersPerCaller is how many retries of one caller may wait for
 // their first requests at once.
 const MaxIdemWaitersPerCaller = maxIdemWaitersPerCaller
+
+// SetReadFold sets the mcp.read folding bounds (toolaudit.go) for a
+// test; the func puts them back.
+func SetReadFold(window time.Duration, keysPerWindow, windows int) (restore func()) {
+	ow, ok, on := readWindow, maxReadKeysPerWindow, maxReadWindows
+	readWindow, maxReadKeysPerWindow, maxReadWindows = window, keysPerWindow, windows
+	return func() { readWindow, maxReadKeysPerWindow, maxReadWindows = ow, ok, on }
+}
