@@ -35,6 +35,12 @@ const (
 	// DefaultHTTPIdleTimeout closes an MCP session no request has touched
 	// for this long.
 	DefaultHTTPIdleTimeout = 30 * time.Minute
+	// DefaultHTTPCallsPerToken bounds the tool calls of one token running
+	// at once, over all its sessions: each may hold a tool's output (up
+	// to a 64 MiB API answer) in memory. A call past it is refused at
+	// once with a tool error led by too_many_calls (the agent retries
+	// when one of its calls has finished); it does not wait.
+	DefaultHTTPCallsPerToken = 8
 )
 
 // The handler's bounds on the tokens it keeps a server for: in all, and
@@ -57,11 +63,12 @@ type HTTPOptions struct {
 	// AllowWrite offers the write tools, as Options.AllowWrite.
 	AllowWrite bool
 	Version    string
-	// MaxBody, SessionsPerToken and IdleTimeout are the limits (the
-	// Default* constants when zero).
+	// MaxBody, SessionsPerToken, IdleTimeout and CallsPerToken are the
+	// limits (the Default* constants when zero).
 	MaxBody          int64
 	SessionsPerToken int
 	IdleTimeout      time.Duration
+	CallsPerToken    int
 }
 
 // HTTPHandler serves MCP over streamable HTTP. Each request's bearer token
@@ -133,6 +140,9 @@ func NewHTTPHandler(opts HTTPOptions) *HTTPHandler {
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultHTTPIdleTimeout
+	}
+	if opts.CallsPerToken <= 0 {
+		opts.CallsPerToken = DefaultHTTPCallsPerToken
 	}
 	h := &HTTPHandler{opts: opts, servers: map[string]*tokenServer{},
 		maxTokens: maxHTTPTokens, maxPerOwner: maxHTTPTokensPerOwner, recheckEvery: recheckEvery}
@@ -301,6 +311,7 @@ func (h *HTTPHandler) build(c *client.Client, who *api.WhoAmI, now time.Time) (*
 	if err != nil {
 		return nil, http.StatusBadRequest, "invalid_argument", err.Error()
 	}
+	srv.AddReceivingMiddleware(limitCalls(h.opts.CallsPerToken))
 	if !h.rechecking {
 		h.rechecking = true
 		go h.recheck()
@@ -446,3 +457,25 @@ func (w *releaseWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *releaseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// limitCalls lets at most n tool calls of one server (one token) run at
+// once; a call past them is answered at once with a tool error an agent
+// can act on, and never reaches the daemon.
+func limitCalls(n int) sdk.Middleware {
+	slots := make(chan struct{}, n)
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{
+					Text: "too_many_calls: this token has " + itoa(int64(n)) + " tool calls running, the most allowed at once; retry when one has finished"}}}, nil
+			}
+			defer func() { <-slots }()
+			return next(ctx, method, req)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -331,5 +332,69 @@ func TestMCPHTTPOpenNotCountedTwice(t *testing.T) {
 			t.Fatalf("round %d, a third session: %d %s", i, code, body)
 		}
 		srv.Close()
+	}
+}
+
+// TestMCPHTTPCallsPerToken: a token has at most CallsPerToken tool calls
+// running at once; the next one, made while they run, is refused at once
+// with too_many_calls (it does not wait for them), another token's call
+// runs meanwhile, and once the calls end the token may call again.
+func TestMCPHTTPCallsPerToken(t *testing.T) {
+	d := daemontest.New(t)
+	sid := mustSession(t, d)
+	tokB, err := d.Client.MintToken(t.Context(), sid, api.TokenRequest{Ops: []string{api.OpRead, api.OpExec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 3
+	h := mcp.NewHTTPHandler(mcp.HTTPOptions{
+		Client:        func(token string) *client.Client { return client.New(d.URL, token) },
+		AllowWrite:    true,
+		CallsPerToken: limit,
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// Two MCP sessions of the admin token share its count.
+	a1 := mustConnectHTTP(t, srv.URL, d.Token)
+	a2 := mustConnectHTTP(t, srv.URL, d.Token)
+	b := mustConnectHTTP(t, srv.URL, tokB.Token)
+
+	sleep := map[string]any{"session": sid, "command": "sleep 3; echo slept"}
+	var wg sync.WaitGroup
+	slow := make([]string, limit)
+	for i := range limit {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs := a1
+			if i%2 == 1 {
+				cs = a2
+			}
+			var ex ExecResult
+			if e := call(t, cs, "session_exec", sleep, &ex); e != "" {
+				slow[i] = e
+			} else {
+				slow[i] = ex.Stdout
+			}
+		}()
+	}
+	time.Sleep(time.Second) // the three are running
+	start := time.Now()
+	e := call(t, a2, "session_exec", map[string]any{"session": sid, "command": "echo extra"}, nil)
+	if !strings.HasPrefix(e, "too_many_calls") || time.Since(start) > 1500*time.Millisecond {
+		t.Errorf("a call past the limit: %q after %s, want too_many_calls at once", e, time.Since(start))
+	}
+	var ex ExecResult
+	if e := call(t, b, "session_exec", map[string]any{"session": sid, "command": "echo other-token"}, &ex); e != "" || ex.Stdout != "other-token\n" {
+		t.Errorf("another token's call while the first is at its limit: %q %+v", e, ex)
+	}
+	wg.Wait()
+	for i, out := range slow {
+		if out != "slept\n" {
+			t.Errorf("slow call %d: %q", i, out)
+		}
+	}
+	if e := call(t, a1, "session_exec", map[string]any{"session": sid, "command": "echo again"}, &ex); e != "" || ex.Stdout != "again\n" {
+		t.Errorf("a call after the others ended: %q %+v", e, ex)
 	}
 }
