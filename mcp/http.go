@@ -235,6 +235,14 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The tools learn the address the caller used from this header (set
+	// here, whatever the request carried), so a URL a tool hands out is
+	// one the caller can open rather than the daemon's internal one.
+	if base := publicBase(r); base != "" {
+		r.Header.Set(publicBaseHeader, base)
+	} else {
+		r.Header.Set(publicBaseHeader, noPublicBase)
+	}
 	var s *Server
 	if ts != nil {
 		s = ts.srv
@@ -478,4 +486,64 @@ func limitCalls(n int) sdk.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// publicBaseHeader carries, from ServeHTTP to the tools (the SDK hands a
+// tool its request's header), the scheme and host the caller used to
+// reach /mcp; noPublicBase when the request named no usable host (the
+// tools then hand out the URL's path alone).
+const (
+	publicBaseHeader = "Paddock-Mcp-Public-Base"
+	noPublicBase     = "none"
+)
+
+// maxPublicHost bounds the host a public base is built from.
+const maxPublicHost = 255
+
+// publicBase is the scheme and host the caller used, as the preview proxy
+// reads them (hostd/previews): X-Forwarded-Proto and X-Forwarded-Host
+// when the gateway set them, else the connection's TLS and the Host
+// header. A host that is not a plain host[:port] is passed over; "" when
+// none is left. A caller who sends a false one only misleads itself: the
+// base goes into its own answers.
+func publicBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+		if p := strings.ToLower(strings.TrimSpace(strings.Split(v, ",")[0])); p == "http" || p == "https" {
+			scheme = p
+		}
+	}
+	for _, host := range []string{strings.TrimSpace(strings.Split(r.Header.Get("X-Forwarded-Host"), ",")[0]), r.Host} {
+		if plainHost(host) {
+			return scheme + "://" + host
+		}
+	}
+	return ""
+}
+
+// plainHost says whether h is a host[:port] and nothing more.
+func plainHost(h string) bool {
+	if h == "" || len(h) > maxPublicHost {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_:[]", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// callBase is what ServeHTTP recorded for the tool call in ctx: the
+// public base, noPublicBase, or "" when the call did not come over HTTP
+// (over stdio the client's own daemon URL is the caller's).
+func callBase(ctx context.Context) string {
+	req, _ := ctx.Value(callKey{}).(*sdk.CallToolRequest)
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ""
+	}
+	return req.Extra.Header.Get(publicBaseHeader)
 }
