@@ -188,3 +188,58 @@ func TestToolReadFolded(t *testing.T) {
 		t.Errorf("after the window: %d entries standing for %d reads, want at most 17 for %d: %+v", len(all), total, n, all)
 	}
 }
+
+// TestToolReadWindowsBounded: with room for 2 open windows, a read of a
+// third session closes the oldest window early, so its counts are
+// written at once rather than held (the folder's memory stays bounded).
+func TestToolReadWindowsBounded(t *testing.T) {
+	defer api.SetReadFold(time.Hour, 8, 2)()
+	d := fakeDaemon(t)
+	ctx := t.Context()
+	var ids []string
+	for range 3 {
+		s, err := d.c.CreateSession(ctx, apiv1.CreateRequest{Agent: "tool"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	read := func(id string) {
+		t.Helper()
+		if _, err := d.c.GetSession(client.WithTool(ctx, "session_get"), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		read(ids[0])
+	}
+	read(ids[1])
+	repeats := func() int {
+		es, err := d.c.Events(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			var data struct {
+				Repeats int `json:"repeats"`
+			}
+			if e.Kind == "mcp.read" && json.Unmarshal(e.Data, &data) == nil {
+				n += data.Repeats
+			}
+		}
+		return n
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := repeats(); n != 0 {
+		t.Fatalf("the first window's repeats written while it is open: %d", n)
+	}
+	read(ids[2]) // a third window: the first, the oldest, gives way
+	deadline := time.Now().Add(5 * time.Second)
+	for repeats() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the oldest window's 4 repeats: %d written", repeats())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
