@@ -263,7 +263,8 @@ func (c *Client) Artifacts(ctx context.Context, id string) (*api.Artifacts, erro
 	return &out, c.do(ctx, http.MethodGet, sp(id)+"/artifacts", nil, nil, &out)
 }
 
-// Events returns the session's ledger.
+// Events returns the session's ledger: its oldest 10000 entries at most
+// (EventsPage reads the newest, or pages on).
 func (c *Client) Events(ctx context.Context, id string) ([]api.LedgerEntry, error) {
 	var out struct {
 		Ledger []api.LedgerEntry `json:"ledger"`
