@@ -21,3 +21,16 @@ func SetReadFold(window time.Duration, keysPerWindow, windows int) (restore func
 	readWindow, maxReadKeysPerWindow, maxReadWindows = window, keysPerWindow, windows
 	return func() { readWindow, maxReadKeysPerWindow, maxReadWindows = ow, ok, on }
 }
+
+// CloseReadWindows closes every open mcp.read window of s now and writes
+// its counts, as the end of the window would.
+func CloseReadWindows(s *Server) {
+	s.reads.mu.Lock()
+	open := s.reads.windows
+	s.reads.windows = nil
+	s.reads.mu.Unlock()
+	for id, w := range open {
+		w.timer.Stop()
+		s.reads.write(s, id, w)
+	}
+}

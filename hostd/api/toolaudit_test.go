@@ -69,8 +69,10 @@ func TestToolReadPath(t *testing.T) {
 // each distinct (tool, route, path) at once, the repeats as one counted
 // entry when the window closes, and distinct reads past the window's
 // bound as one "other_reads" count. Every distinct tool still appears.
+// (The timer's own close is TestToolReadWindowTimer's.)
 func TestToolReadFolded(t *testing.T) {
-	defer api.SetReadFold(2*time.Second, 8, 4096)()
+	// A window longer than the test: it is closed by the test.
+	defer api.SetReadFold(time.Hour, 8, 4096)()
 	d := fakeDaemon(t)
 	ctx := t.Context()
 	s, err := d.c.CreateSession(ctx, apiv1.CreateRequest{Agent: "tool"})
@@ -163,16 +165,8 @@ func TestToolReadFolded(t *testing.T) {
 		}
 	}
 	// The window closes: the counts are written.
-	var all []read
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if all = reads(); len(all) > len(first) {
-			time.Sleep(200 * time.Millisecond) // the rest of the window's entries
-			all = reads()
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	api.CloseReadWindows(d.api)
+	all := reads()
 	total := 0
 	for _, r := range all {
 		total++
@@ -241,5 +235,45 @@ func TestToolReadWindowsBounded(t *testing.T) {
 			t.Fatalf("the oldest window's 4 repeats: %d written", repeats())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestToolReadWindowTimer: a window closes by itself when its time is
+// up, writing the count of its repeats.
+func TestToolReadWindowTimer(t *testing.T) {
+	defer api.SetReadFold(3*time.Second, 8, 4096)()
+	d := fakeDaemon(t)
+	ctx := t.Context()
+	s, err := d.c.CreateSession(ctx, apiv1.CreateRequest{Agent: "tool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := d.c.GetSession(client.WithTool(ctx, "session_get"), s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		es, err := d.c.Events(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			var data struct {
+				Repeats int `json:"repeats"`
+			}
+			if e.Kind == "mcp.read" && json.Unmarshal(e.Data, &data) == nil {
+				n += data.Repeats
+			}
+		}
+		if n >= 1 {
+			break // 2 repeats, or fewer if a read came after the window closed
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no count written after the window's time")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
