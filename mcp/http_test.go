@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -361,7 +362,6 @@ func TestMCPHTTPCallsPerToken(t *testing.T) {
 	a2 := mustConnectHTTP(t, srv.URL, d.Token)
 	b := mustConnectHTTP(t, srv.URL, tokB.Token)
 
-	sleep := map[string]any{"session": sid, "command": "sleep 3; echo slept"}
 	var wg sync.WaitGroup
 	slow := make([]string, limit)
 	for i := range limit {
@@ -373,6 +373,7 @@ func TestMCPHTTPCallsPerToken(t *testing.T) {
 				cs = a2
 			}
 			var ex ExecResult
+			sleep := map[string]any{"session": sid, "command": "touch /tmp/started-" + strconv.Itoa(i) + "; sleep 6; echo slept"}
 			if e := call(t, cs, "session_exec", sleep, &ex); e != "" {
 				slow[i] = e
 			} else {
@@ -380,10 +381,23 @@ func TestMCPHTTPCallsPerToken(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(time.Second) // the three are running
+	// Wait (with the admin's REST client, which the limit does not
+	// count) until the three are running in the sandbox.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r, err := d.Client.Exec(t.Context(), sid, api.ExecRequest{Command: "ls /tmp | grep -c started-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(r.Stdout) == strconv.Itoa(limit) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow calls did not start: %q", r.Stdout)
+		}
+	}
 	start := time.Now()
 	e := call(t, a2, "session_exec", map[string]any{"session": sid, "command": "echo extra"}, nil)
-	if !strings.HasPrefix(e, "too_many_calls") || time.Since(start) > 1500*time.Millisecond {
+	if !strings.HasPrefix(e, "too_many_calls") || time.Since(start) > 3*time.Second {
 		t.Errorf("a call past the limit: %q after %s, want too_many_calls at once", e, time.Since(start))
 	}
 	var ex ExecResult
