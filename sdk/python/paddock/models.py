@@ -259,11 +259,15 @@ class Error(TypedDict):
     error: str
 
 
-class Events(TypedDict):
-    """The answer of GET .../events."""
-
+class _EventsRequired(TypedDict):
     ledger: List["LedgerEntry"]
     vm_events: List["VMEvent"]
+
+
+class Events(_EventsRequired, total=False):
+    """The answer of GET .../events."""
+
+    ledger_more: bool
 
 
 class _ExecRequestRequired(TypedDict):
@@ -1504,6 +1508,7 @@ FIELDS: Dict[str, Dict[str, Tuple[str, str, bool]]] = {
     },
     "Events": {
         "ledger": ("array", "LedgerEntry", True),
+        "ledger_more": ("boolean", "", False),
         "vm_events": ("array", "VMEvent", True),
     },
     "ExecRequest": {
