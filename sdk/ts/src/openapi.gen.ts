@@ -229,7 +229,7 @@ export interface paths {
         };
         /**
          * The session's ledger and VM events
-         * @description Answers for every state, deleted included. At most 10000 ledger entries and 10000 VM events; with since, only those after it.
+         * @description Answers for every state, deleted included. At most 10000 ledger entries and 10000 VM events. With no query, the oldest ledger entries; with since, those after it; with after, those after that seq (for the VM events: from that entry's time on). These come oldest first, at most limit of them, and ledger_more says more follow. tail gives the newest ledger entries and VM events instead and goes with none of since, after and limit.
          */
         get: operations["events"];
         put?: never;
@@ -2235,6 +2235,8 @@ export interface components {
             ledger: components["schemas"]["LedgerEntry"][];
             /** @description What happened to the session's machine, oldest first (at most 10000). */
             vm_events: components["schemas"]["VMEvent"][];
+            /** @description More ledger entries follow this page (ask again with after set to the last seq). Absent when none do, and with tail. */
+            ledger_more?: boolean;
         };
         /** @description One thing that happened to the session's machine. boot: it started (create, restore, a fork child); checkpoint, restore, fork; stop: the daemon stopped it (delete, expiry); oom: the kernel killed processes in it for want of memory (procbox and qemu, polled every 2 s); death: it ended on its own. */
         VMEvent: {
@@ -3015,6 +3017,10 @@ export interface components {
         FilePath: string;
         /** @description The repository's absolute path, without .. (default the workspace). */
         GitRepo: string;
+        /** @description At most this many ledger entries (default 10000). */
+        EventsLimit: number;
+        /** @description The newest this many ledger entries and VM events, oldest first. */
+        EventsTail: number;
         /** @description How many commits. */
         GitLogN: number;
         /** @description The first byte to read. */
@@ -3524,6 +3530,12 @@ export interface operations {
             query?: {
                 /** @description Only what happened after this time (RFC 3339). */
                 since?: string;
+                /** @description Only the ledger entries with a seq above this one (not with since). */
+                after?: number;
+                /** @description At most this many ledger entries (default 10000). */
+                limit?: components["parameters"]["EventsLimit"];
+                /** @description The newest this many ledger entries and VM events, oldest first. */
+                tail?: components["parameters"]["EventsTail"];
             };
             header?: never;
             path: {
@@ -3543,7 +3555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Events"];
                 };
             };
-            /** @description since is not an RFC 3339 time. */
+            /** @description since is not an RFC 3339 time, tail, limit or after is out of range, or tail comes with since, after or limit, or after with since. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];

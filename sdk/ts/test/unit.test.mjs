@@ -93,6 +93,20 @@ test("evaluate and rollout refuse bad input before forking", async () => {
   assert.equal(calls, 0);
 });
 
+test("fetch is called as a plain function, as a browser's fetch requires", async () => {
+  // A browser's fetch throws "Illegal invocation" when called as a method
+  // of another object; this fake does the same.
+  let calls = 0;
+  const fetchLikeABrowser = function (input, init) {
+    if (this !== undefined && this !== globalThis) throw new TypeError("Illegal invocation");
+    calls++;
+    return Promise.resolve(new Response(JSON.stringify({ status: "ok" }), { status: 200, headers: { "Content-Type": "application/json" } }));
+  };
+  const pd = new Paddock({ url: "https://x", token: "t", fetch: fetchLikeABrowser });
+  assert.deepEqual(await pd.health(), { status: "ok" });
+  assert.equal(calls, 1);
+});
+
 test("config: env, and a CA Node's fetch cannot apply is refused", () => {
   const saved = { ...process.env };
   try {
