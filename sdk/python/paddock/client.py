@@ -694,6 +694,11 @@ class Session:
     def trajectory(self) -> m.Trajectory:
         return self._get("/trajectory")
 
+    def verify_ledger(self) -> m.LedgerVerification:
+        """Whether the session's ledger chain holds together: ok is false,
+        with where and why, when it does not (the call itself worked)."""
+        return self._get("/ledger/verify")
+
 
 class Sandbox:
     """The lower API: a sandbox with commands, files and a TTL."""

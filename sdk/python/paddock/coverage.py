@@ -24,6 +24,7 @@ COVERAGE: Dict[str, str] = {
     f"GET {S}/events": "Session.events",
     f"GET {S}/events/stream": "Session.stream_events",
     f"GET {S}/trajectory": "Session.trajectory",
+    f"GET {S}/ledger/verify": "Session.verify_ledger",
     f"GET {S}/git/status": "Git.status",
     f"GET {S}/git/diff": "Git.diff",
     f"GET {S}/git/log": "Git.log",

@@ -603,6 +603,22 @@ class LedgerEntry(TypedDict):
     time: str
 
 
+class _LedgerVerificationRequired(TypedDict):
+    entries: int
+    head: str
+    ok: bool
+    recorded: int
+
+
+class LedgerVerification(_LedgerVerificationRequired, total=False):
+    """The answer of GET .../ledger/verify (hostd/ledger.VerifyResult)."""
+
+    broken_seq: int
+    detail: str
+    reason: Literal["seq gap", "prev mismatch", "hash mismatch", "session mismatch", "truncated", "head mismatch", "no head", "unknown session"]
+    recorded_head: str
+
+
 class _ListingRequired(TypedDict):
     entries: List["FileInfo"]
     kind: Literal["dir", "file"]
@@ -1779,6 +1795,16 @@ FIELDS: Dict[str, Dict[str, Tuple[str, str, bool]]] = {
         "session": ("string", "", True),
         "time": ("string", "", True),
     },
+    "LedgerVerification": {
+        "broken_seq": ("integer", "", False),
+        "detail": ("string", "", False),
+        "entries": ("integer", "", True),
+        "head": ("string", "", True),
+        "ok": ("boolean", "", True),
+        "reason": ("string", "", False),
+        "recorded": ("integer", "", True),
+        "recorded_head": ("string", "", False),
+    },
     "Listing": {
         "entries": ("array", "FileInfo", True),
         "kind": ("string", "", True),
@@ -2308,6 +2334,7 @@ OPERATIONS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
     "DELETE /v1/agents/sessions/{id}/jobs/{job}": (None, "Job"),
     "POST /v1/agents/sessions/{id}/jobs/{job}/stdin": ("JobStdin", "Job"),
     "GET /v1/agents/sessions/{id}/jobs/{job}/stream": (None, None),
+    "GET /v1/agents/sessions/{id}/ledger/verify": (None, "LedgerVerification"),
     "POST /v1/agents/sessions/{id}/preview": ("PreviewRequest", "Preview"),
     "DELETE /v1/agents/sessions/{id}/preview/{preview}": (None, None),
     "GET /v1/agents/sessions/{id}/previews": (None, "PreviewList"),

@@ -205,7 +205,7 @@ def every_call(px: "paddock.Paddock", rec: Recorder, tmp: str) -> None:
     s.approve("apr-0123456789abcdef", note="n"), s.deny("apr-0123456789abcdef", note="n")
     s.create_grant(hosts=["api.example.com"], header="Authorization", secret_ref="env:K", ttl_seconds=60), s.grants(), s.delete_grant("g1"), s.delete_grants()
     s.pty_ticket()
-    s.events(since="2026-01-01T00:00:00Z"), list(s.stream_events()), s.artifacts(), s.trajectory()
+    s.events(since="2026-01-01T00:00:00Z"), list(s.stream_events()), s.artifacts(), s.trajectory(), s.verify_ledger()
     s.git.status(), s.git.diff(path="a", staged=True), s.git.log()
     s.git.commit(message="m", repo="/work", staged_only=True), s.git.branch(name="b", repo="/work")
     s.files.list("/work"), s.files.read("/work/a")

@@ -529,6 +529,11 @@ export class Session {
     return this.t.request("GET", this.p("/trajectory"), o);
   }
 
+  /** verifyLedger asks whether the session's ledger chain holds together (ok false says where and why it breaks). */
+  async verifyLedger(o?: CallOptions): Promise<S["LedgerVerification"]> {
+    return this.t.request("GET", this.p("/ledger/verify"), o);
+  }
+
   async probe(o?: CallOptions): Promise<S["Probe"]> {
     return this.t.request("GET", this.p("/probe"), o);
   }

@@ -286,6 +286,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/sessions/{id}/ledger/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session's id. A sandbox's id (sbx-…) is 404 on every session route. */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Whether the session's ledger chain holds together
+         * @description Recomputes every entry's hash, checks each link to the entry before, and holds the chain to the head recorded with the appends (hostd/ledger.Verify). A broken chain is a 200 with ok false and where and why it breaks; the check reads the whole ledger and changes nothing.
+         */
+        get: operations["verifyLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/sessions/{id}/git/status": {
         parameters: {
             query?: never;
@@ -2270,6 +2293,28 @@ export interface components {
             prev: string;
             hash: string;
         };
+        /** @description The answer of GET .../ledger/verify (hostd/ledger.VerifyResult). */
+        LedgerVerification: {
+            /** @description The chain holds together and reaches the recorded head. */
+            ok: boolean;
+            /** @description How many entries verified, from seq 1, before any break. */
+            entries: number;
+            /** @description The hash of the last entry that verified ("" for none). */
+            head: string;
+            /** @description Where the chain breaks (absent when ok). */
+            broken_seq?: number;
+            /**
+             * @description Why it breaks (absent when ok).
+             * @enum {string}
+             */
+            reason?: "seq gap" | "prev mismatch" | "hash mismatch" | "session mismatch" | "truncated" | "head mismatch" | "no head" | "unknown session";
+            /** @description The break in words (absent when ok). */
+            detail?: string;
+            /** @description How many entries the recorded head says there are. */
+            recorded: number;
+            /** @description The recorded head's hash (absent when none was recorded). */
+            recorded_head?: string;
+        };
         /** @description The answer of GET .../events. */
         Events: {
             ledger: components["schemas"]["LedgerEntry"][];
@@ -3710,6 +3755,33 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    verifyLedger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session's id. A sandbox's id (sbx-…) is 404 on every session route. */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verification. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LedgerVerification"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };

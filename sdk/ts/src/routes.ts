@@ -19,6 +19,7 @@ export const ROUTES: Record<string, string> = {
   "GET /v1/agents/sessions/{id}/events": "Session.events",
   "GET /v1/agents/sessions/{id}/events/stream": "Session.eventStream",
   "GET /v1/agents/sessions/{id}/trajectory": "Session.trajectory",
+  "GET /v1/agents/sessions/{id}/ledger/verify": "Session.verifyLedger",
   "GET /v1/agents/sessions/{id}/git/status": "Session.gitStatus",
   "GET /v1/agents/sessions/{id}/git/diff": "Session.gitDiff",
   "GET /v1/agents/sessions/{id}/git/log": "Session.gitLog",
