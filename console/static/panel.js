@@ -26,7 +26,7 @@ import { artifactsPart, previewsPart } from './panel/outputs.js';
 // least time between two reads asked for by events.
 const RECORD_POLL_MS = 15000;
 const RECORD_MIN_GAP_MS = 500;
-const LEDGER_RECHECK_MS = 3000;
+const LEDGER_RECHECK_MS = 1500;
 
 // bus is the parts' message board: on(name, fn) and emit(name, value).
 function bus() {
