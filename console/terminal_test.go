@@ -1,0 +1,194 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"paddock.dev/paddock/client"
+)
+
+// The terminal tab shown now.
+const activeTerm = ".term-panel:not([hidden])"
+
+// typeKeys types s into the terminal shown, key by key, as Chrome's own
+// input does for a keyboard: rawKeyDown, char, keyUp. (chromedp's plain
+// keyDown carries no text, so the char that follows would be typed on top
+// of the key xterm.js already took: every letter twice.)
+func typeKeys(t *testing.T, ctx context.Context, s string) {
+	t.Helper()
+	raw := func(p *input.DispatchKeyEventParams) {
+		if p.Type == input.DispatchKeyEventTypeKeyDown {
+			p.Type = input.DispatchKeyEventTypeRawKeyDown
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Focus(activeTerm+" .xterm-helper-textarea"), chromedp.KeyEvent(s, raw)); err != nil {
+		t.Fatalf("type %q: %v", s, err)
+	}
+}
+
+// screenRowsJS is the text of the rows of the terminal shown, one string a
+// row, as xterm.js drew them.
+const screenRowsJS = `[...document.querySelectorAll("` + activeTerm + ` .xterm-rows > div")].map((r) => r.textContent.replace(/\u00a0/g, " ").trimEnd())`
+
+// waitRow waits until the terminal shown has a row that is exactly want.
+func waitRow(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	js := fmt.Sprintf(`%s.includes(%q)`, screenRowsJS, want)
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		rows, _ := chromedp.Run(ctx, chromedp.Evaluate[[]string](screenRowsJS))
+		t.Fatalf("no row %q in the terminal (%v); it shows:\n%s", want, err, strings.TrimRight(strings.Join(rows, "\n"), "\n"))
+	}
+}
+
+// termState is what the terminal shown says about itself.
+type termState struct {
+	State    string `json:"state"`
+	Status   string `json:"status"`
+	Cols     string `json:"cols"`
+	Rows     string `json:"rows"`
+	ExitCode string `json:"exitCode"`
+	Tabs     int    `json:"tabs"`
+}
+
+const termStateJS = `(() => {
+	const p = document.querySelector("` + activeTerm + `");
+	if (!p) return {};
+	const s = p.querySelector(".term-screen");
+	return {state: p.dataset.state || "", status: p.querySelector(".term-status").textContent,
+		cols: s.dataset.cols || "", rows: s.dataset.rows || "", exitCode: s.dataset.exitCode || "",
+		tabs: document.querySelectorAll(".term-tab").length};
+})()`
+
+// waitState waits until the terminal shown is in state (open, exited, …).
+func waitState(t *testing.T, ctx context.Context, state string) termState {
+	t.Helper()
+	js := fmt.Sprintf(`document.querySelector(%q)?.dataset.state === %q`, activeTerm, state)
+	err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second)))
+	st, err2 := chromedp.Run(ctx, chromedp.Evaluate[termState](termStateJS))
+	if err != nil || err2 != nil {
+		t.Fatalf("the terminal is not %s (%v, %v): %+v", state, err, err2, st)
+	}
+	return st
+}
+
+// watchCSP records the page's CSP violations from now on.
+func watchCSP(t *testing.T, ctx context.Context) {
+	t.Helper()
+	js := `window.cspViolations = []; document.addEventListener("securitypolicyviolation", (e) => window.cspViolations.push(e.violatedDirective + " " + e.blockedURI)); true`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cspViolations(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.cspViolations`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// terminalScenario drives the terminal that was just opened on session id
+// (its first tab): type and read, resize, two tabs, an exit code, a close.
+// shoot takes the screenshot of the page with both tabs.
+func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id string, shoot func()) {
+	first := waitState(t, ctx, "open")
+
+	// Type a line and see the shell's answer (not the echo of the line).
+	typeKeys(t, ctx, "echo hi-$((6*7))\n")
+	waitRow(t, ctx, "hi-42")
+
+	// Resize the window: the terminal follows it, and the shell is told.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(560, 520)); err != nil {
+		t.Fatal(err)
+	}
+	js := fmt.Sprintf(`(() => { const s = document.querySelector(%q); return s.dataset.cols !== %q && s.dataset.rows !== %q; })()`,
+		activeTerm+" .term-screen", first.Cols, first.Rows)
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the terminal kept its size %sx%s after the window shrank: %v", first.Cols, first.Rows, err)
+	}
+	small := waitState(t, ctx, "open")
+	if small.Status != fmt.Sprintf("Connected: %s×%s.", small.Cols, small.Rows) {
+		t.Errorf("status after the resize: %q, want the new size %s×%s", small.Status, small.Cols, small.Rows)
+	}
+	typeKeys(t, ctx, "stty size\n")
+	waitRow(t, ctx, small.Rows+" "+small.Cols)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second tab is a second shell: a variable set in the first is not
+	// set there, and is still set in the first.
+	typeKeys(t, ctx, "C3VAR=alpha-$((2+3))\n")
+	if err := chromedp.Do(ctx, chromedp.Click(".term-new")); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitState(t, ctx, "open"); st.Tabs != 2 {
+		t.Fatalf("%d tabs after New terminal, want 2", st.Tabs)
+	}
+	typeKeys(t, ctx, "echo \"v=[${C3VAR:-unset}]\"\n")
+	waitRow(t, ctx, "v=[unset]")
+	if err := chromedp.Do(ctx, chromedp.Click(`.term-tab[id$="-1-tab"]`)); err != nil {
+		t.Fatal(err)
+	}
+	typeKeys(t, ctx, "echo \"v=[$C3VAR]\"\n")
+	waitRow(t, ctx, "v=[alpha-5]")
+
+	// The second shell exits with 3: its tab says so, and stays.
+	if err := chromedp.Do(ctx, chromedp.Click(`.term-tab[id$="-2-tab"]`)); err != nil {
+		t.Fatal(err)
+	}
+	typeKeys(t, ctx, "exit 3\n")
+	exited := waitState(t, ctx, "exited")
+	if exited.Status != "The shell exited with code 3." || exited.ExitCode != "3" {
+		t.Errorf("after exit 3: status %q, exit code %q", exited.Status, exited.ExitCode)
+	}
+	shoot()
+
+	// Closing the first tab hangs up its shell: the daemon ledgers both
+	// ends, the exit (3) and the close from the console.
+	if err := chromedp.Do(ctx, chromedp.Click(`.term-close[aria-label="Close Terminal 1"]`)); err != nil {
+		t.Fatal(err)
+	}
+	ended := map[string]int{}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		entries, err := c.Events(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(ended)
+		for _, e := range entries {
+			if e.Kind != "pty.close" {
+				continue
+			}
+			var d struct {
+				Ended    string `json:"ended"`
+				ExitCode *int   `json:"exit_code"`
+			}
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Ended == "exit" && (d.ExitCode == nil || *d.ExitCode != 3) {
+				t.Fatalf("pty.close %s", e.Data)
+			}
+			ended[d.Ended]++
+		}
+		if ended["exit"] == 1 && ended["client"] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pty.close entries by how they ended: %v, want one exit (code 3) and one client", ended)
+		}
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".term-tab").length`)); err != nil || n != 1 {
+		t.Errorf("%d tabs after closing one of 2 (%v)", n, err)
+	}
+}
