@@ -221,7 +221,7 @@ var table = []Route{
 // outside are routes the daemon serves in front of hostd/api rather than
 // through it: the MCP server over streamable HTTP (hostd/daemon/mcp.go,
 // docs/mcp.md), which checks its caller's token itself and whose tools
-// call the API as that caller. They are rows so that their limits live
+// call the API as that caller, and the web console's files (console). They are rows so that their limits live
 // in the table and the gateway applies them (Match and Lookup find
 // them); hostd/api binds no handler to them and docs/api/openapi.yaml
 // does not describe them, so All leaves them out.
@@ -229,6 +229,11 @@ var outside = []Route{
 	body(row("POST /mcp", auth.AccessAny), MCPBody),
 	row("GET /mcp", auth.AccessAny),
 	row("DELETE /mcp", auth.AccessAny),
+	// The web console's static files (console, hostd/daemon/console.go):
+	// public, since they hold no secret; the page's API calls carry the
+	// token. No body is read.
+	row("GET /console", auth.AccessPublic),
+	row("GET /console/", auth.AccessPublic),
 }
 
 // All returns every row hostd/api serves, in the table's order.

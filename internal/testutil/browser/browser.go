@@ -44,6 +44,10 @@ type Options struct {
 	// Timeout bounds everything done with the returned context (default
 	// 2 minutes).
 	Timeout time.Duration
+	// Flags are extra command-line switches for Chromium, name to value
+	// (true for a switch without one), e.g. the console tests' trust of
+	// their own test CA.
+	Flags map[string]any
 }
 
 // New starts a headless Chromium and returns a chromedp context for one
@@ -72,6 +76,9 @@ func New(t testing.TB, o Options) context.Context {
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("metrics-recording-only", true),
+	}
+	for name, v := range o.Flags {
+		opts = append(opts, chromedp.Flag(name, v))
 	}
 	if os.Geteuid() == 0 {
 		// Chromium refuses to run as root with its own sandbox on.
