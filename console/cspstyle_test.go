@@ -9,23 +9,23 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"paddock.dev/paddock/console"
 	"paddock.dev/paddock/internal/testutil/browser"
 )
 
-// strictCSP is the console's policy (console.Handler sends it).
-const strictCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-
-// xtermPage serves static/ and testdata/xtermcsp/ under the console's CSP.
+// xtermPage serves the console (console.Handler, its CSP and all) and,
+// under the same policy, the test page in testdata/xtermcsp/.
 func xtermPage(t *testing.T) string {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/static/", http.StripPrefix("/static/", http.FileServer(http.Dir("static"))))
-	mux.Handle("/testdata/", http.StripPrefix("/testdata/", http.FileServer(http.Dir("testdata/xtermcsp"))))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", strictCSP)
+	mux.Handle(console.Path, console.Handler())
+	testdata := http.StripPrefix("/testdata/", http.FileServer(http.Dir("testdata/xtermcsp")))
+	mux.Handle("/testdata/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", console.CSP)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
-		mux.ServeHTTP(w, r)
+		testdata.ServeHTTP(w, r)
 	}))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
 )
 
@@ -191,4 +192,60 @@ func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id st
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".term-tab").length`)); err != nil || n != 1 {
 		t.Errorf("%d tabs after closing one of 2 (%v)", n, err)
 	}
+}
+
+// openTerminalTab opens session id's panel and its terminal: the
+// panel's control named Terminal (or Open terminal).
+func openTerminalTab(t *testing.T, ctx context.Context, base, id string) {
+	t.Helper()
+	const click = `(() => {
+		const c = [...document.querySelectorAll("#main button, #main [role=tab], #main a")]
+			.find((e) => /^(open )?terminal$/i.test(e.textContent.trim()));
+		if (!c) return false;
+		c.click();
+		return true;
+	})()`
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/console/#/sessions/"+id),
+		chromedp.Poll[chromedp.Void](click, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.WaitVisible(chromedp.CSS(activeTerm+" .term-screen"))); err != nil {
+		t.Fatalf("open the terminal of %s: %v", id, err)
+	}
+}
+
+// TestTerminal drives the console's terminal in a real Chromium through
+// the real gateway (TLS) to a real daemon and procbox sandbox: typing and
+// reading the answer, resizing the window (stty size follows), two tabs
+// that are two shells, exit 3 shown as such, a closed tab's shell hung up
+// (pty.close in the ledger), and not one CSP violation on the way. A
+// session that refuses terminals shows the daemon's reason in the tab.
+// (A ticket's single use is proven at the API, hostd/api.TestPTYTicket,
+// and through the gateway, cmd/paddock.TestCLIGateway/terminal.)
+func TestTerminal(t *testing.T) {
+	ctx, d, base := startConsole(t)
+	bg := context.Background()
+	s, err := d.Client.CreateSession(bg, api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signIn(t, ctx, d.Token)
+	watchCSP(t, ctx)
+
+	openTerminalTab(t, ctx, base, s.ID)
+	terminalScenario(t, ctx, d.Client, s.ID, func() { shot(t, ctx, "terminal") })
+	if v := cspViolations(t, ctx); len(v) != 0 {
+		t.Errorf("CSP violations on the terminal page: %q", v)
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		ten := int64(10)
+		b, err := d.Client.CreateSession(bg, api.CreateRequest{Budget: &api.Budget{MaxExecs: &ten}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		openTerminalTab(t, ctx, base, b.ID)
+		st := waitState(t, ctx, "failed")
+		if !strings.HasPrefix(st.Status, "Could not open a terminal: ") || !strings.Contains(st.Status, "budget") {
+			t.Errorf("a session with a budget on commands: %q, want the daemon's refusal", st.Status)
+		}
+	})
 }

@@ -46,7 +46,7 @@ func readSums(t *testing.T, path string) map[string]string {
 // by hand, or a file copied in some other way, fails here).
 func TestVendoredXtermChecksums(t *testing.T) {
 	sums := readSums(t, filepath.Join(xtermDir, "SHA256SUMS"))
-	for _, want := range []string{"xterm.mjs", "xterm.css", "addon-fit.mjs", "LICENSE.xterm", "LICENSE.addon-fit", "VERSIONS"} {
+	for _, want := range []string{"xterm.esm.js", "xterm.css", "addon-fit.esm.js", "LICENSE.xterm", "LICENSE.addon-fit", "VERSIONS"} {
 		if _, ok := sums[want]; !ok {
 			t.Errorf("SHA256SUMS does not list %s", want)
 		}

@@ -5,8 +5,9 @@
 # `make build` nor a running daemon needs npm or the network.
 #
 # It fetches the packages with `npm pack` (npm checks each tarball against
-# the registry's integrity hash), copies only the ES module builds, the CSS
-# and the licences, records the versions and integrity hashes in VERSIONS,
+# the registry's integrity hash), copies only the ES module builds (renamed
+# from .mjs to .esm.js: the console serves .js as JavaScript, and a module
+# script of another type is refused), the CSS and the licences, records the versions and integrity hashes in VERSIONS,
 # and writes SHA256SUMS, which console's TestVendoredXtermChecksums holds
 # every vendored file to.
 set -euo pipefail
@@ -33,10 +34,10 @@ fit_integrity=$(pack @xterm/addon-fit "$fit_version" fit)
 
 rm -rf "$dest"
 mkdir -p "$dest"
-cp "$tmp/xterm/package/lib/xterm.mjs" "$dest/xterm.mjs"
+cp "$tmp/xterm/package/lib/xterm.mjs" "$dest/xterm.esm.js"
 cp "$tmp/xterm/package/css/xterm.css" "$dest/xterm.css"
 cp "$tmp/xterm/package/LICENSE" "$dest/LICENSE.xterm"
-cp "$tmp/fit/package/lib/addon-fit.mjs" "$dest/addon-fit.mjs"
+cp "$tmp/fit/package/lib/addon-fit.mjs" "$dest/addon-fit.esm.js"
 cp "$tmp/fit/package/LICENSE" "$dest/LICENSE.addon-fit"
 
 cat >"$dest/VERSIONS" <<EOF

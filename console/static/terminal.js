@@ -36,8 +36,8 @@ function loadXterm() {
       installStyleShim();
       await Promise.all(["./vendor/xterm/xterm.css", "./terminal.css"].map(loadStyle));
       const [{ Terminal }, { FitAddon }] = await Promise.all([
-        import("./vendor/xterm/xterm.mjs"),
-        import("./vendor/xterm/addon-fit.mjs"),
+        import("./vendor/xterm/xterm.esm.js"),
+        import("./vendor/xterm/addon-fit.esm.js"),
       ]);
       return { Terminal, FitAddon };
     })();

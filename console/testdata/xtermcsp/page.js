@@ -6,11 +6,11 @@ document.addEventListener("securitypolicyviolation", (e) => {
   window.violations.push(`${e.violatedDirective} ${e.blockedURI} ${e.sample} ${e.target && e.target.outerHTML ? e.target.outerHTML.slice(0, 120) : ""}`);
 });
 if (!new URLSearchParams(location.search).has("noshim")) {
-  const { installStyleShim } = await import("/static/cspstyle.js");
+  const { installStyleShim } = await import("/console/cspstyle.js");
   installStyleShim();
 }
-const { Terminal } = await import("/static/vendor/xterm/xterm.mjs");
-const { FitAddon } = await import("/static/vendor/xterm/addon-fit.mjs");
+const { Terminal } = await import("/console/vendor/xterm/xterm.esm.js");
+const { FitAddon } = await import("/console/vendor/xterm/addon-fit.esm.js");
 const term = new Terminal({ theme: { foreground: "#c0ffee", background: "#101010" } });
 const fit = new FitAddon();
 term.loadAddon(fit);
