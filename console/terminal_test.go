@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/client"
@@ -143,10 +144,22 @@ func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id st
 	typeKeys(t, ctx, "echo \"v=[$C3VAR]\"\n")
 	waitRow(t, ctx, "v=[alpha-5]")
 
-	// The second shell exits with 3: its tab says so, and stays.
-	if err := chromedp.Do(ctx, chromedp.Click(`.term-tab[id$="-2-tab"]`)); err != nil {
+	// Keyboard: Shift+Tab leaves the terminal for its tab; the arrow key
+	// moves to the next tab.
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\t", chromedp.KeyModifiers(chromedp.ModifierShift))); err != nil {
 		t.Fatal(err)
 	}
+	if f, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); err != nil || !strings.HasSuffix(f, "-1-tab") {
+		t.Errorf("focus after Shift+Tab in the terminal: %q (%v), want its tab", f, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.ArrowRight)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id + " " + document.activeElement.getAttribute("aria-selected")`)); err != nil || !strings.HasSuffix(f, "-2-tab true") {
+		t.Errorf("focus after ArrowRight on tab 1: %q (%v), want tab 2, selected", f, err)
+	}
+
+	// The second shell exits with 3: its tab says so, and stays.
 	typeKeys(t, ctx, "exit 3\n")
 	exited := waitState(t, ctx, "exited")
 	if exited.Status != "The shell exited with code 3." || exited.ExitCode != "3" {
@@ -159,6 +172,27 @@ func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id st
 	if err := chromedp.Do(ctx, chromedp.Click(`.term-close[aria-label="Close Terminal 1"]`)); err != nil {
 		t.Fatal(err)
 	}
+	waitEnded(t, c, id, 1, 1)
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".term-tab").length`)); err != nil || n != 1 {
+		t.Errorf("%d tabs after closing one of 2 (%v)", n, err)
+	}
+
+	// Leaving the panel for another page hangs up the shells left open.
+	if err := chromedp.Do(ctx, chromedp.Click(".term-new")); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, "open")
+	if err := chromedp.Do(ctx, chromedp.Navigate(consoleBase(t)+"/console/#/sessions")); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, c, id, 1, 2)
+}
+
+// waitEnded waits until session id's ledger has exits pty.close entries
+// that say the shell exited (with code 3) and clients that say the console
+// hung up.
+func waitEnded(t *testing.T, c *client.Client, id string, exits, clients int) {
+	t.Helper()
 	ended := map[string]int{}
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		entries, err := c.Events(context.Background(), id)
@@ -182,15 +216,12 @@ func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id st
 			}
 			ended[d.Ended]++
 		}
-		if ended["exit"] == 1 && ended["client"] == 1 {
-			break
+		if ended["exit"] == exits && ended["client"] == clients {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pty.close entries by how they ended: %v, want one exit (code 3) and one client", ended)
+			t.Fatalf("pty.close entries by how they ended: %v, want exit (code 3) %d and client %d", ended, exits, clients)
 		}
-	}
-	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".term-tab").length`)); err != nil || n != 1 {
-		t.Errorf("%d tabs after closing one of 2 (%v)", n, err)
 	}
 }
 

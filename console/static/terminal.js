@@ -120,7 +120,10 @@ function openShell(sessionId, screen, setStatus) {
     fit();
     term.attachCustomKeyEventHandler((e) => {
       if (e.key === "Tab" && e.shiftKey && !e.ctrlKey && !e.altKey && !e.metaKey) {
-        if (e.type === "keydown") screen.dispatchEvent(new CustomEvent("terminal-leave", { bubbles: true }));
+        if (e.type === "keydown") {
+          e.preventDefault(); // the focus goes to the tab, not past it
+          screen.dispatchEvent(new CustomEvent("terminal-leave", { bubbles: true }));
+        }
         return false;
       }
       return true;
@@ -285,11 +288,31 @@ export function openTerminal(container, sessionId) {
   add.addEventListener("click", () => open());
   open();
 
-  return {
-    close() {
-      for (const t of [...tabs]) t.shell.close();
-      tabs.length = 0;
-      root.remove();
-    },
+  let closed = false;
+  let watcher;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    if (watcher) watcher.disconnect();
+    for (const t of [...tabs]) t.shell.close();
+    tabs.length = 0;
+    root.remove();
   };
+  // A page that replaces the panel without calling close() (another
+  // route) still hangs up its shells: the strip watches the elements above
+  // it, and closes once it is no longer in the document. (It starts
+  // watching when it is first in the document, within a few seconds.)
+  let frames = 0;
+  const watch = () => {
+    if (closed) return;
+    if (!root.isConnected) {
+      if (++frames < 600) requestAnimationFrame(watch);
+      return;
+    }
+    watcher = new MutationObserver(() => { if (!root.isConnected) close(); });
+    for (let n = root.parentNode; n && n !== document; n = n.parentNode) watcher.observe(n, { childList: true });
+  };
+  watch();
+
+  return { close };
 }
