@@ -100,16 +100,18 @@ func cspViolations(t *testing.T, ctx context.Context) []string {
 
 // terminalScenario drives the terminal that was just opened on session id
 // (its first tab): type and read, resize, two tabs, an exit code, a close.
-// shoot takes the screenshot of the page with both tabs.
-func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id string, shoot func()) {
+// shootNarrow takes the screenshot of the page 400 px wide, shoot the one
+// with both tabs.
+func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id string, shootNarrow, shoot func()) {
 	first := waitState(t, ctx, "open")
 
 	// Type a line and see the shell's answer (not the echo of the line).
 	typeKeys(t, ctx, "echo hi-$((6*7))\n")
 	waitRow(t, ctx, "hi-42")
 
-	// Resize the window: the terminal follows it, and the shell is told.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(560, 520)); err != nil {
+	// Resize the window to a phone's width: the terminal follows it, and
+	// the shell is told.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 700)); err != nil {
 		t.Fatal(err)
 	}
 	js := fmt.Sprintf(`(() => { const s = document.querySelector(%q); return s.dataset.cols !== %q && s.dataset.rows !== %q; })()`,
@@ -123,6 +125,10 @@ func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id st
 	}
 	typeKeys(t, ctx, "stty size\n")
 	waitRow(t, ctx, small.Rows+" "+small.Cols)
+	if right, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.querySelector(".terminals").getBoundingClientRect().right`)); err != nil || right > 400 {
+		t.Errorf("the terminal strip reaches x=%v in a 400 px window (%v)", right, err)
+	}
+	shootNarrow()
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +268,7 @@ func TestTerminal(t *testing.T) {
 	watchCSP(t, ctx)
 
 	openTerminalTab(t, ctx, base, s.ID)
-	terminalScenario(t, ctx, d.Client, s.ID, func() { shot(t, ctx, "terminal") })
+	terminalScenario(t, ctx, d.Client, s.ID, func() { shot(t, ctx, "terminal-narrow") }, func() { shot(t, ctx, "terminal") })
 	if v := cspViolations(t, ctx); len(v) != 0 {
 		t.Errorf("CSP violations on the terminal page: %q", v)
 	}
