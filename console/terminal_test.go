@@ -109,6 +109,16 @@ func terminalScenario(t *testing.T, ctx context.Context, c *client.Client, id st
 	typeKeys(t, ctx, "echo hi-$((6*7))\n")
 	waitRow(t, ctx, "hi-42")
 
+	// A paste larger than the daemon takes in one message (1 MiB) arrives
+	// whole: the page sends it in parts. (Raw mode: a line in the
+	// terminal's usual mode holds at most 4 KiB.)
+	typeKeys(t, ctx, "stty raw -echo; printf 'raw-%s\\r\\n' on; head -c 1300000 | wc -c; stty sane\n")
+	waitRow(t, ctx, "raw-on")
+	if _, err := chromedp.Call(ctx, input.InsertText, input.InsertTextParams{Text: strings.Repeat("0123456789", 130000)}); err != nil {
+		t.Fatal(err)
+	}
+	waitRow(t, ctx, "1300000")
+
 	// Resize the window to a phone's width: the terminal follows it, and
 	// the shell is told.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 700)); err != nil {

@@ -23,6 +23,10 @@ import { h } from "./dom.js";
 export const MAX_TABS = 8;
 // The daemon's bound on cols and rows.
 const MAX_DIM = 1000;
+// The most bytes sent in one WebSocket message: the daemon refuses a
+// message over 1 MiB (and ends the terminal), so a large paste goes as
+// several.
+const MAX_FRAME = 64 << 10;
 const EXIT_PREFIX = "exit=";
 
 let xterm; // the loaded modules, once
@@ -149,7 +153,14 @@ function openShell(sessionId, screen, setStatus) {
     ws = new WebSocket(url.href);
     ws.binaryType = "arraybuffer";
     const encoder = new TextEncoder();
+    let opened = false;
+    const sendBytes = (b) => {
+      for (let i = 0; i < b.length && ws.readyState === WebSocket.OPEN; i += MAX_FRAME) {
+        ws.send(b.subarray(i, i + MAX_FRAME));
+      }
+    };
     ws.addEventListener("open", () => {
+      opened = true;
       // The window may have changed size while the socket opened.
       if (screen.dataset.cols !== String(term.cols) || screen.dataset.rows !== String(term.rows)) sendSize();
       setStatus("open", `Connected: ${term.cols}×${term.rows}.`);
@@ -159,18 +170,16 @@ function openShell(sessionId, screen, setStatus) {
       if (e.data instanceof ArrayBuffer) term.write(new Uint8Array(e.data));
     });
     ws.addEventListener("close", (e) => {
-      const how = closeText(e);
+      // Before the upgrade the daemon answers a refusal in JSON, which a
+      // browser does not show to the page: say what it can be.
+      const how = opened ? closeText(e) : { text: "Could not open a terminal: the daemon refused the connection (too many terminals open, a checkpoint, restore or fork under way, or the session stopped)." };
       term.options.disableStdin = true;
       term.options.cursorBlink = false;
       if (how.exit !== undefined) screen.dataset.exitCode = how.exit;
-      if (!closed) setStatus(how.exit !== undefined ? "exited" : "closed", how.text);
+      if (!closed) setStatus(how.exit !== undefined ? "exited" : opened ? "closed" : "failed", how.text);
     });
-    term.onData((d) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(encoder.encode(d));
-    });
-    term.onBinary((d) => {
-      if (ws.readyState === WebSocket.OPEN) ws.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff));
-    });
+    term.onData((d) => sendBytes(encoder.encode(d)));
+    term.onBinary((d) => sendBytes(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
   };
 
   start().catch((err) => {
