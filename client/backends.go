@@ -13,3 +13,11 @@ func (c *Client) Backends(ctx context.Context) (*api.BackendList, error) {
 	var out api.BackendList
 	return &out, c.do(ctx, http.MethodGet, "/v1/backends", nil, nil, &out)
 }
+
+// CompilePolicy asks what a create with req's policy would record and why
+// it would be refused, without creating anything (POST
+// /v1/policy/compile). A refusal is in the answer, not an error.
+func (c *Client) CompilePolicy(ctx context.Context, req api.PolicyCompileRequest) (*api.PolicyCompile, error) {
+	var out api.PolicyCompile
+	return &out, c.do(ctx, http.MethodPost, "/v1/policy/compile", nil, req, &out)
+}

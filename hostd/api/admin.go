@@ -13,6 +13,23 @@ import (
 func (s *Server) adminRoutes(bind func(string, handler)) {
 	bind("GET /v1/admin/policy", s.policyStatus)
 	bind("GET /v1/backends", s.backends)
+	bind("POST /v1/policy/compile", s.compilePolicy)
+}
+
+// compilePolicy answers what a create with the body's policy would
+// record and why it would be refused, creating nothing (the console's
+// policy editor). A body that is not a policy is a 400 like a create's.
+func (s *Server) compilePolicy(w http.ResponseWriter, r *http.Request) error {
+	var req session.PolicyCompileRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	out, err := s.sessions.CompilePolicy(req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // backends lists the backends a create may name in runtime.backend, with

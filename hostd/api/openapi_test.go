@@ -228,6 +228,9 @@ var openAPISchemas = []struct {
 	{name: "WhoAmI", goV: apiv1.WhoAmI{}, dir: out},
 	{name: "BackendList", goV: apiv1.BackendList{}, dir: out},
 	{name: "BackendInfo", goV: apiv1.BackendInfo{}, dir: out},
+	{name: "PolicyCompileRequest", goV: apiv1.PolicyCompileRequest{}, dir: in},
+	{name: "PolicyCompile", goV: apiv1.PolicyCompile{}, dir: out},
+	{name: "PolicyRefusal", goV: apiv1.PolicyRefusal{}, dir: out},
 
 	{name: "PreviewRequest", goV: apiv1.PreviewRequest{}, dir: in},
 	{name: "Preview", goV: apiv1.Preview{}, dir: out},

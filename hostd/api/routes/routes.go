@@ -119,6 +119,7 @@ var table = []Route{
 	row("GET /v1/whoami", auth.AccessAny),
 	row("GET /v1/admin/policy", auth.AccessAdmin),
 	row("GET /v1/backends", auth.AccessTenant),
+	row("POST /v1/policy/compile", auth.AccessTenant),
 
 	idempotent(row("POST /v1/agents/sessions", auth.AccessTenant)),
 	row("GET /v1/agents/sessions", auth.AccessTenant),
