@@ -148,7 +148,8 @@ function openShell(sessionId, screen, setStatus) {
     if (closed) return;
     const url = new URL(sessionPath(sessionId, "pty"), location.href);
     url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
-    url.search = new URLSearchParams({ ticket: tk.ticket, cols: term.cols, rows: term.rows }).toString();
+    const asked = { cols: term.cols, rows: term.rows };
+    url.search = new URLSearchParams({ ticket: tk.ticket, ...asked }).toString();
     setStatus("connecting", "Connecting…");
     ws = new WebSocket(url.href);
     ws.binaryType = "arraybuffer";
@@ -162,7 +163,7 @@ function openShell(sessionId, screen, setStatus) {
     ws.addEventListener("open", () => {
       opened = true;
       // The window may have changed size while the socket opened.
-      if (screen.dataset.cols !== String(term.cols) || screen.dataset.rows !== String(term.rows)) sendSize();
+      if (asked.cols !== term.cols || asked.rows !== term.rows) sendSize();
       setStatus("open", `Connected: ${term.cols}×${term.rows}.`);
       term.focus();
     });
@@ -170,13 +171,14 @@ function openShell(sessionId, screen, setStatus) {
       if (e.data instanceof ArrayBuffer) term.write(new Uint8Array(e.data));
     });
     ws.addEventListener("close", (e) => {
+      if (closed) return; // closed here: the terminal is gone already
       // Before the upgrade the daemon answers a refusal in JSON, which a
       // browser does not show to the page: say what it can be.
       const how = opened ? closeText(e) : { text: "Could not open a terminal: the daemon refused the connection (too many terminals open, a checkpoint, restore or fork under way, or the session stopped)." };
       term.options.disableStdin = true;
       term.options.cursorBlink = false;
       if (how.exit !== undefined) screen.dataset.exitCode = how.exit;
-      if (!closed) setStatus(how.exit !== undefined ? "exited" : opened ? "closed" : "failed", how.text);
+      setStatus(how.exit !== undefined ? "exited" : opened ? "closed" : "failed", how.text);
     });
     term.onData((d) => sendBytes(encoder.encode(d)));
     term.onBinary((d) => sendBytes(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
