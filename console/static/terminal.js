@@ -267,7 +267,7 @@ export function openTerminal(container, sessionId) {
     const shut = h("button", { type: "button", class: "term-close", "aria-label": `Close ${name}`, title: `Close ${name}` }, "×");
     const item = h("span", { class: "term-tab-item" }, tab, shut);
     const status = h("p", { class: "term-status", role: "status", "aria-live": "polite" });
-    const screen = h("div", { class: "term-screen", "aria-label": `${name}: shell in the session's sandbox` });
+    const screen = h("div", { class: "term-screen", role: "group", "aria-label": `${name}: a shell in the session's sandbox` });
     const panel = h("div", { class: "term-panel", role: "tabpanel", id: `${id}-panel`, "aria-labelledby": `${id}-tab` }, screen, status);
     const setStatus = (state, text) => {
       panel.dataset.state = state;
