@@ -295,4 +295,39 @@ func TestTerminal(t *testing.T) {
 			t.Errorf("a session with a budget on commands: %q, want the daemon's refusal", st.Status)
 		}
 	})
+
+	// A session token never opens a terminal (a shell runs anything): the
+	// console shows the API's 403 and no terminal opens.
+	t.Run("session token", func(t *testing.T) {
+		st, err := d.Client.MintToken(bg, s.ID, api.TokenRequest{Ops: []string{"read"}, TTLSeconds: 600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := countKind(t, d.Client, s.ID, "pty.open")
+		signIn(t, ctx, st.Token)
+		openTerminalTab(t, ctx, base, s.ID)
+		got := waitState(t, ctx, "failed")
+		if !strings.HasPrefix(got.Status, "Could not open a terminal: ") || !strings.Contains(got.Status, "session token") {
+			t.Errorf("a session token's terminal: %q, want the API's refusal", got.Status)
+		}
+		if after := countKind(t, d.Client, s.ID, "pty.open"); after != before {
+			t.Errorf("pty.open entries went from %d to %d", before, after)
+		}
+	})
+}
+
+// countKind counts session id's ledger entries of kind.
+func countKind(t *testing.T, c *client.Client, id, kind string) int {
+	t.Helper()
+	entries, err := c.Events(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
 }
