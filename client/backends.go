@@ -21,3 +21,10 @@ func (c *Client) CompilePolicy(ctx context.Context, req api.PolicyCompileRequest
 	var out api.PolicyCompile
 	return &out, c.do(ctx, http.MethodPost, "/v1/policy/compile", nil, req, &out)
 }
+
+// Tenants lists the daemon's tenants with their limits and session counts
+// (GET /v1/admin/tenants; the admin token only).
+func (c *Client) Tenants(ctx context.Context) (*api.TenantList, error) {
+	var out api.TenantList
+	return &out, c.do(ctx, http.MethodGet, "/v1/admin/tenants", nil, nil, &out)
+}

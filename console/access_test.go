@@ -109,7 +109,7 @@ func TestSessionTokenSeesOnlyItsSession(t *testing.T) {
 // signed in sends the page back to sign-in with a message at its next
 // call.
 func TestSignOutAnd401(t *testing.T) {
-	ctx, d, base := startConsole(t)
+	ctx, d, _ := startConsole(t)
 	bg := context.Background()
 	s, err := d.Client.CreateSession(bg, api.CreateRequest{Agent: "revoked", TTLSeconds: 600})
 	if err != nil {
@@ -133,18 +133,30 @@ func TestSignOutAnd401(t *testing.T) {
 	if err := d.Client.RevokeToken(bg, s.ID, st.ID); err != nil {
 		t.Fatal(err)
 	}
-	// The gateway caches an identity for a second; then the next call
-	// (the panel's load after a reload) is refused.
+	// The gateway caches an identity for a second; then the next call the
+	// page makes (its panel's, on a move within the page: no reload, no
+	// new whoami) is refused, and the page goes back to sign-in.
 	time.Sleep(1500 * time.Millisecond)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/console/#/sessions/"+s.ID), chromedp.Reload()); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash = '#/signin'`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#signin-form`))); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, `#flash`, "refused")
+	waitText(t, ctx, `#flash`, "Signed out: ")
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`sessionStorage.length`)); n != 0 {
 		t.Errorf("a refused token is still stored")
+	}
+	// A stored token refused at a reload: the same.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.setItem('paddock.console.token', 'pdk_not_a_real_token'), 'ok'`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#signin-form`))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, `#flash`, "refused")
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`sessionStorage.length`)); n != 0 {
+		t.Errorf("a refused token is still stored after a reload")
 	}
 	shot(t, ctx, "signin")
 }

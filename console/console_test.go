@@ -2,10 +2,13 @@ package console_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	"paddock.dev/paddock/api"
+	"paddock.dev/paddock/console"
 )
 
 // TestSignInListsSessions: the admin signs in through the real gateway and
@@ -25,4 +28,90 @@ func TestSignInListsSessions(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "sessions")
+}
+
+// TestConsoleThroughGateway: through the real gateway the console's files
+// are public and every answer (a file, the redirect, a 404, a 405)
+// carries the console's CSP and safety headers. The public route opens
+// nothing else: paths that climb from /console/ into the API, or from
+// the API into /console/, with a forged identity header, never list a
+// session without a token.
+func TestConsoleThroughGateway(t *testing.T) {
+	_, d, base := startConsole(t)
+	s, err := d.Client.CreateSession(context.Background(), api.CreateRequest{Agent: "hidden", TTLSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := gatewayClient(t)
+	do := func(method, rawPath string, hdr map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.URL.Opaque = rawPath // sent as written, not cleaned by the client
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, rawPath, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp, string(b)
+	}
+	for _, c := range []struct {
+		method, path string
+		status       int
+		has          string
+	}{
+		{"GET", "/console/", 200, `<script type="module" src="app.js">`},
+		{"GET", "/console/app.js", 200, "hashchange"},
+		{"GET", "/console/api.js", 200, "Authorization"},
+		{"HEAD", "/console/style.css", 200, ""},
+		{"GET", "/console", 301, ""},
+		{"GET", "/console/missing.js", 404, ""},
+		{"POST", "/console/", 405, ""},
+	} {
+		resp, body := do(c.method, c.path, nil)
+		if resp.StatusCode != c.status || !strings.Contains(body, c.has) {
+			t.Errorf("%s %s: %d %.80q, want %d with %q", c.method, c.path, resp.StatusCode, body, c.status, c.has)
+		}
+		if got := resp.Header.Get("Content-Security-Policy"); got != console.CSP {
+			t.Errorf("%s %s: CSP %q", c.method, c.path, got)
+		}
+		for k, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"} {
+			if resp.Header.Get(k) != want {
+				t.Errorf("%s %s: %s %q", c.method, c.path, k, resp.Header.Get(k))
+			}
+		}
+		if resp.Header.Get("Set-Cookie") != "" || resp.Header.Get("Server") != "" {
+			t.Errorf("%s %s: Set-Cookie %q Server %q", c.method, c.path, resp.Header.Get("Set-Cookie"), resp.Header.Get("Server"))
+		}
+	}
+	forged := map[string]string{"Paddock-Identity": "admin", "X-Forwarded-User": "admin"}
+	for _, p := range []string{
+		"/console/../v1/agents/sessions",
+		"/console/%2e%2e/v1/agents/sessions",
+		"/console/..%2fv1%2fagents%2fsessions",
+		"/console/%2e%2e%2fv1%2fagents%2fsessions",
+		"/v1/agents/sessions/../../console/",
+		"/v1/agents/sessions/%2e%2e/%2e%2e/console/",
+		"/console//v1/agents/sessions",
+		"/console/./../v1/agents/sessions/" + s.ID,
+	} {
+		resp, body := do("GET", p, forged)
+		if resp.StatusCode == 200 && (strings.Contains(body, s.ID) || strings.Contains(body, "hidden")) || strings.Contains(body, s.ID) {
+			t.Errorf("GET %s without a token: %d %.200q", p, resp.StatusCode, body)
+		}
+	}
+	// The API itself still asks for a token (so the check above can fail
+	// only through the console's route).
+	if resp, _ := do("GET", "/v1/agents/sessions", forged); resp.StatusCode != 401 {
+		t.Errorf("the API without a token: %d", resp.StatusCode)
+	}
+	if resp, body := do("GET", "/v1/agents/sessions", map[string]string{"Authorization": "Bearer " + d.Token}); resp.StatusCode != 200 || !strings.Contains(body, s.ID) {
+		t.Errorf("the API with the token: %d", resp.StatusCode)
+	}
 }

@@ -232,3 +232,51 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// pageErrors collects, from now until the test ends, the page's console
+// errors and uncaught exceptions, but not failed network loads (a 401 or
+// 404 the page handles is logged by the browser as one). A CSP violation
+// is such an error. Call the returned func to read what came so far.
+func pageErrors(t *testing.T, ctx context.Context) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var msgs []string
+	seq := chromedp.Console(ctx)
+	go func() {
+		for m, err := range seq {
+			if err != nil {
+				return
+			}
+			if (m.Type == chromedp.ConsoleError || m.IsException()) && m.Source != "network" {
+				mu.Lock()
+				msgs = append(msgs, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), msgs...)
+	}
+}
+
+// setValue sets a form control's value as typing would (an input event
+// follows), for long texts SendKeys would type slowly.
+func setValue(t *testing.T, ctx context.Context, sel, v string) {
+	t.Helper()
+	js := `(() => { const el = document.querySelector(` + jsString(sel) + `); if (!el) return false;
+		el.value = ` + jsString(v) + `; el.dispatchEvent(new Event('input', {bubbles: true})); return true; })()`
+	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+	if err != nil || !ok {
+		t.Fatalf("set %s: %v (found %v)", sel, err, ok)
+	}
+}
+
+// goTo opens a console page by its hash route (#/create…).
+func goTo(t *testing.T, ctx context.Context, route string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(consoleBase(t)+"/console/"+route)); err != nil {
+		t.Fatal(err)
+	}
+}

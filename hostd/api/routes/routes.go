@@ -118,6 +118,7 @@ var table = []Route{
 	row("GET /healthz", auth.AccessPublic),
 	row("GET /v1/whoami", auth.AccessAny),
 	row("GET /v1/admin/policy", auth.AccessAdmin),
+	row("GET /v1/admin/tenants", auth.AccessAdmin),
 	row("GET /v1/backends", auth.AccessTenant),
 	row("POST /v1/policy/compile", auth.AccessTenant),
 

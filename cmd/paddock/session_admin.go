@@ -78,3 +78,40 @@ Exit status: 0 when no refusal, 5 when a create would be refused.`,
 	cmd.Flags().StringVar(&backend, "backend", "", "the backend a create would name (default: the daemon's)")
 	return cmd
 }
+
+// tenantsCommand is `session tenants`: the running daemon's tenants with
+// their limits and session counts (the admin token only). `paddock tenant
+// ls` reads the file itself; this is what the daemon has in force.
+func tenantsCommand(g *globals, cl func() (*client.Client, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "tenants",
+		Short: "The daemon's tenants in force, their limits and session counts (admin token)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			k, err := cl()
+			if err != nil {
+				return err
+			}
+			out, err := k.Tenants(c.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			tw := newTable(c.OutOrStdout(), "NAME", "SESSIONS", "DISK_MB", "MEMORY_MB", "CPUS")
+			limit := func(v float64) string {
+				if v == 0 {
+					return "default"
+				}
+				return fmt.Sprint(v)
+			}
+			for _, t := range out.Tenants {
+				tw.row(t.Name, t.Sessions, limit(float64(t.Limits.DiskMB)), limit(float64(t.Limits.MemoryMB)), limit(t.Limits.CPUs))
+			}
+			return tw.flush()
+		},
+	}
+}
