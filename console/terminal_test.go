@@ -296,6 +296,41 @@ func TestTerminal(t *testing.T) {
 		}
 	})
 
+	// One strip opens at most 8 terminals (the most the daemon lets one
+	// tenant have): New terminal is then disabled, and says why.
+	t.Run("at most 8", func(t *testing.T) {
+		openTerminalTab(t, ctx, base, s.ID)
+		waitState(t, ctx, "open")
+		for i := 2; i <= 8; i++ {
+			if err := chromedp.Do(ctx, chromedp.Click(".term-new")); err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, ctx, "open")
+		}
+		const js = `[document.querySelectorAll(".term-tab").length, document.querySelector(".term-new").disabled, document.querySelector(".term-limit").textContent]`
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]any](js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != "[8 true At most 8 terminals at once: close one to open another.]" {
+			t.Errorf("after 8 terminals: %v", got)
+		}
+		// A click on the disabled button opens nothing.
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector(".term-new").click(), true`)); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".term-tab").length`)); n != 8 {
+			t.Errorf("%d tabs after clicking New terminal at the limit", n)
+		}
+		// Closing one opens the way again.
+		if err := chromedp.Do(ctx, chromedp.Click(`.term-close[aria-label="Close Terminal 8"]`)); err != nil {
+			t.Fatal(err)
+		}
+		if dis, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector(".term-new").disabled`)); dis {
+			t.Error("New terminal still disabled with 7 open")
+		}
+	})
+
 	// A session token never opens a terminal (a shell runs anything): the
 	// console shows the API's 403 and no terminal opens.
 	t.Run("session token", func(t *testing.T) {
