@@ -211,6 +211,9 @@ const (
 type Events struct {
 	Ledger   []LedgerEntry `json:"ledger"`
 	VMEvents []VMEvent     `json:"vm_events"`
+	// LedgerMore says more ledger entries follow this page: ask again
+	// with after= the last entry's seq.
+	LedgerMore bool `json:"ledger_more,omitempty"`
 }
 
 // Trajectory is the session's history as one numbered, time-ordered list.

@@ -263,7 +263,8 @@ func (c *Client) Artifacts(ctx context.Context, id string) (*api.Artifacts, erro
 	return &out, c.do(ctx, http.MethodGet, sp(id)+"/artifacts", nil, nil, &out)
 }
 
-// Events returns the session's ledger.
+// Events returns the session's ledger: its oldest 10000 entries at most
+// (EventsPage reads the newest, or pages on).
 func (c *Client) Events(ctx context.Context, id string) ([]api.LedgerEntry, error) {
 	var out struct {
 		Ledger []api.LedgerEntry `json:"ledger"`
@@ -277,6 +278,46 @@ func (c *Client) EventsSince(ctx context.Context, id string, since time.Time) (*
 	p := sp(id) + "/events"
 	if !since.IsZero() {
 		p += "?since=" + url.QueryEscape(since.UTC().Format(time.RFC3339Nano))
+	}
+	var out api.Events
+	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// EventsQuery picks a page of a session's events (Client.EventsPage).
+// Tail asks for the newest Tail ledger entries and VM events and goes
+// with nothing else. Otherwise the ledger entries after Since (a time)
+// or after After (a seq; not both) come oldest first, at most Limit of
+// them (0: the daemon's most, 10000); the answer's LedgerMore says more
+// follow (ask again with After set to the last seq).
+type EventsQuery struct {
+	Since time.Time
+	After int64
+	Limit int
+	Tail  int
+}
+
+// EventsPage returns a page of the session's ledger entries and VM events
+// (see EventsQuery).
+func (c *Client) EventsPage(ctx context.Context, id string, q EventsQuery) (*api.Events, error) {
+	v := url.Values{}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatInt(q.After, 10))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Tail > 0 {
+		v.Set("tail", strconv.Itoa(q.Tail))
+	}
+	p := sp(id) + "/events"
+	if len(v) > 0 {
+		p += "?" + v.Encode()
 	}
 	var out api.Events
 	if err := c.do(ctx, http.MethodGet, p, nil, nil, &out); err != nil {

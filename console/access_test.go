@@ -49,6 +49,12 @@ func TestTenantSeesOnlyItsSessions(t *testing.T) {
 	if all := waitText(t, ctx, `#sessions-body`, mine.ID); strings.Contains(all, theirs.ID) || strings.Contains(all, "beta-agent") {
 		t.Errorf("tenant alpha's list shows beta's session: %q (%s)", all, body)
 	}
+	// Beta's session's panel: the API's 404, nothing of the session.
+	goTo(t, ctx, "#/sessions/"+theirs.ID)
+	waitText(t, ctx, `#main`, "not found")
+	if txt, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#main`))); strings.Contains(txt, "beta-agent") {
+		t.Errorf("tenant alpha's panel shows beta's session: %q", txt)
+	}
 	// The admin, by contrast, sees both (so the check above can fail).
 	signIn(t, ctx, d.Token)
 	waitText(t, ctx, `#sessions-body tr[data-id="`+theirs.ID+`"]`, theirs.ID)

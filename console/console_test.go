@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"paddock.dev/paddock/api"
 	"paddock.dev/paddock/console"
@@ -13,7 +16,8 @@ import (
 
 // TestSignInListsSessions: the admin signs in through the real gateway and
 // sees the session made through the SDK in the sessions table, with its
-// state and backend.
+// state and backend; then, without a reload, a new session with a held
+// command (its pending approval counted) comes and a deleted one goes.
 func TestSignInListsSessions(t *testing.T) {
 	ctx, d, _ := startConsole(t)
 	s, err := d.Client.CreateSession(context.Background(), api.CreateRequest{Agent: "listed", TTLSeconds: 600})
@@ -28,6 +32,30 @@ func TestSignInListsSessions(t *testing.T) {
 		}
 	}
 	shot(t, ctx, "sessions")
+
+	// Live: a session made and one held command appear without a reload
+	// (the page polls), and a deleted session goes.
+	held, err := d.Client.CreateSession(context.Background(), api.CreateRequest{Agent: "asker", TTLSeconds: 600,
+		Policy: &api.PolicyRequest{Process: &api.ProcessRules{Ask: []string{"echo held*"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.Exec(context.Background(), held.ID, api.ExecRequest{Command: "echo held"}); err == nil {
+		t.Fatal("a command under an ask rule ran without approval")
+	}
+	waitText(t, ctx, `#sessions-body tr[data-id="`+held.ID+`"] td[data-pending="1"]`, "1")
+	if err := d.Client.DeleteSession(context.Background(), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#sessions-body tr[data-id="`+s.ID+`"]').length`))
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a deleted session stays in the list")
+		}
+	}
 }
 
 // TestConsoleThroughGateway: through the real gateway the console's files

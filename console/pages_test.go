@@ -13,15 +13,18 @@ import (
 	"paddock.dev/paddock/hostd/daemon/daemontest"
 )
 
-// TestCreateSessionThroughPage: the create page shows what the policy
-// compiles to and a refused policy's refusal before anything is made,
-// does not create with it, and creates with a good one: the session has
-// the page's fields, and the page moves to its panel.
+// TestCreateSessionThroughPage: signed in with a tenant's token, the
+// create page shows what the policy compiles to and a refused policy's
+// refusal before anything is made, does not create with it, and creates
+// with a good one: the session is the tenant's, has the page's fields,
+// its ledger names the tenant as the caller, and the page moves to its
+// panel.
 func TestCreateSessionThroughPage(t *testing.T) {
-	ctx, d, _ := startConsole(t)
+	tenants, toks := daemontest.TenantTokens(t, "alpha")
+	ctx, d, _ := startConsole(t, withDaemon(tenants))
 	errs := pageErrors(t, ctx)
 	bg := context.Background()
-	signIn(t, ctx, d.Token)
+	signIn(t, ctx, toks[0])
 	goTo(t, ctx, "#/create")
 	// The example policy (offline, an ask rule) compiles and is accepted.
 	waitText(t, ctx, `#policy-ok`, "No refusal")
@@ -64,6 +67,13 @@ func TestCreateSessionThroughPage(t *testing.T) {
 	if len(ss) != 1 || s.Agent != "made-by-page" || s.Budget == nil || s.Budget.MaxExecs == nil || *s.Budget.MaxExecs != 7 ||
 		s.Policy.Process == nil || strings.Join(s.Policy.Process.Ask, ",") != "git push*" || s.ExpiresAt.Sub(s.CreatedAt) != 900*time.Second {
 		t.Errorf("the page made %d sessions, the first %+v", len(ss), s)
+	}
+	if s.Tenant != "alpha" {
+		t.Errorf("the page's session belongs to %q, not the signed-in tenant", s.Tenant)
+	}
+	es, err := d.Client.Events(bg, s.ID)
+	if err != nil || len(es) == 0 || es[0].Actor != "tenant:alpha" {
+		t.Errorf("the create's ledger entry: %+v %v, want the caller tenant:alpha", es, err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); hash(t, ctx) != "#/sessions/"+s.ID; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {

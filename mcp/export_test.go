@@ -18,3 +18,7 @@ func SetHTTPTokenCaps(all, perOwner int, recheck time.Duration) func() {
 	maxHTTPTokens, maxHTTPTokensPerOwner, recheckEvery = all, perOwner, recheck
 	return func() { maxHTTPTokens, maxHTTPTokensPerOwner, recheckEvery = oa, oo, or }
 }
+
+// PublicBaseHeader is the header ServeHTTP hands the tools the caller's
+// address in.
+const PublicBaseHeader = publicBaseHeader

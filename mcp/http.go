@@ -35,6 +35,12 @@ const (
 	// DefaultHTTPIdleTimeout closes an MCP session no request has touched
 	// for this long.
 	DefaultHTTPIdleTimeout = 30 * time.Minute
+	// DefaultHTTPCallsPerToken bounds the tool calls of one token running
+	// at once, over all its sessions: each may hold a tool's output (up
+	// to a 64 MiB API answer) in memory. A call past it is refused at
+	// once with a tool error led by too_many_calls (the agent retries
+	// when one of its calls has finished); it does not wait.
+	DefaultHTTPCallsPerToken = 8
 )
 
 // The handler's bounds on the tokens it keeps a server for: in all, and
@@ -57,11 +63,12 @@ type HTTPOptions struct {
 	// AllowWrite offers the write tools, as Options.AllowWrite.
 	AllowWrite bool
 	Version    string
-	// MaxBody, SessionsPerToken and IdleTimeout are the limits (the
-	// Default* constants when zero).
+	// MaxBody, SessionsPerToken, IdleTimeout and CallsPerToken are the
+	// limits (the Default* constants when zero).
 	MaxBody          int64
 	SessionsPerToken int
 	IdleTimeout      time.Duration
+	CallsPerToken    int
 }
 
 // HTTPHandler serves MCP over streamable HTTP. Each request's bearer token
@@ -133,6 +140,9 @@ func NewHTTPHandler(opts HTTPOptions) *HTTPHandler {
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultHTTPIdleTimeout
+	}
+	if opts.CallsPerToken <= 0 {
+		opts.CallsPerToken = DefaultHTTPCallsPerToken
 	}
 	h := &HTTPHandler{opts: opts, servers: map[string]*tokenServer{},
 		maxTokens: maxHTTPTokens, maxPerOwner: maxHTTPTokensPerOwner, recheckEvery: recheckEvery}
@@ -225,6 +235,14 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The tools learn the address the caller used from this header (set
+	// here, whatever the request carried), so a URL a tool hands out is
+	// one the caller can open rather than the daemon's internal one.
+	if base := publicBase(r); base != "" {
+		r.Header.Set(publicBaseHeader, base)
+	} else {
+		r.Header.Set(publicBaseHeader, noPublicBase)
+	}
 	var s *Server
 	if ts != nil {
 		s = ts.srv
@@ -301,6 +319,7 @@ func (h *HTTPHandler) build(c *client.Client, who *api.WhoAmI, now time.Time) (*
 	if err != nil {
 		return nil, http.StatusBadRequest, "invalid_argument", err.Error()
 	}
+	srv.AddReceivingMiddleware(limitCalls(h.opts.CallsPerToken))
 	if !h.rechecking {
 		h.rechecking = true
 		go h.recheck()
@@ -446,3 +465,85 @@ func (w *releaseWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *releaseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// limitCalls lets at most n tool calls of one server (one token) run at
+// once; a call past them is answered at once with a tool error an agent
+// can act on, and never reaches the daemon.
+func limitCalls(n int) sdk.Middleware {
+	slots := make(chan struct{}, n)
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			select {
+			case slots <- struct{}{}:
+			default:
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{
+					Text: "too_many_calls: this token has " + itoa(int64(n)) + " tool calls running, the most allowed at once; retry when one has finished"}}}, nil
+			}
+			defer func() { <-slots }()
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// publicBaseHeader carries, from ServeHTTP to the tools (the SDK hands a
+// tool its request's header), the scheme and host the caller used to
+// reach /mcp; noPublicBase when the request named no usable host (the
+// tools then hand out the URL's path alone).
+const (
+	publicBaseHeader = "Paddock-Mcp-Public-Base"
+	noPublicBase     = "none"
+)
+
+// maxPublicHost bounds the host a public base is built from.
+const maxPublicHost = 255
+
+// publicBase is the scheme and host the caller used, as the preview proxy
+// reads them (hostd/previews): X-Forwarded-Proto and X-Forwarded-Host
+// when the gateway set them, else the connection's TLS and the Host
+// header. A host that is not a plain host[:port] is passed over; "" when
+// none is left. A caller who sends a false one only misleads itself: the
+// base goes into its own answers.
+func publicBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if v := r.Header.Get("X-Forwarded-Proto"); v != "" {
+		if p := strings.ToLower(strings.TrimSpace(strings.Split(v, ",")[0])); p == "http" || p == "https" {
+			scheme = p
+		}
+	}
+	for _, host := range []string{strings.TrimSpace(strings.Split(r.Header.Get("X-Forwarded-Host"), ",")[0]), r.Host} {
+		if plainHost(host) {
+			return scheme + "://" + host
+		}
+	}
+	return ""
+}
+
+// plainHost says whether h is a host[:port] and nothing more.
+func plainHost(h string) bool {
+	if h == "" || len(h) > maxPublicHost {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_:[]", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// callBase is what ServeHTTP recorded for the tool call in ctx: the
+// public base, noPublicBase, or "" when the call did not come over HTTP
+// (over stdio the client's own daemon URL is the caller's).
+func callBase(ctx context.Context) string {
+	req, _ := ctx.Value(callKey{}).(*sdk.CallToolRequest)
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ""
+	}
+	return req.Extra.Header.Get(publicBaseHeader)
+}

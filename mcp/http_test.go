@@ -11,8 +11,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"paddock.dev/paddock/hostd/api/routes"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/daemon/daemontest"
+	"paddock.dev/paddock/internal/testutil"
 	"paddock.dev/paddock/mcp"
 )
 
@@ -331,5 +335,162 @@ func TestMCPHTTPOpenNotCountedTwice(t *testing.T) {
 			t.Fatalf("round %d, a third session: %d %s", i, code, body)
 		}
 		srv.Close()
+	}
+}
+
+// TestMCPHTTPCallsPerToken: a token has at most CallsPerToken tool calls
+// running at once; the next one, made while they run, is refused at once
+// with too_many_calls (it does not wait for them), another token's call
+// runs meanwhile, and once the calls end the token may call again.
+func TestMCPHTTPCallsPerToken(t *testing.T) {
+	d := daemontest.New(t)
+	sid := mustSession(t, d)
+	tokB, err := d.Client.MintToken(t.Context(), sid, api.TokenRequest{Ops: []string{api.OpRead, api.OpExec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 3
+	h := mcp.NewHTTPHandler(mcp.HTTPOptions{
+		Client:        func(token string) *client.Client { return client.New(d.URL, token) },
+		AllowWrite:    true,
+		CallsPerToken: limit,
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// Two MCP sessions of the admin token share its count.
+	a1 := mustConnectHTTP(t, srv.URL, d.Token)
+	a2 := mustConnectHTTP(t, srv.URL, d.Token)
+	b := mustConnectHTTP(t, srv.URL, tokB.Token)
+
+	var wg sync.WaitGroup
+	slow := make([]string, limit)
+	for i := range limit {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs := a1
+			if i%2 == 1 {
+				cs = a2
+			}
+			var ex ExecResult
+			sleep := map[string]any{"session": sid, "command": "touch /tmp/started-" + strconv.Itoa(i) + "; sleep 6; echo slept"}
+			if e := call(t, cs, "session_exec", sleep, &ex); e != "" {
+				slow[i] = e
+			} else {
+				slow[i] = ex.Stdout
+			}
+		}()
+	}
+	// Wait (with the admin's REST client, which the limit does not
+	// count) until the three are running in the sandbox.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r, err := d.Client.Exec(t.Context(), sid, api.ExecRequest{Command: "ls /tmp | grep -c started-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(r.Stdout) == strconv.Itoa(limit) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow calls did not start: %q", r.Stdout)
+		}
+	}
+	start := time.Now()
+	e := call(t, a2, "session_exec", map[string]any{"session": sid, "command": "echo extra"}, nil)
+	if !strings.HasPrefix(e, "too_many_calls") || time.Since(start) > 3*time.Second {
+		t.Errorf("a call past the limit: %q after %s, want too_many_calls at once", e, time.Since(start))
+	}
+	var ex ExecResult
+	if e := call(t, b, "session_exec", map[string]any{"session": sid, "command": "echo other-token"}, &ex); e != "" || ex.Stdout != "other-token\n" {
+		t.Errorf("another token's call while the first is at its limit: %q %+v", e, ex)
+	}
+	wg.Wait()
+	for i, out := range slow {
+		if out != "slept\n" {
+			t.Errorf("slow call %d: %q", i, out)
+		}
+	}
+	if e := call(t, a1, "session_exec", map[string]any{"session": sid, "command": "echo again"}, &ex); e != "" || ex.Stdout != "again\n" {
+		t.Errorf("a call after the others ended: %q %+v", e, ex)
+	}
+}
+
+// headers adds fixed headers to every request, after bearer's.
+type headers struct {
+	h    http.Header
+	next http.RoundTripper
+}
+
+func (x *headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range x.h {
+		r.Header[k] = v
+	}
+	return x.next.RoundTrip(r)
+}
+
+// TestMCPHTTPPreviewURL: session_preview over the daemon's /mcp hands
+// out a URL on the address the caller used (here the daemon's own
+// listener), not the internal one the server's API client uses, and the
+// URL opens the page served in the sandbox. Behind a proxy that says
+// where the caller came in (X-Forwarded-Host and -Proto, as the gateway
+// sends them) the URL is on that address; a forwarded host that is not a
+// plain host is passed over for the Host header.
+func TestMCPHTTPPreviewURL(t *testing.T) {
+	d := daemontest.New(t, daemontest.WithMCPAllowWrite())
+	sid := mustSession(t, d)
+	echo, err := os.ReadFile(testutil.EchoServerBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Client.Call(t.Context(), "PUT", sid, "/files/content", nil, api.FileWrite{Path: "/tmp/echoserver",
+		ContentBase64: base64.StdEncoding.EncodeToString(echo), Mode: "0755"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Client.Call(t.Context(), "POST", sid, "/jobs", nil, api.JobStart{Command: "/tmp/echoserver -addr 127.0.0.1:8000"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	preview := func(cs *sdk.ClientSession) string {
+		t.Helper()
+		var p struct{ URL string }
+		mustCall(t, cs, "session_preview", map[string]any{"session": sid, "port": 8000}, &p)
+		return p.URL
+	}
+	u := preview(mustConnectHTTP(t, d.URL+"/mcp", d.Token))
+	if !regexp.MustCompile(`^` + regexp.QuoteMeta(d.URL) + `/preview/pvw-[a-z2-7]+/$`).MatchString(u) {
+		t.Fatalf("preview URL over /mcp: %q, want one on %s", u, d.URL)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := hc.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && strings.Contains(string(body), "hello from the sandbox") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %d %q", u, resp.StatusCode, body)
+		}
+	}
+
+	via := func(h http.Header) string {
+		t.Helper()
+		tr := &sdk.StreamableClientTransport{Endpoint: d.URL + "/mcp", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: &headers{h: h, next: &bearer{token: d.Token}}}}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "proxied", Version: "1"}, nil).Connect(t.Context(), tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return preview(cs)
+	}
+	if u := via(http.Header{"X-Forwarded-Host": {"paddock.example:8443"}, "X-Forwarded-Proto": {"https"}}); !strings.HasPrefix(u, "https://paddock.example:8443/preview/pvw-") {
+		t.Errorf("behind a proxy: %q", u)
+	}
+	if u := via(http.Header{"X-Forwarded-Host": {"evil.example/path?"}, mcp.PublicBaseHeader: {"https://made.up"}}); !strings.HasPrefix(u, d.URL+"/preview/pvw-") {
+		t.Errorf("a forwarded host that is not a host, and a base header of the caller's own: %q, want the Host's", u)
 	}
 }

@@ -790,3 +790,54 @@ func TestMCPMeasuredProgress(t *testing.T) {
 	call("roll", "session_rollout", map[string]any{"command": "true", "count": 2, "keep": true})
 	check("roll", 1+2)
 }
+
+// TestMCPEventsNewest: session_events on a ledger longer than the
+// daemon's page (10000 entries) shows the newest entries, not the tail
+// of the first page; after pages on, oldest first, with next and more.
+func TestMCPEventsNewest(t *testing.T) {
+	d := daemontest.New(t)
+	s, err := d.Client.CreateSession(t.Context(), api.CreateRequest{Agent: "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := d.Ledger()
+	for i := range 10005 {
+		if _, err := led.Append(t.Context(), s.ID, "test.fill", "test", map[string]int{"i": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest, err := led.Append(t.Context(), s.ID, "test.newest", "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, d.Client, mcp.Options{})
+	type events struct {
+		Events []struct {
+			Seq  int64
+			Kind string
+		}
+		Next int64
+		More bool
+	}
+	var ev events
+	mustCall(t, cs, "session_events", map[string]any{"session": s.ID, "limit": 3}, &ev)
+	if len(ev.Events) != 3 || ev.Events[2].Seq != newest.Seq || ev.Events[2].Kind != "test.newest" || ev.Next != newest.Seq {
+		t.Errorf("the newest 3: %+v, want up to seq %d", ev, newest.Seq)
+	}
+	ev = events{}
+	mustCall(t, cs, "session_events", map[string]any{"session": s.ID, "after": newest.Seq - 5, "limit": 2}, &ev)
+	if len(ev.Events) != 2 || ev.Events[0].Seq != newest.Seq-4 || ev.Next != newest.Seq-3 || !ev.More {
+		t.Errorf("after %d, limit 2: %+v", newest.Seq-5, ev)
+	}
+	next := ev.Next
+	ev = events{}
+	mustCall(t, cs, "session_events", map[string]any{"session": s.ID, "after": next}, &ev)
+	// The last page: the rest, then the mcp.read entry of the first call
+	// (the calls after it are its folded repeats).
+	if len(ev.Events) != 4 || ev.Events[2].Seq != newest.Seq || ev.Events[3].Kind != "mcp.read" || ev.Next != ev.Events[3].Seq || ev.More {
+		t.Errorf("after %d: %+v, want the last 3, the read's entry and no more", next, ev)
+	}
+	if e := call(t, cs, "session_events", map[string]any{"session": s.ID, "after": -1}, nil); !strings.HasPrefix(e, "invalid_argument") {
+		t.Errorf("after -1: %q", e)
+	}
+}

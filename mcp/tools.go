@@ -236,7 +236,7 @@ func toolTable() []toolDef {
 		tool("session_restore", "Put the session back to one of its checkpoints (its files, and its memory when the checkpoint has it).", true, "", onSession(sessionRestore)),
 		tool("session_fork", fmt.Sprintf("Fork the session into count children (at most %d) that start from its state now or from a checkpoint; returns their ids.", MaxForkCount), true, "", onSession(sessionFork)),
 		tool("session_promote", "Carry a fork child's workspace changes back to its parent. dry_run shows the plan; give its plan_id back to apply exactly that plan.", true, "", onSession(sessionPromote)),
-		tool("session_events", fmt.Sprintf("Read the session's audit ledger, newest last: the last limit entries (default %d, at most %d), each entry's data cut at %d bytes.",
+		tool("session_events", fmt.Sprintf("Read the session's audit ledger, newest last: the newest limit entries (default %d, at most %d), or with after the entries after that seq, oldest first (next and more say how to go on); each entry's data cut at %d bytes.",
 			DefaultEvents, MaxEvents, MaxEventData), false, api.OpRead, onSession(sessionEvents)),
 		tool("session_delete", "Delete the session and its sandbox (it cannot be undone).", true, "", onSession(sessionDelete)),
 	}
@@ -1017,7 +1017,8 @@ func sessionPromote(ctx context.Context, s *Server, id string, in PromoteIn) (*P
 
 type EventsIn struct {
 	SessionRef
-	Limit int `json:"limit,omitempty" jsonschema:"how many of the newest entries (default 50, at most 200)"`
+	Limit int   `json:"limit,omitempty" jsonschema:"how many entries (default 50, at most 200)"`
+	After int64 `json:"after,omitempty" jsonschema:"the entries after this seq, oldest first (next of an earlier call); without it the newest entries"`
 }
 
 type EventOut struct {
@@ -1031,7 +1032,8 @@ type EventOut struct {
 
 type EventsOut struct {
 	Events []EventOut `json:"events"`
-	Total  int        `json:"total" jsonschema:"how many entries the ledger has"`
+	Next   int64      `json:"next" jsonschema:"the seq of the last entry returned: give it as after to read the entries that follow"`
+	More   bool       `json:"more,omitempty" jsonschema:"with after: more entries follow this page"`
 }
 
 func sessionEvents(ctx context.Context, s *Server, id string, in EventsIn) (*EventsOut, error) {
@@ -1041,12 +1043,22 @@ func sessionEvents(ctx context.Context, s *Server, id string, in EventsIn) (*Eve
 	if in.Limit < 1 || in.Limit > MaxEvents {
 		return nil, fmt.Errorf("invalid_argument: limit must be 1 to %d", MaxEvents)
 	}
-	es, err := s.c.Events(ctx, id)
+	if in.After < 0 {
+		return nil, fmt.Errorf("invalid_argument: after must be 0 or more")
+	}
+	// Without after, the newest entries: the daemon gives the tail, so
+	// a ledger longer than one of its pages still shows its newest.
+	q := client.EventsQuery{Tail: in.Limit}
+	if in.After > 0 {
+		q = client.EventsQuery{After: in.After, Limit: in.Limit}
+	}
+	ev, err := s.c.EventsPage(ctx, id, q)
 	if err != nil {
 		return nil, err
 	}
-	out := &EventsOut{Events: []EventOut{}, Total: len(es)}
-	for _, e := range es[max(0, len(es)-in.Limit):] {
+	out := &EventsOut{Events: []EventOut{}, Next: in.After, More: ev.LedgerMore}
+	for _, e := range ev.Ledger {
+		out.Next = e.Seq
 		var b bytes.Buffer
 		if json.Compact(&b, e.Data) != nil {
 			b.Reset()

@@ -342,5 +342,14 @@ func sessionPreview(ctx context.Context, s *Server, in PreviewIn) (*PreviewOut, 
 	if err != nil {
 		return nil, err
 	}
-	return &PreviewOut{ID: p.ID, URL: s.c.PreviewURL(p), Port: p.Port, ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339)}, nil
+	// The daemon answers a path; over /mcp it goes on the address the
+	// caller used, over stdio on the client's daemon URL.
+	u := s.c.PreviewURL(p)
+	switch b := callBase(ctx); {
+	case b == noPublicBase:
+		u = p.URL
+	case b != "" && p.URL != "":
+		u = b + p.URL
+	}
+	return &PreviewOut{ID: p.ID, URL: u, Port: p.Port, ExpiresAt: p.ExpiresAt.UTC().Format(time.RFC3339)}, nil
 }

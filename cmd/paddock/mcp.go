@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 
@@ -29,7 +30,9 @@ func newMCPCmd(g *globals) *cobra.Command {
 		Short: "Serve MCP over stdio (an agent starts it as its MCP server command)",
 		Long: `Serve the Model Context Protocol over stdin and stdout, as an agent's MCP
 server command. The tools call the daemon at --url with the token (PADDOCK_TOKEN,
---token or --token-file) and can do only what that token may do.
+--token or --token-file) and can do only what that token may do. --url must be
+https://, or http:// only for a daemon on this machine (loopback): the token
+goes with every call.
 
 Without --allow-write only the tools that read are offered. A session token
 offers only the tools its ops allow, on its own session. Every call is
@@ -39,6 +42,13 @@ tools and their output limits.`,
   paddock mcp serve --token-file ~/.config/paddock/token --session ses-0123456789abcdef`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// Checked before any token is read, so a refused URL never
+			// sees one.
+			if u, err := url.Parse(addr); err == nil {
+				if err := refusePlainRemote(u, addr); err != nil {
+					return err
+				}
+			}
 			t := token
 			if tokenFile != "" {
 				if t != "" {

@@ -1,16 +1,25 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"paddock.dev/paddock/hostd/session"
+	"paddock.dev/paddock/hostd/workspace"
+	"paddock.dev/paddock/internal/testutil"
 )
 
 // mcpTestHome points HOME at a fresh directory and clears the variables
@@ -277,5 +286,96 @@ func TestMCPDocsNoTokenInArgv(t *testing.T) {
 		if bad != "" {
 			t.Errorf("docs/mcp.md:%d shows %s: %s", i+1, bad, line)
 		}
+	}
+}
+
+// TestMCPServeRefusesPlainHTTP: `mcp serve` refuses plain http:// to a
+// host other than this machine as install does (usage error, exit 2),
+// before it reads a token or calls the daemon; loopback http:// is let
+// through (and here fails only at the call, nothing listens).
+func TestMCPServeRefusesPlainHTTP(t *testing.T) {
+	t.Setenv("PADDOCK_TOKEN", "pdk_x")
+	var ue usageError
+	for _, u := range []string{"http://other-host.invalid:7788", "http://192.0.2.10:7788", "http://[2001:db8::1]:7788"} {
+		_, err := runMCP(t, "mcp", "serve", "--url", u)
+		if !errors.As(err, &ue) || exitCode(err) != 2 || !strings.Contains(err.Error(), "https://") {
+			t.Errorf("serve --url %s: %v", u, err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	if _, err := runMCP(t, "mcp", "serve", "--url", closed); err == nil || errors.As(err, &ue) {
+		t.Errorf("serve --url %s (loopback, nothing listening): %v, want the call's error", closed, err)
+	}
+}
+
+// gatewayBearer sends the token on every request of an MCP client.
+type gatewayBearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b *gatewayBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// TestMCPPreviewThroughGateway: `paddock serve` with its gateway, the Go
+// SDK's streamable HTTP client at https://ADDR/mcp: session_preview hands
+// out a URL on the gateway's address (not the daemon's internal one),
+// and the test's client, trusting only the gateway's CA, opens the page
+// served in the sandbox through it.
+func TestMCPPreviewThroughGateway(t *testing.T) {
+	bin, state, addr, env := daemonSetup(t)
+	srv := startServe(t, bin, state, addr, env, "--stop-sandboxes", "--mcp-allow-write")
+	defer stopServe(t, srv)
+	const admin = "pdk_cli_test_token_0123456789" // daemonOn's
+	hc := daemonHTTPClient(state)
+	tr := &sdk.StreamableClientTransport{Endpoint: "https://" + addr + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: &gatewayBearer{token: admin, next: hc.Transport}}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "gateway-test", Version: "1"}, nil).Connect(t.Context(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var ses struct{ ID string }
+	if e := mcpCall(t, cs, "session_create", map[string]any{"agent": "preview"}, &ses); e != "" {
+		t.Fatal(e)
+	}
+	sdkc := daemonSDK(t, state, addr, admin)
+	echo, err := os.ReadFile(testutil.EchoServerBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sdkc.Call(t.Context(), "PUT", ses.ID, "/files/content", nil, workspace.FileWrite{Path: "/tmp/echoserver",
+		ContentBase64: base64.StdEncoding.EncodeToString(echo), Mode: "0755"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := sdkc.Call(t.Context(), "POST", ses.ID, "/jobs", nil, session.JobStart{Command: "/tmp/echoserver -addr 127.0.0.1:8000"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ URL string }
+	if e := mcpCall(t, cs, "session_preview", map[string]any{"session": ses.ID, "port": 8000}, &p); e != "" {
+		t.Fatal(e)
+	}
+	if !regexp.MustCompile(`^https://` + regexp.QuoteMeta(addr) + `/preview/pvw-[a-z2-7]{52}/$`).MatchString(p.URL) {
+		t.Fatalf("preview URL over /mcp through the gateway: %q, want one on https://%s", p.URL, addr)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, body := gatewayCall(t, state, "GET", p.URL, "", nil, nil)
+		if resp.StatusCode == http.StatusOK && strings.Contains(string(body), "hello from the sandbox") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %d %q", p.URL, resp.StatusCode, body)
+		}
+	}
+	if e := mcpCall(t, cs, "session_delete", map[string]any{"session": ses.ID}, nil); e != "" {
+		t.Error(e)
 	}
 }

@@ -60,6 +60,17 @@ func checkTokenFile(p string) error {
 	return nil
 }
 
+// refusePlainRemote refuses a daemon URL (raw, parsed as u) that is
+// plain http:// to a host other than this machine: the MCP server sends
+// the token on every call, and over plain HTTP anyone on the path could
+// read it. Both `mcp install` and `mcp serve` use it.
+func refusePlainRemote(u *url.URL, raw string) error {
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return usageError{fmt.Errorf("--url %q: plain http:// is only for a daemon on this machine (loopback); use https:// so the token is not sent in clear", raw)}
+	}
+	return nil
+}
+
 // mcpLaunchFor is the command a client runs: this binary's absolute path,
 // `mcp serve` and the flags that reach the daemon. The token stays in its
 // file; the config names only the file.
@@ -78,10 +89,8 @@ func mcpLaunchFor(g *globals, o mcpInstallOpts) (mcpLaunch, error) {
 	if u.User != nil {
 		return mcpLaunch{}, usageError{errors.New("--url must not carry a user or password: it would be written into the client's config")}
 	}
-	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
-		// The server sends the token on every call: over plain HTTP anyone
-		// on the path could read it.
-		return mcpLaunch{}, usageError{fmt.Errorf("--url %q: plain http:// is only for a daemon on this machine (loopback); use https:// so the token is not sent in clear", o.url)}
+	if err := refusePlainRemote(u, o.url); err != nil {
+		return mcpLaunch{}, err
 	}
 	l := mcpLaunch{Command: exe, Args: []string{"mcp", "serve", "--url", o.url}}
 	if g.stateDir != defaultStateDir {

@@ -47,12 +47,13 @@ func TestPythonSDKInstall(t *testing.T) {
 d = os.path.dirname(paddock.__file__)
 assert not d.startswith(os.environ["SDK"]), d
 assert os.path.exists(os.path.join(d, "py.typed"))
+assert os.path.exists(os.path.join(d, "aio.pyi")) and os.path.exists(os.path.join(d, "models.py"))
 print(paddock.__version__, issubclass(paddock.ApprovalRequired, paddock.PaddockError))`
 	out, err := runPython(t, t.TempDir(), append(os.Environ(), "SDK="+sdk), filepath.Join(venv, "bin", "python"), "-c", probe)
 	if err != nil || strings.TrimSpace(out) != "0.1.0 True" {
 		t.Fatalf("import paddock from the venv: %v\n%s", err, out)
 	}
-	out, err = runPython(t, sdk, os.Environ(), filepath.Join(venv, "bin", "python"), "-m", "unittest", "-v", "tests.test_offline")
+	out, err = runPython(t, sdk, os.Environ(), filepath.Join(venv, "bin", "python"), "-m", "unittest", "-v", "tests.test_offline", "tests.test_models", "tests.test_aio_offline")
 	if err != nil {
 		t.Fatalf("offline tests: %v\n%s", err, out)
 	}

@@ -305,14 +305,22 @@ workspace is (default /workspace).
 			}
 		})
 	}}
-	timeline := &cobra.Command{Use: "timeline ID", Short: "What was done, in order (the ledger)", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+	var timelineTail int
+	timeline := &cobra.Command{Use: "timeline ID [--tail N]", Short: "What was done, in order (the ledger)", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
+		if timelineTail < 0 || timelineTail > maxEventsPage {
+			return usageError{fmt.Errorf("--tail %d: give 1 to %d", timelineTail, maxEventsPage)}
+		}
 		k, err := cl()
 		if err != nil {
 			return err
 		}
-		es, err := k.Events(c.Context(), args[0])
+		ev, err := k.EventsPage(c.Context(), args[0], client.EventsQuery{Tail: timelineTail})
 		if err != nil {
 			return err
+		}
+		es := ev.Ledger
+		if ev.LedgerMore {
+			defer moreNote(c.ErrOrStderr(), len(es))
 		}
 		return out(c, es, func() {
 			tw := newTable(c.OutOrStdout(), "SEQ", "TIME", "KIND", "DATA")
@@ -322,6 +330,7 @@ workspace is (default /workspace).
 			tw.flush()
 		})
 	}}
+	timeline.Flags().IntVar(&timelineTail, "tail", 0, "only the newest N entries (at most 10000; one answer holds at most 10000, the oldest without it)")
 	rm := &cobra.Command{Use: "rm ID", Short: "Delete a session and its sandbox", Args: cobra.ExactArgs(1), RunE: func(c *cobra.Command, args []string) error {
 		k, err := cl()
 		if err != nil {

@@ -70,8 +70,9 @@ func clipArg(s string) string {
 func eventsCommand(g *globals, cl func() (*client.Client, error)) *cobra.Command {
 	var since string
 	var follow bool
+	var tail int
 	cmd := &cobra.Command{
-		Use:   "events ID [--since T] [--follow]",
+		Use:   "events ID [--since T | --tail N] [--follow]",
 		Short: "What happened in a session: its ledger and its machine's events",
 		Long: `Print session ID's events in time order: the ledger's entries (source
 ledger: commands, files, checkpoints, rewind, ...) and what happened to
@@ -84,6 +85,11 @@ they come, until the session ends (exit 0) or you stop it (Ctrl-C); the
 daemon ends a stream after an hour (exit 1, stream_max_age): start it
 again with --since the last time printed.
 
+One answer holds at most 10000 ledger entries: the oldest ones, or with
+--since those after T. --tail N shows the newest N (at most 10000) of the
+ledger and of the machine's events instead. When more entries follow
+what was printed, a note on stderr says so.
+
 A table for people; --json writes one JSON object a line (time, source,
 kind, seq for a ledger entry, actor, data).`,
 		Args: cobra.ExactArgs(1),
@@ -92,6 +98,12 @@ kind, seq for a ledger entry, actor, data).`,
 			if err != nil {
 				return err
 			}
+			if tail < 0 || tail > maxEventsPage {
+				return usageError{fmt.Errorf("--tail %d: give 1 to %d", tail, maxEventsPage)}
+			}
+			if tail > 0 && (since != "" || follow) {
+				return usageError{errors.New("--tail shows the newest entries: it goes with no --since or --follow")}
+			}
 			k, err := cl()
 			if err != nil {
 				return err
@@ -99,9 +111,12 @@ kind, seq for a ledger entry, actor, data).`,
 			w := c.OutOrStdout()
 			print := printEvent(w, g.json)
 			if !follow {
-				ev, err := k.EventsSince(c.Context(), args[0], from)
+				ev, err := k.EventsPage(c.Context(), args[0], client.EventsQuery{Since: from, Tail: tail})
 				if err != nil {
 					return err
+				}
+				if ev.LedgerMore {
+					defer moreNote(c.ErrOrStderr(), len(ev.Ledger))
 				}
 				lines := make([]eventLine, 0, len(ev.Ledger)+len(ev.VMEvents))
 				for _, e := range ev.Ledger {
@@ -134,7 +149,17 @@ kind, seq for a ledger entry, actor, data).`,
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only events after this time (RFC 3339) or this long ago (10m)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events as they come")
+	cmd.Flags().IntVar(&tail, "tail", 0, "only the newest N ledger entries and machine events (at most 10000)")
 	return cmd
+}
+
+// maxEventsPage is the most ledger entries one events answer holds (the
+// daemon's bound, session.MaxEventsPage).
+const maxEventsPage = 10000
+
+// moreNote says on w that the n ledger entries printed are not all.
+func moreNote(w io.Writer, n int) {
+	fmt.Fprintf(w, "more ledger entries follow the %d shown: --tail N shows the newest, --since T those after T\n", n)
 }
 
 // printEvent returns a printer of one event a line: JSON, or a table row

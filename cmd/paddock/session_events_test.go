@@ -2,11 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	apiv1 "paddock.dev/paddock/api"
 )
 
 // TestCLISessionEvents: `paddock session events` against `paddock
@@ -125,5 +131,61 @@ func TestCLISessionEvents(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Errorf("--follow did not end after the session was deleted")
+	}
+}
+
+// TestCLIEventsTail: `session events` and `session timeline` against a
+// fake daemon: --tail N asks for the newest N (?tail=N) and nothing
+// else; without it the answer's ledger_more makes a note on stderr that
+// more entries follow; --tail out of range or with --since/--follow is a
+// usage error sent nowhere.
+func TestCLIEventsTail(t *testing.T) {
+	var mu sync.Mutex
+	var queries []string
+	daemon := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		queries = append(queries, r.URL.RawQuery)
+		mu.Unlock()
+		ev := apiv1.Events{Ledger: []apiv1.LedgerEntry{{Seq: 10007, Kind: "newest", Data: json.RawMessage(`{}`)}}, VMEvents: []apiv1.VMEvent{}}
+		if r.URL.Query().Get("tail") == "" {
+			ev = apiv1.Events{Ledger: []apiv1.LedgerEntry{{Seq: 1, Kind: "oldest", Data: json.RawMessage(`{}`)}}, VMEvents: []apiv1.VMEvent{}, LedgerMore: true}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(ev)
+	}))
+	defer daemon.Close()
+	run := func(args ...string) (string, string, error) {
+		root := newRoot()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs(append(args, "--url", daemon.URL, "--token", "pdk_fake"))
+		err := root.ExecuteContext(t.Context())
+		return out.String(), errOut.String(), err
+	}
+	for _, verb := range []string{"events", "timeline"} {
+		queries = nil
+		out, se, err := run("session", verb, "ses-1", "--tail", "5")
+		if err != nil || !strings.Contains(out, "newest") || strings.Contains(se, "more ledger entries") || len(queries) != 1 || queries[0] != "tail=5" {
+			t.Errorf("%s --tail 5: %v %q %q, queries %q", verb, err, out, se, queries)
+		}
+		out, se, err = run("session", verb, "ses-1")
+		if err != nil || !strings.Contains(out, "oldest") || !strings.Contains(se, "more ledger entries follow") || !strings.Contains(se, "--tail") {
+			t.Errorf("%s with more to come: %v %q %q", verb, err, out, se)
+		}
+		queries = nil
+		for _, bad := range [][]string{{"--tail", "10001"}, {"--tail", "-1"}} {
+			if _, _, err := run(append([]string{"session", verb, "ses-1"}, bad...)...); exitCode(err) != exitUsage {
+				t.Errorf("%s %v: %v, want a usage error", verb, bad, err)
+			}
+		}
+		if len(queries) != 0 {
+			t.Errorf("%s: a refused --tail reached the daemon: %q", verb, queries)
+		}
+	}
+	for _, bad := range [][]string{{"--tail", "5", "--since", "1h"}, {"--tail", "5", "--follow"}} {
+		if _, _, err := run(append([]string{"session", "events", "ses-1"}, bad...)...); exitCode(err) != exitUsage {
+			t.Errorf("events %v: %v, want a usage error", bad, err)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // (panel.js) and the terminal (terminal.js). A hash route names the page:
 // #/signin, #/sessions, #/sessions/{id}, #/create, #/admin.
 import { api, token, whoami, validToken, ApiError } from './api.js';
-import { h, mount, field, when } from './dom.js';
+import { h, mount, field } from './dom.js';
 import { renderPanel } from './panel.js';
 import { renderSessions } from './sessions.js';
 import { renderCreate } from './create.js';
@@ -136,10 +136,3 @@ async function route() {
 
 window.addEventListener('hashchange', route);
 route();
-
-// page is a page's frame: a heading and its body.
-export function page(title, ...body) {
-  return [h('h1', {}, title), ...body];
-}
-
-export { when };

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -37,7 +38,8 @@ type Server struct {
 	jobStreams   streamCount
 	eventStreams streamCount
 
-	idem idemFlights // Idempotency-Key requests running (idempotency.go)
+	idem  idemFlights // Idempotency-Key requests running (idempotency.go)
+	reads readFolder  // mcp.read entries of repeated reads (toolaudit.go)
 
 	sessions *session.Manager
 	svc      Services // the core's siblings (services.go)
@@ -461,7 +463,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.sessions.EventsSince(r.Context(), tenant(r), r.PathValue("id"), since)
+	q := session.EventsQuery{Since: since}
+	var n int64
+	if n, err = queryInt(r, "tail", 0, 1, session.MaxEventsPage); err != nil {
+		return err
+	}
+	q.Tail = int(n)
+	if n, err = queryInt(r, "limit", 0, 1, session.MaxEventsPage); err != nil {
+		return err
+	}
+	q.Limit = int(n)
+	if q.After, err = queryInt(r, "after", 0, 0, math.MaxInt64); err != nil {
+		return err
+	}
+	out, err := s.sessions.EventsPage(r.Context(), tenant(r), r.PathValue("id"), q)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	guestapi "paddock.dev/paddock/guest/api"
 	"paddock.dev/paddock/hostd/api"
 	"paddock.dev/paddock/hostd/api/routes"
+	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/speculate"
 	"paddock.dev/paddock/hypervisor"
 	"paddock.dev/paddock/hypervisor/procbox"
@@ -331,6 +332,8 @@ var openAPILimits = []struct {
 
 	{"components/schemas/GitRequest/properties/message/maxLength", apiv1.MaxCommitMsg},
 	{"components/parameters/GitLogN/schema/maximum", apiv1.MaxGitLog},
+	{"components/parameters/EventsLimit/schema/maximum", session.MaxEventsPage},
+	{"components/parameters/EventsTail/schema/maximum", session.MaxEventsPage},
 
 	{"components/schemas/UploadRequest/properties/size/maximum", apiv1.MaxUploadBytes},
 	{"components/parameters/UploadOffset/schema/maximum", apiv1.MaxUploadBytes},

@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -188,6 +189,17 @@ func (l *Ledger) List(ctx context.Context, session string, afterSeq int64, limit
 		limit = MaxList
 	}
 	return l.query(ctx, `WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?`, session, afterSeq, limit)
+}
+
+// Tail returns the newest n entries of session (MaxList when n <= 0 or
+// over it), in seq order.
+func (l *Ledger) Tail(ctx context.Context, session string, n int) ([]Entry, error) {
+	if n <= 0 || n > MaxList {
+		n = MaxList
+	}
+	out, err := l.query(ctx, `WHERE session = ? ORDER BY seq DESC LIMIT ?`, session, n)
+	slices.Reverse(out)
+	return out, err
 }
 
 // Since returns every entry of session whose Time is after t, in seq order.

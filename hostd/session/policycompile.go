@@ -28,9 +28,7 @@ func (m *Manager) CompilePolicy(req PolicyCompileRequest) (*PolicyCompile, error
 	if err != nil {
 		refuse(err)
 	} else {
-		caps = backend.Capabilities()
-		caps.Egress = m.egress != nil && m.egressRoot != "" && m.currentEgressLog() != nil
-		caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
+		caps = m.capabilitiesOn(backend)
 	}
 	proc := policyProcess(req.Policy)
 	if backend != nil {
@@ -55,4 +53,14 @@ func (m *Manager) CompilePolicy(req PolicyCompileRequest) (*PolicyCompile, error
 	}
 	out.OK = len(out.Refusals) == 0
 	return out, nil
+}
+
+// capabilitiesOn is what a session created on backend can do: the
+// backend's own capabilities, with egress and HTTP rules as this daemon
+// serves them. Create and CompilePolicy both use it.
+func (m *Manager) capabilitiesOn(backend hypervisor.Backend) hypervisor.Capabilities {
+	caps := backend.Capabilities()
+	caps.Egress = m.egress != nil && m.egressRoot != "" && m.currentEgressLog() != nil
+	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
+	return caps
 }

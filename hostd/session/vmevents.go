@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/hostd/ledger"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/hypervisor"
 )
@@ -68,21 +69,71 @@ func (m *Manager) watchOOM(id string, mc hypervisor.Machine, done <-chan struct{
 	}
 }
 
-// EventsSince answers GET .../events: the ledger entries and VM events
-// after since (the zero time: all, up to 10000 of each).
+// MaxEventsPage is the most ledger entries (and VM events) one answer of
+// GET .../events holds.
+const MaxEventsPage = ledger.MaxList
+
+// EventsQuery picks what GET .../events answers with. Tail gives the
+// newest Tail ledger entries and VM events, and goes with nothing else.
+// Otherwise the ledger entries after Since (a time) or after After (a
+// seq; not both) come oldest first, at most Limit of them (0:
+// MaxEventsPage), with LedgerMore set when more follow; the VM events are
+// those after Since, or from the time of entry After on.
+type EventsQuery struct {
+	Since time.Time
+	After int64
+	Limit int
+	Tail  int
+}
+
+// EventsSince answers GET .../events?since=: the ledger entries and VM
+// events after since (the zero time: all, up to MaxEventsPage of each).
 func (m *Manager) EventsSince(ctx context.Context, tenant, id string, since time.Time) (*Events, error) {
+	return m.EventsPage(ctx, tenant, id, EventsQuery{Since: since})
+}
+
+// EventsPage answers GET .../events (see EventsQuery).
+func (m *Manager) EventsPage(ctx context.Context, tenant, id string, q EventsQuery) (*Events, error) {
+	switch {
+	case q.Tail < 0 || q.Tail > MaxEventsPage || q.Limit < 0 || q.Limit > MaxEventsPage || q.After < 0:
+		return nil, bad("events: tail and limit must be 1 to %d, after 0 or more", MaxEventsPage)
+	case q.Tail > 0 && (q.Limit > 0 || q.After > 0 || !q.Since.IsZero()):
+		return nil, bad("events: tail gives the newest entries; it goes with no since, after or limit")
+	case q.After > 0 && !q.Since.IsZero():
+		return nil, bad("events: give since (a time) or after (a seq), not both")
+	}
 	if _, _, err := m.load(ctx, tenant, id); err != nil {
 		return nil, err
 	}
 	m.settleEgressLog()
+	limit := q.Limit
+	if limit == 0 {
+		limit = MaxEventsPage
+	}
 	var err error
 	out := &Events{}
-	if since.IsZero() {
-		out.Ledger, err = m.ledger.List(ctx, id, 0, 10000)
-	} else {
-		out.Ledger, err = m.ledger.Since(ctx, id, since)
-		if len(out.Ledger) > 10000 {
-			out.Ledger = out.Ledger[:10000]
+	vmSince := q.Since
+	switch {
+	case q.Tail > 0:
+		out.Ledger, err = m.ledger.Tail(ctx, id, q.Tail)
+	case !q.Since.IsZero():
+		out.Ledger, err = m.ledger.Since(ctx, id, q.Since)
+		if len(out.Ledger) > limit {
+			out.Ledger, out.LedgerMore = out.Ledger[:limit], true
+		}
+	default:
+		if out.Ledger, err = m.ledger.List(ctx, id, q.After, limit); err == nil && len(out.Ledger) == limit {
+			var next []apiv1.LedgerEntry
+			next, err = m.ledger.List(ctx, id, out.Ledger[limit-1].Seq, 1)
+			out.LedgerMore = len(next) > 0
+		}
+		if err == nil && q.After > 0 {
+			// The VM events from the time of entry After on (one with
+			// that very time may come again), as the stream resumes.
+			var at []apiv1.LedgerEntry
+			if at, err = m.ledger.List(ctx, id, q.After-1, 1); err == nil && len(at) > 0 && at[0].Seq == q.After {
+				vmSince = at[0].Time.Add(-time.Nanosecond)
+			}
 		}
 	}
 	if err != nil {
@@ -91,8 +142,25 @@ func (m *Manager) EventsSince(ctx context.Context, tenant, id string, since time
 	if out.Ledger == nil {
 		out.Ledger = []apiv1.LedgerEntry{}
 	}
-	if out.VMEvents, err = m.vmEvents(ctx, id, since); err != nil {
+	if q.Tail > 0 {
+		out.VMEvents, err = m.vmEventsTail(ctx, id, q.Tail)
+	} else {
+		out.VMEvents, err = m.vmEvents(ctx, id, vmSince)
+	}
+	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+func (m *Manager) vmEventsTail(ctx context.Context, id string, n int) ([]VMEvent, error) {
+	rows, err := m.st.ListVMEventsTail(ctx, id, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]VMEvent, len(rows))
+	for i, r := range rows {
+		out[i] = VMEvent{ID: r.ID, Time: r.Time, Kind: r.Kind, Data: r.Data}
 	}
 	return out, nil
 }

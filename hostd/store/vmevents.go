@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -57,6 +58,17 @@ func (s *Store) ListVMEvents(ctx context.Context, session string, since time.Tim
 		return s.listVMEvents(ctx, `WHERE session = ? ORDER BY id LIMIT ?`, session, MaxVMEventList)
 	}
 	return s.listVMEvents(ctx, `WHERE session = ? AND time > ? ORDER BY id LIMIT ?`, session, formatTime(since), MaxVMEventList)
+}
+
+// ListVMEventsTail returns the newest n rows of session (at most
+// MaxVMEventList), oldest first.
+func (s *Store) ListVMEventsTail(ctx context.Context, session string, n int) ([]VMEventRow, error) {
+	if n <= 0 || n > MaxVMEventList {
+		n = MaxVMEventList
+	}
+	out, err := s.listVMEvents(ctx, `WHERE session = ? ORDER BY id DESC LIMIT ?`, session, n)
+	slices.Reverse(out)
+	return out, err
 }
 
 // ListVMEventsAfter returns up to MaxVMEventList rows of session with an

@@ -38,6 +38,9 @@ func TestVMEvents(t *testing.T) {
 	if got, _ := s.ListVMEventsAfter(ctx, "a", all[0].ID); len(got) != 2 || got[0].Kind != "checkpoint" {
 		t.Errorf("after the first id: %+v", got)
 	}
+	if got, _ := s.ListVMEventsTail(ctx, "a", 2); len(got) != 2 || got[0].Kind != "checkpoint" || got[1].Kind != "fork" {
+		t.Errorf("the newest 2: %+v, want checkpoint, fork", got)
+	}
 	// The cap.
 	for i := range MaxVMEventsPerSession {
 		if err := s.AppendVMEvent(ctx, VMEventRow{Session: "a", Time: t0.Add(time.Hour + time.Duration(i)*time.Millisecond), Kind: "oom"}); err != nil {

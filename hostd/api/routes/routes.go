@@ -258,9 +258,10 @@ func Lookup(pattern string) (Route, bool) {
 
 // Match returns the row whose pattern r's method and path match, as
 // hostd's own router would match them. A path that is not clean ("//",
-// "/./", "/../") matches none: hostd's router would only redirect it.
+// "/./", "/../") matches none: hostd's router would only redirect it. A
+// trailing slash is clean, as for the router ("/console/").
 func Match(r *http.Request) (Route, bool) {
-	if p := r.URL.Path; p == "" || path.Clean(p) != p {
+	if p := r.URL.Path; p == "" || path.Clean(p) != strings.TrimSuffix(p, "/") && path.Clean(p) != p {
 		return Route{}, false
 	}
 	_, pattern := matcher().Handler(r)

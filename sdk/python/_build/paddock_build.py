@@ -30,7 +30,7 @@ def _package_files():
     for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, NAME)):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         for f in sorted(filenames):
-            if f.endswith(".py") or f == "py.typed":
+            if f.endswith((".py", ".pyi")) or f == "py.typed":
                 full = os.path.join(dirpath, f)
                 yield full, os.path.relpath(full, ROOT).replace(os.sep, "/")
 

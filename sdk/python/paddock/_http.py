@@ -1,13 +1,15 @@
 """The transport: one HTTPS (or HTTP) request per call with http.client,
 JSON in and out, errors turned into PaddockError classes, and a reader of
 Server-Sent Events."""
+import contextvars
 import http.client
 import json
 import os
 import socket
 import ssl
+import threading
 import urllib.parse
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .errors import PaddockError, error_from
 
@@ -16,6 +18,46 @@ MAX_BODY = 64 << 20  # a JSON answer
 MAX_ERROR_BODY = 1 << 20  # an error answer
 MAX_SSE_LINE = 32 << 20  # one line of an event stream
 DEFAULT_TIMEOUT = 2 * 3600.0  # seconds a request may take in all
+
+
+class Cancelled(Exception):
+    """A call whose CancelScope was cancelled (the asyncio variant's
+    cancellation); it never reaches a caller that awaits."""
+
+
+class CancelScope:
+    """The connections one call opens, so that another thread can end the
+    call at once: cancel() shuts every open socket of the call down (a
+    blocked read returns) and makes any later connection attempt of the
+    call raise Cancelled. The asyncio variant sets one per awaited call; the
+    blocking API has none."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socks: List[socket.socket] = []
+        self.cancelled = False
+
+    def add(self, sock: socket.socket) -> None:
+        """Note a connected socket of the call; Cancelled if the call is."""
+        with self._lock:
+            if self.cancelled:
+                raise Cancelled("paddock: call cancelled")
+            self._socks = [x for x in self._socks if x.fileno() != -1]
+            self._socks.append(sock)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            socks, self._socks = self._socks, []
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+# The scope of the call running in this context (None: not cancellable).
+SCOPE: "contextvars.ContextVar[Optional[CancelScope]]" = contextvars.ContextVar("paddock_scope", default=None)
 
 
 class Transport:
@@ -44,17 +86,25 @@ class Transport:
         return http.client.HTTPConnection(self.host, self.port, timeout=t)
 
     def _send(self, method: str, path: str, body: Optional[bytes], headers: Mapping[str, str],
-              timeout: Optional[float] = None) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+              timeout: Optional[float] = None) -> Tuple[http.client.HTTPConnection, http.client.HTTPResponse, Any]:
+        """Send a request; the connection, its answer and the connection's
+        socket (kept here: http.client lets go of it when the answer ends
+        with the connection, as an event stream's may)."""
         h = {"Authorization": "Bearer " + self.token}
         h.update(headers)
         conn = self.connect(timeout)
+        scope = SCOPE.get()
         try:
+            conn.connect()
+            sock = conn.sock
+            if scope is not None:
+                scope.add(sock)  # from here on a cancel shuts it down
             conn.request(method, self.prefix + path, body=body, headers=h)
             resp = conn.getresponse()
         except BaseException:
             conn.close()
             raise
-        return conn, resp
+        return conn, resp, sock
 
     def request(self, method: str, path: str, body: Any = None, headers: Optional[Mapping[str, str]] = None,
                 raw: Optional[bytes] = None, content_type: str = "application/json") -> Any:
@@ -65,7 +115,7 @@ class Transport:
             data = json.dumps(body).encode()
         if data is not None:
             h["Content-Type"] = content_type
-        conn, resp = self._send(method, path, data, h)
+        conn, resp, _ = self._send(method, path, data, h)
         try:
             if resp.status // 100 != 2:
                 raise decode_error(resp.status, resp.read(MAX_ERROR_BODY))
@@ -86,13 +136,14 @@ class Transport:
         if body is not None:
             data = json.dumps(body).encode()
             h["Content-Type"] = "application/json"
-        conn, resp = self._send(method, path, data, h)
+        conn, resp, sock = self._send(method, path, data, h)
         if resp.status != 200:
             try:
                 raise decode_error(resp.status, resp.read(MAX_ERROR_BODY))
             finally:
                 conn.close()
-        return SSE(conn, resp)
+                resp.close()
+        return SSE(conn, resp, sock)
 
 
 def decode_error(status: int, data: bytes) -> PaddockError:
@@ -157,9 +208,10 @@ class SSE:
     """An open event stream. Iterate it for Events; close() ends it, and
     drop() cuts the connection as a network failure would."""
 
-    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse):
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, sock: Any = None):
         self.conn = conn
         self.resp = resp
+        self.sock = sock if sock is not None else conn.sock
 
     def _lines(self) -> Iterator[bytes]:
         while True:
@@ -177,7 +229,7 @@ class SSE:
         return parse_sse(self._lines())
 
     def drop(self) -> None:
-        sock = getattr(self.conn, "sock", None)
+        sock = self.sock
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -186,6 +238,7 @@ class SSE:
 
     def close(self) -> None:
         self.conn.close()
+        self.resp.close()
 
 
 def env(name: str) -> Optional[str]:

@@ -1,5 +1,6 @@
 """Paddock and Session: the SDK's objects over the public HTTP API."""
 import base64
+import contextvars
 import hashlib
 import os
 import threading
@@ -7,7 +8,8 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Union
 
-from ._http import SSE, Event, Transport, env
+from . import models as m
+from ._http import SCOPE, SSE, Event, Transport, env
 from .errors import Conflict, InvalidArgument, NotFound, PaddockError
 
 CHUNK = 4 << 20  # the largest upload chunk and range read the API takes
@@ -40,7 +42,12 @@ def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
 
 
 class ExecResult(dict):
-    """exec's answer: a dict with attribute access for the usual fields."""
+    """exec's answer (the ExecResult schema): a dict with attribute access
+    for its fields. tests/test_models.py holds the properties to the
+    schema."""
+
+    _schema = "ExecResult"
+    _not_offered: Dict[str, str] = {}
 
     @property
     def exit_code(self) -> int:
@@ -61,6 +68,16 @@ class ExecResult(dict):
     @property
     def duration_ms(self) -> int:
         return int(self.get("duration_ms", 0))
+
+    @property
+    def truncated(self) -> bool:
+        """stdout or stderr went over its cap and was cut."""
+        return bool(self.get("truncated"))
+
+    @property
+    def signal(self) -> Optional[str]:
+        """The signal that killed the command, if one did."""
+        return self.get("signal")
 
 
 class Output:
@@ -205,7 +222,7 @@ class Files:
     def __init__(self, session: "Session"):
         self._s = session
 
-    def list(self, path: str) -> Dict[str, Any]:
+    def list(self, path: str) -> m.Listing:
         return self._s._get("/files" + _query(path=path))
 
     def read(self, path: str) -> bytes:
@@ -215,7 +232,7 @@ class Files:
     def read_text(self, path: str) -> str:
         return self.read(path).decode("utf-8")
 
-    def write(self, path: str, content: Union[bytes, str], mode: Optional[str] = None, parents: bool = True) -> Dict[str, Any]:
+    def write(self, path: str, content: Union[bytes, str], mode: Optional[str] = None, parents: bool = True) -> m.FileInfo:
         data = content.encode() if isinstance(content, str) else content
         if len(data) > MAX_WHOLE_FILE:
             raise InvalidArgument(0, "too_large", f"{len(data)} bytes: over {MAX_WHOLE_FILE}, use upload()")
@@ -225,22 +242,22 @@ class Files:
     def delete(self, path: str, recursive: bool = False) -> None:
         self._s._t.request("DELETE", self._s._p("/files") + _query(path=path, recursive=recursive or None))
 
-    def read_range(self, path: str, offset: int = 0, length: int = CHUNK, checksum: bool = False) -> Dict[str, Any]:
+    def read_range(self, path: str, offset: int = 0, length: int = CHUNK, checksum: bool = False) -> m.FileRange:
         return self._s._get("/files/range" + _query(path=path, offset=offset, length=length, checksum=checksum or None))
 
     # Resumable uploads.
 
-    def uploads(self) -> List[Dict[str, Any]]:
+    def uploads(self) -> List[m.Upload]:
         return self._s._get("/uploads")["uploads"]
 
-    def upload_status(self, upload_id: str) -> Dict[str, Any]:
+    def upload_status(self, upload_id: str) -> m.Upload:
         return self._s._get(f"/uploads/{_q(upload_id)}")
 
     def abort_upload(self, upload_id: str) -> None:
         self._s._t.request("DELETE", self._s._p(f"/uploads/{_q(upload_id)}"))
 
     def upload(self, local: Union[str, bytes], path: str, mode: Optional[str] = None, resume: Optional[str] = None,
-               chunk_size: int = CHUNK, on_chunk: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
+               chunk_size: int = CHUNK, on_chunk: Optional[Callable[[m.Upload], None]] = None) -> m.Upload:
         """Upload a local file (a path, or bytes) to path in chunks, with its
         sha256 checked by the daemon. resume names an open upload to go on
         with from where the daemon stands (after this or another process was
@@ -341,23 +358,23 @@ class Jobs:
                            "approval_id": approval_id, "approval_wait_seconds": approval_wait_seconds})
         return self._s._t.request("POST", self._s._p("/jobs"), body)
 
-    def list(self) -> List[Dict[str, Any]]:
+    def list(self) -> List[m.Job]:
         return self._s._get("/jobs")["jobs"]
 
-    def read(self, job: str, offset: int = 0, stderr_offset: int = 0, wait_ms: Optional[int] = None) -> Dict[str, Any]:
+    def read(self, job: str, offset: int = 0, stderr_offset: int = 0, wait_ms: Optional[int] = None) -> m.JobRead:
         """Output from the offsets; wait_ms waits (long poll) for more."""
         return self._s._get(f"/jobs/{_q(job)}" + _query(offset=offset, stderr_offset=stderr_offset, wait_ms=wait_ms))
 
-    def write(self, job: str, data: Union[str, bytes], close: bool = False) -> Dict[str, Any]:
+    def write(self, job: str, data: Union[str, bytes], close: bool = False) -> m.Job:
         body: Dict[str, Any] = {"text": data} if isinstance(data, str) else {"data_base64": base64.b64encode(data).decode()}
         if close:
             body["close"] = True
         return self._s._t.request("POST", self._s._p(f"/jobs/{_q(job)}/stdin"), body)
 
-    def close_stdin(self, job: str) -> Dict[str, Any]:
+    def close_stdin(self, job: str) -> m.Job:
         return self._s._t.request("POST", self._s._p(f"/jobs/{_q(job)}/stdin"), {"close": True})
 
-    def kill(self, job: str, signal: str = "TERM") -> Dict[str, Any]:
+    def kill(self, job: str, signal: str = "TERM") -> m.Job:
         return self._s._t.request("DELETE", self._s._p(f"/jobs/{_q(job)}") + _query(signal=signal))
 
     def follow(self, job: str, last_event_id: str = "0:0") -> JobFollow:
@@ -368,19 +385,19 @@ class Git:
     def __init__(self, session: "Session"):
         self._s = session
 
-    def status(self) -> Dict[str, Any]:
+    def status(self) -> m.GitResult:
         return self._s._get("/git/status")
 
-    def diff(self, path: Optional[str] = None, staged: bool = False) -> Dict[str, Any]:
+    def diff(self, path: Optional[str] = None, staged: bool = False) -> m.GitResult:
         return self._s._get("/git/diff" + _query(path=path, staged=staged or None))
 
-    def log(self) -> Dict[str, Any]:
+    def log(self) -> m.GitResult:
         return self._s._get("/git/log")
 
-    def commit(self, **body: Any) -> Dict[str, Any]:
+    def commit(self, **body: Any) -> m.GitResult:
         return self._s._t.request("POST", self._s._p("/git/commit"), body)
 
-    def branch(self, **body: Any) -> Dict[str, Any]:
+    def branch(self, **body: Any) -> m.GitResult:
         return self._s._t.request("POST", self._s._p("/git/branch"), body)
 
 
@@ -406,15 +423,24 @@ def _run_timeout(t: Optional[int]) -> int:
     return t
 
 
+_IN_INFO = "in .info, the record as of the last answer (refresh() reads it again)"
+
+
 class Session:
     """A session of the agents API. Use it as a context manager to delete it
     on exit: ``with px.create_session() as s: s.exec("make test")``."""
+
+    _schema = "Session"
+    _not_offered = {f: _IN_INFO for f in ("agent", "state", "backend", "sandbox_id", "capabilities", "policy", "runtime",
+                                          "workspace", "checkpoints", "children", "usage", "created_at", "expires_at")}
+    id: str
+    info: m.Session
 
     def __init__(self, client: "Paddock", info: Dict[str, Any]):
         self._c = client
         self._t = client._t
         self.info = info
-        self.id: str = info["id"]
+        self.id = info["id"]
         self.files = Files(self)
         self.jobs = Jobs(self)
         self.git = Git(self)
@@ -438,7 +464,7 @@ class Session:
     def revision(self) -> int:
         return int(self.info.get("revision", 0))
 
-    def refresh(self) -> Dict[str, Any]:
+    def refresh(self) -> m.Session:
         self.info = self._get("")
         return self.info
 
@@ -465,15 +491,15 @@ class Session:
         sse = self._t.stream("POST", self._p("/exec/stream"), body)
         return JobFollow(self, None, sse)
 
-    def probe(self) -> Dict[str, Any]:
+    def probe(self) -> m.Probe:
         return self._get("/probe")
 
     # Lifecycle.
 
-    def checkpoint(self, tag: Optional[str] = None, memory: Optional[bool] = None, revision: Optional[int] = None) -> Dict[str, Any]:
+    def checkpoint(self, tag: Optional[str] = None, memory: Optional[bool] = None, revision: Optional[int] = None) -> m.Checkpoint:
         return self._t.request("POST", self._p("/checkpoint"), _drop_none({"tag": tag, "memory": memory}), headers=_if_match(revision))
 
-    def restore(self, tag: str, revision: Optional[int] = None) -> Dict[str, Any]:
+    def restore(self, tag: str, revision: Optional[int] = None) -> m.Session:
         self.info = self._t.request("POST", self._p("/restore"), {"tag": tag}, headers=_if_match(revision))
         return self.info
 
@@ -486,7 +512,7 @@ class Session:
         return [Session(self._c, ch) for ch in out.get("children") or []]
 
     def promote(self, dry_run: bool = False, plan_id: Optional[str] = None, skip_conflicts: bool = False,
-                paths: Optional[List[str]] = None) -> Dict[str, Any]:
+                paths: Optional[List[str]] = None) -> m.PromoteResult:
         """Carry this fork child's workspace changes back to its parent."""
         body = _drop_none({"dry_run": dry_run or None, "plan_id": plan_id, "skip_conflicts": skip_conflicts or None, "paths": paths})
         return self._t.request("POST", self._p("/promote"), body)
@@ -571,75 +597,75 @@ class Session:
 
     # Rewind, replay, speculate and changesets.
 
-    def rewind(self) -> Dict[str, Any]:
+    def rewind(self) -> m.Rewind:
         return self._get("/rewind")
 
-    def rewind_config(self, **body: Any) -> Dict[str, Any]:
+    def rewind_config(self, **body: Any) -> m.Rewind:
         return self._t.request("POST", self._p("/rewind/config"), body)
 
-    def rewind_undo(self, **body: Any) -> Dict[str, Any]:
+    def rewind_undo(self, **body: Any) -> m.RewindUndo:
         return self._t.request("POST", self._p("/rewind/undo"), body)
 
-    def rewind_pin(self, tag: str, pinned: bool = True) -> Dict[str, Any]:
+    def rewind_pin(self, tag: str, pinned: bool = True) -> m.RewindPoint:
         return self._t.request("POST", self._p("/rewind/pin"), {"tag": tag, "pinned": pinned})
 
-    def rewind_bisect(self, **body: Any) -> Dict[str, Any]:
+    def rewind_bisect(self, **body: Any) -> m.RewindBisect:
         return self._t.request("POST", self._p("/rewind/bisect"), body)
 
-    def rewind_branch(self, **body: Any) -> Dict[str, Any]:
+    def rewind_branch(self, **body: Any) -> m.RewindBranch:
         return self._t.request("POST", self._p("/rewind/branch"), body)
 
-    def replay(self, target: Optional[str] = None, dry_run: bool = False, **rest: Any) -> Dict[str, Any]:
+    def replay(self, target: Optional[str] = None, dry_run: bool = False, **rest: Any) -> m.ReplayResult:
         return self._t.request("POST", self._p("/replay"), _drop_none({"target": target, "dry_run": dry_run or None, **rest}))
 
-    def speculate(self, command: str, paths: List[str], **rest: Any) -> Dict[str, Any]:
+    def speculate(self, command: str, paths: List[str], **rest: Any) -> m.Changeset:
         return self._t.request("POST", self._p("/speculate"), {"command": command, "paths": paths, **rest})
 
-    def changesets(self) -> List[Dict[str, Any]]:
+    def changesets(self) -> List[m.Changeset]:
         return self._get("/changesets")["changesets"]
 
-    def changeset(self, cid: str) -> Dict[str, Any]:
+    def changeset(self, cid: str) -> m.Changeset:
         return self._get(f"/changesets/{_q(cid)}")
 
-    def decide_changeset(self, cid: str, decision: str, reason: Optional[str] = None) -> Dict[str, Any]:
+    def decide_changeset(self, cid: str, decision: str, reason: Optional[str] = None) -> m.Changeset:
         return self._t.request("POST", self._p(f"/changesets/{_q(cid)}/decide"), _drop_none({"decision": decision, "reason": reason}))
 
-    def apply_changeset(self, cid: str) -> Dict[str, Any]:
+    def apply_changeset(self, cid: str) -> m.ApplyResult:
         return self._t.request("POST", self._p(f"/changesets/{_q(cid)}/apply"))
 
     # Previews, tokens, approvals, grants.
 
-    def create_preview(self, port: int, ttl_seconds: Optional[int] = None) -> Dict[str, Any]:
+    def create_preview(self, port: int, ttl_seconds: Optional[int] = None) -> m.Preview:
         return self._t.request("POST", self._p("/preview"), _drop_none({"port": port, "ttl_seconds": ttl_seconds}))
 
-    def previews(self) -> List[Dict[str, Any]]:
+    def previews(self) -> List[m.Preview]:
         return self._get("/previews")["previews"]
 
     def delete_preview(self, preview: str) -> None:
         self._t.request("DELETE", self._p(f"/preview/{_q(preview)}"))
 
-    def mint_token(self, ops: List[str], ttl_seconds: Optional[int] = None, label: Optional[str] = None) -> Dict[str, Any]:
+    def mint_token(self, ops: List[str], ttl_seconds: Optional[int] = None, label: Optional[str] = None) -> m.SessionToken:
         return self._t.request("POST", self._p("/tokens"), _drop_none({"ops": ops, "ttl_seconds": ttl_seconds, "label": label}))
 
-    def tokens(self) -> List[Dict[str, Any]]:
+    def tokens(self) -> List[m.SessionToken]:
         return self._get("/tokens")["tokens"]
 
     def revoke_token(self, token_id: str) -> None:
         self._t.request("DELETE", self._p(f"/tokens/{_q(token_id)}"))
 
-    def approvals(self) -> List[Dict[str, Any]]:
+    def approvals(self) -> List[m.Approval]:
         return self._get("/approvals")["approvals"]
 
-    def approve(self, approval_id: str, note: Optional[str] = None) -> Dict[str, Any]:
+    def approve(self, approval_id: str, note: Optional[str] = None) -> m.Approval:
         return self._t.request("POST", self._p(f"/approvals/{_q(approval_id)}/approve"), _drop_none({"note": note}))
 
-    def deny(self, approval_id: str, note: Optional[str] = None) -> Dict[str, Any]:
+    def deny(self, approval_id: str, note: Optional[str] = None) -> m.Approval:
         return self._t.request("POST", self._p(f"/approvals/{_q(approval_id)}/deny"), _drop_none({"note": note}))
 
-    def grants(self) -> List[Dict[str, Any]]:
+    def grants(self) -> List[m.Grant]:
         return self._get("/grants")["grants"]
 
-    def create_grant(self, **body: Any) -> Dict[str, Any]:
+    def create_grant(self, **body: Any) -> m.Grant:
         return self._t.request("POST", self._p("/grants"), body)
 
     def delete_grant(self, grant: str) -> None:
@@ -649,33 +675,39 @@ class Session:
         """Revoke every grant of the session."""
         self._t.request("DELETE", self._p("/grants"))
 
-    def pty_ticket(self, **body: Any) -> Dict[str, Any]:
+    def pty_ticket(self, **body: Any) -> m.TerminalTicket:
         """A single-use ticket that opens one terminal (GET .../pty, a
         WebSocket, which this SDK does not open: see COVERAGE)."""
         return self._t.request("POST", self._p("/pty-ticket"), body or None)
 
     # History.
 
-    def events(self, since: Optional[str] = None) -> Dict[str, Any]:
+    def events(self, since: Optional[str] = None) -> m.Events:
         return self._get("/events" + _query(since=since))
 
     def stream_events(self, last_event_id: Optional[int] = None, since: Optional[str] = None) -> EventStream:
         return EventStream(self, last_event_id, since)
 
-    def artifacts(self) -> Dict[str, Any]:
+    def artifacts(self) -> m.Artifacts:
         return self._get("/artifacts")
 
-    def trajectory(self) -> Dict[str, Any]:
+    def trajectory(self) -> m.Trajectory:
         return self._get("/trajectory")
 
 
 class Sandbox:
     """The lower API: a sandbox with commands, files and a TTL."""
 
+    _schema = "Sandbox"
+    _not_offered = {f: _IN_INFO for f in ("backend", "created_at", "expires_at", "image", "offline", "status",
+                                          "ttl_seconds", "workdir")}
+    id: str
+    info: m.Sandbox
+
     def __init__(self, client: "Paddock", info: Dict[str, Any]):
         self._t = client._t
         self.info = info
-        self.id: str = info["id"]
+        self.id = info["id"]
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -686,38 +718,38 @@ class Sandbox:
     def _p(self, rest: str = "") -> str:
         return "/v1/sandboxes/" + _q(self.id) + rest
 
-    def refresh(self) -> Dict[str, Any]:
+    def refresh(self) -> m.Sandbox:
         self.info = self._t.request("GET", self._p())
         return self.info
 
     def delete(self) -> None:
         self._t.request("DELETE", self._p())
 
-    def process(self, command: Union[str, List[str]], timeout: Optional[int] = None, cwd: Optional[str] = None,
-                env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    def process(self, command: str, timeout: Optional[int] = None, cwd: Optional[str] = None,
+                env: Optional[Dict[str, str]] = None) -> m.ProcessResult:
         return self._t.request("POST", self._p("/process"), _drop_none({"command": command, "timeout_seconds": timeout, "cwd": cwd, "env": env}))
 
     def read_file(self, path: str) -> bytes:
         out = self._t.request("POST", self._p("/fs/read"), {"path": path})
         return base64.b64decode(out["content_base64"])
 
-    def write_file(self, path: str, content: Union[str, bytes], mode: Optional[str] = None) -> Dict[str, Any]:
+    def write_file(self, path: str, content: Union[str, bytes], mode: Optional[str] = None) -> m.SandboxWritten:
         text = content.decode() if isinstance(content, bytes) else content
         return self._t.request("POST", self._p("/fs/write"), _drop_none({"path": path, "content": text, "mode": mode}))
 
-    def speculate(self, command: str, paths: List[str], **rest: Any) -> Dict[str, Any]:
+    def speculate(self, command: str, paths: List[str], **rest: Any) -> m.Changeset:
         return self._t.request("POST", self._p("/speculate"), {"command": command, "paths": paths, **rest})
 
-    def changesets(self) -> List[Dict[str, Any]]:
+    def changesets(self) -> List[m.Changeset]:
         return self._t.request("GET", self._p("/changesets"))["changesets"]
 
-    def changeset(self, cid: str) -> Dict[str, Any]:
+    def changeset(self, cid: str) -> m.Changeset:
         return self._t.request("GET", self._p(f"/changesets/{_q(cid)}"))
 
-    def decide_changeset(self, cid: str, decision: str, reason: Optional[str] = None) -> Dict[str, Any]:
+    def decide_changeset(self, cid: str, decision: str, reason: Optional[str] = None) -> m.Changeset:
         return self._t.request("POST", self._p(f"/changesets/{_q(cid)}/decide"), _drop_none({"decision": decision, "reason": reason}))
 
-    def apply_changeset(self, cid: str) -> Dict[str, Any]:
+    def apply_changeset(self, cid: str) -> m.ApplyResult:
         return self._t.request("POST", self._p(f"/changesets/{_q(cid)}/apply"))
 
 
@@ -756,32 +788,50 @@ class Paddock:
     def sandboxes(self) -> List[Sandbox]:
         return [Sandbox(self, s) for s in self._t.request("GET", "/v1/sandboxes").get("sandboxes") or []]
 
-    def whoami(self) -> Dict[str, Any]:
+    def whoami(self) -> m.WhoAmI:
         return self._t.request("GET", "/v1/whoami")
 
-    def backends(self) -> Dict[str, Any]:
+    def backends(self) -> m.BackendList:
         return self._t.request("GET", "/v1/backends")
 
-    def admin_policy(self) -> Dict[str, Any]:
+    def admin_policy(self) -> m.PolicyStatus:
         """The policy modules in force (admin only)."""
         return self._t.request("GET", "/v1/admin/policy")
 
-    def health(self) -> Dict[str, Any]:
+    def compile_policy(self, policy: Optional[Dict[str, Any]] = None, backend: Optional[str] = None) -> m.PolicyCompile:
+        """What a create with policy would record, and every reason it would
+        be refused, creating nothing. A refusal is in the answer (ok False),
+        not an exception."""
+        return self._t.request("POST", "/v1/policy/compile", _drop_none({"policy": policy, "backend": backend}))
+
+    def tenants(self) -> m.TenantList:
+        """The tenants in force, their limits and session counts (admin only)."""
+        return self._t.request("GET", "/v1/admin/tenants")
+
+    def health(self) -> m.Health:
         return self._t.request("GET", "/healthz")
 
     def _parallel(self, kids: List[Session], run: Callable[[int], None]) -> None:
         """Run run(i) for every child in parallel; when one stops with an
-        error that is not the daemon's refusal, delete every child and raise."""
+        error that is not the daemon's refusal, delete every child and raise.
+        Each worker runs in a copy of the caller's context, so a cancel of
+        the asyncio variant reaches its requests; the cleanup's deletes run
+        outside it, so a cancelled evaluate or rollout still deletes its
+        children (in its worker thread, after the await has ended)."""
         with ThreadPoolExecutor(max_workers=max(1, len(kids))) as pool:
-            futs = [pool.submit(run, i) for i in range(len(kids))]
+            futs = [pool.submit(contextvars.copy_context().run, run, i) for i in range(len(kids))]
             errs = [f.exception() for f in futs]
         bad = [e for e in errs if e is not None]
         if bad:
-            for k in kids:
-                try:
-                    k.delete()
-                except Exception:
-                    pass
+            tok = SCOPE.set(None)
+            try:
+                for k in kids:
+                    try:
+                        k.delete()
+                    except Exception:
+                        pass
+            finally:
+                SCOPE.reset(tok)
             raise PaddockError(0, "internal", f"stopped, its children deleted: {bad[0]}") from bad[0]
 
     def _delete_each(self, idx: List[int], kids: List[Session], rows: List[Dict[str, Any]]) -> None:
@@ -793,4 +843,4 @@ class Paddock:
                 rows[i]["delete_error"] = str(e)
 
         with ThreadPoolExecutor(max_workers=max(1, len(idx))) as pool:
-            list(pool.map(one, idx))
+            list(pool.map(lambda i: contextvars.copy_context().run(one, i), idx))

@@ -69,7 +69,10 @@ export class Transport {
     this.token = token;
     const f = opts.fetch ?? globalThis.fetch;
     if (typeof f !== "function") throw new Error("paddock: no fetch in this runtime (Node >= 18 has one)");
-    this.fetchFn = f;
+    // Called as a plain function: a browser's fetch throws "Illegal
+    // invocation" when its this is anything but the window (as it would be
+    // as this.fetchFn(...)).
+    this.fetchFn = (input, init) => f(input, init);
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 

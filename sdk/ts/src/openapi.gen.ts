@@ -229,7 +229,7 @@ export interface paths {
         };
         /**
          * The session's ledger and VM events
-         * @description Answers for every state, deleted included. At most 10000 ledger entries and 10000 VM events; with since, only those after it.
+         * @description Answers for every state, deleted included. At most 10000 ledger entries and 10000 VM events. With no query, the oldest ledger entries; with since, those after it; with after, those after that seq (for the VM events: from that entry's time on). These come oldest first, at most limit of them, and ledger_more says more follow. tail gives the newest ledger entries and VM events instead and goes with none of since, after and limit.
          */
         get: operations["events"];
         put?: never;
@@ -1104,6 +1104,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenants, their limits and session counts (admin only)
+         * @description The tenants of the tenants file (paddock serve --tenants), in file order, each with the limits its live sandboxes share (default_limits filled in; 0 is the built-in default) and how many of its sessions and sandboxes are not deleted. No token or token hash. Empty when the daemon has no tenants file.
+         */
+        get: operations["listTenants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -1138,6 +1158,26 @@ export interface paths {
         get: operations["listBackends"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policy/compile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a create with this policy would record, and why it would be refused
+         * @description Runs a create's policy checks on the body's policy and backend (absent: the default one) and creates nothing: the compiled policy as the session record would show it, whether the sandbox would be offline or go out through the egress proxy, and each refusal a create would answer with its status and code. The web console's policy editor shows this before a create. Admin or tenant token; a session token cannot create and is refused.
+         */
+        post: operations["compilePolicy"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2235,6 +2275,8 @@ export interface components {
             ledger: components["schemas"]["LedgerEntry"][];
             /** @description What happened to the session's machine, oldest first (at most 10000). */
             vm_events: components["schemas"]["VMEvent"][];
+            /** @description More ledger entries follow this page (ask again with after set to the last seq). Absent when none do, and with tail. */
+            ledger_more?: boolean;
         };
         /** @description One thing that happened to the session's machine. boot: it started (create, restore, a fork child); checkpoint, restore, fork; stop: the daemon stopped it (delete, expiry); oom: the kernel killed processes in it for want of memory (procbox and qemu, polled every 2 s); death: it ended on its own. */
         VMEvent: {
@@ -2762,6 +2804,49 @@ export interface components {
         BackendList: {
             backends: components["schemas"]["BackendInfo"][];
         };
+        /** @description The body of GET /v1/admin/tenants (api.TenantList). */
+        TenantList: {
+            tenants: components["schemas"]["TenantInfo"][];
+        };
+        /** @description One tenant as the admin sees it (api.TenantInfo). */
+        TenantInfo: {
+            name: string;
+            limits: components["schemas"]["TenantLimits"];
+            /** @description Its sessions and sandboxes not deleted. */
+            sessions: number;
+        };
+        /** @description What a tenant's live sandboxes may hold together (api.TenantLimits); absent or 0 is the built-in default. */
+        TenantLimits: {
+            disk_mb?: number;
+            memory_mb?: number;
+            cpus?: number;
+        };
+        /** @description The body of POST /v1/policy/compile (api.PolicyCompileRequest). */
+        PolicyCompileRequest: {
+            policy?: components["schemas"]["PolicyInput"];
+            /** @description As runtime.backend of a create: absent is the daemon's default. */
+            backend?: string;
+        };
+        /** @description The answer of POST /v1/policy/compile (api.PolicyCompile). */
+        PolicyCompile: {
+            /** @description No refusal (a create may still fail on capacity, image or workspace). */
+            ok: boolean;
+            policy?: components["schemas"]["Policy"];
+            /**
+             * @description How the sandbox would reach the world; absent when the network part is refused.
+             * @enum {string}
+             */
+            network?: "offline" | "egress";
+            refusals: components["schemas"]["PolicyRefusal"][];
+        };
+        /** @description One reason a create with the policy would be refused (api.PolicyRefusal). */
+        PolicyRefusal: {
+            /** @description The HTTP status a create would answer. */
+            status: number;
+            /** @description Its stable code. */
+            code?: string;
+            error: string;
+        };
         /** @description One enabled backend (hostd/session.BackendInfo). */
         BackendInfo: {
             /** @description What runtime.backend names it by. */
@@ -3015,6 +3100,10 @@ export interface components {
         FilePath: string;
         /** @description The repository's absolute path, without .. (default the workspace). */
         GitRepo: string;
+        /** @description At most this many ledger entries (default 10000). */
+        EventsLimit: number;
+        /** @description The newest this many ledger entries and VM events, oldest first. */
+        EventsTail: number;
         /** @description How many commits. */
         GitLogN: number;
         /** @description The first byte to read. */
@@ -3524,6 +3613,12 @@ export interface operations {
             query?: {
                 /** @description Only what happened after this time (RFC 3339). */
                 since?: string;
+                /** @description Only the ledger entries with a seq above this one (not with since). */
+                after?: number;
+                /** @description At most this many ledger entries (default 10000). */
+                limit?: components["parameters"]["EventsLimit"];
+                /** @description The newest this many ledger entries and VM events, oldest first. */
+                tail?: components["parameters"]["EventsTail"];
             };
             header?: never;
             path: {
@@ -3543,7 +3638,7 @@ export interface operations {
                     "application/json": components["schemas"]["Events"];
                 };
             };
-            /** @description since is not an RFC 3339 time. */
+            /** @description since is not an RFC 3339 time, tail, limit or after is out of range, or tail comes with since, after or limit, or after with since. */
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -5183,6 +5278,29 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listTenants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     whoami: {
         parameters: {
             query?: never;
@@ -5224,6 +5342,35 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    compilePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyCompileRequest"];
+            };
+        };
+        responses: {
+            /** @description The compiled policy and the refusals (none when ok). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyCompile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -93,6 +93,20 @@ test("evaluate and rollout refuse bad input before forking", async () => {
   assert.equal(calls, 0);
 });
 
+test("fetch is called as a plain function, as a browser's fetch requires", async () => {
+  // A browser's fetch throws "Illegal invocation" when called as a method
+  // of another object; this fake does the same.
+  let calls = 0;
+  const fetchLikeABrowser = function (input, init) {
+    if (this !== undefined && this !== globalThis) throw new TypeError("Illegal invocation");
+    calls++;
+    return Promise.resolve(new Response(JSON.stringify({ status: "ok" }), { status: 200, headers: { "Content-Type": "application/json" } }));
+  };
+  const pd = new Paddock({ url: "https://x", token: "t", fetch: fetchLikeABrowser });
+  assert.deepEqual(await pd.health(), { status: "ok" });
+  assert.equal(calls, 1);
+});
+
 test("config: env, and a CA Node's fetch cannot apply is refused", () => {
   const saved = { ...process.env };
   try {
@@ -232,4 +246,23 @@ test("errors: every code of docs/errors.md, by its documented status", async () 
   assert.deepEqual(Object.fromEntries(Object.entries(FINER_CODES).sort()), Object.fromEntries(Object.entries(documented).sort()));
   assert.ok(errorFrom(0, JSON.stringify({ error: "x", code: "promote_incomplete" })) instanceof BadGateway);
   void Internal;
+});
+
+test("compilePolicy posts the policy and returns the answer, refusals included; tenants unwraps the list", async () => {
+  const seen = [];
+  const fetch = (input, init) => {
+    seen.push({ url: String(input), method: init.method, body: init.body ? JSON.parse(init.body) : undefined });
+    const body = String(input).endsWith("/v1/policy/compile")
+      ? { ok: false, network: "offline", refusals: [{ status: 409, code: "conflict", error: "no egress" }] }
+      : { tenants: [{ name: "acme", limits: {}, sessions: 2 }] };
+    return Promise.resolve(new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } }));
+  };
+  const pd = new Paddock({ url: "https://x", token: "t", fetch });
+  const got = await pd.compilePolicy({ policy: { preset: "offline" }, backend: "procbox" });
+  assert.equal(got.ok, false);
+  assert.equal(got.refusals[0].code, "conflict");
+  assert.deepEqual(seen[0], { url: "https://x/v1/policy/compile", method: "POST", body: { policy: { preset: "offline" }, backend: "procbox" } });
+  assert.deepEqual((await pd.tenants()).map((t) => t.name), ["acme"]);
+  assert.equal(seen[1].method, "GET");
+  assert.equal(seen[1].url, "https://x/v1/admin/tenants");
 });
