@@ -261,10 +261,12 @@ func openTerminalTab(t *testing.T, ctx context.Context, base, id string) {
 
 // TestTerminal drives the console's terminal in a real Chromium through
 // the real gateway (TLS) to a real daemon and procbox sandbox: typing and
-// reading the answer, resizing the window (stty size follows), two tabs
-// that are two shells, exit 3 shown as such, a closed tab's shell hung up
-// (pty.close in the ledger), and not one CSP violation on the way. A
-// session that refuses terminals shows the daemon's reason in the tab.
+// reading the answer, a paste over 1 MiB, resizing the window to 400 px
+// (stty size follows), the keyboard, two tabs that are two shells, exit 3
+// shown as such, a closed tab's shell and those of a page left behind hung
+// up (pty.close in the ledger), and not one CSP violation or page error on
+// the way. Then the limits and refusals: at most 8 tabs, a session that
+// refuses terminals and a session token each show the daemon's reason.
 // (A ticket's single use is proven at the API, hostd/api.TestPTYTicket,
 // and through the gateway, cmd/paddock.TestCLIGateway/terminal.)
 func TestTerminal(t *testing.T) {
@@ -274,6 +276,7 @@ func TestTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	errs := pageErrors(t, ctx)
 	signIn(t, ctx, d.Token)
 	watchCSP(t, ctx)
 
@@ -281,6 +284,9 @@ func TestTerminal(t *testing.T) {
 	terminalScenario(t, ctx, d.Client, s.ID, func() { shot(t, ctx, "terminal-narrow") }, func() { shot(t, ctx, "terminal") })
 	if v := cspViolations(t, ctx); len(v) != 0 {
 		t.Errorf("CSP violations on the terminal page: %q", v)
+	}
+	if e := errs(); len(e) != 0 {
+		t.Errorf("the page logged errors: %q", e)
 	}
 
 	t.Run("refused", func(t *testing.T) {
