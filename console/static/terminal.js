@@ -177,6 +177,7 @@ function openShell(sessionId, screen, setStatus) {
       const how = opened ? closeText(e) : { text: "Could not open a terminal: the daemon refused the connection (too many terminals open, a checkpoint, restore or fork under way, or the session stopped)." };
       term.options.disableStdin = true;
       term.options.cursorBlink = false;
+      term.write("\x1b[?25l"); // no cursor: nothing can be typed any more
       if (how.exit !== undefined) screen.dataset.exitCode = how.exit;
       setStatus(how.exit !== undefined ? "exited" : opened ? "closed" : "failed", how.text);
     });
