@@ -4,7 +4,7 @@
 //
 // A browser cannot put the bearer token on a WebSocket, so each terminal
 // first asks for a single-use ticket (POST .../pty-ticket, an ordinary API
-// call with the token, so the daemon checks and ledgers it like any) and
+// call with the token, so the daemon checks it like any other) and
 // opens the WebSocket with ?ticket= within its 30 seconds. Binary messages
 // are the terminal's bytes both ways; a text message {"resize":{...}} tells
 // the shell its new size, sent whenever the terminal's box changes size
@@ -313,7 +313,8 @@ export function openTerminal(container, sessionId) {
   // A page that replaces the panel without calling close() (another
   // route) still hangs up its shells: the strip watches the elements above
   // it, and closes once it is no longer in the document. (It starts
-  // watching when it is first in the document, within a few seconds.)
+  // watching once it is in the document; it waits about ten seconds for
+  // that.)
   let frames = 0;
   const watch = () => {
     if (closed) return;
