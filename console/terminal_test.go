@@ -242,12 +242,13 @@ func waitEnded(t *testing.T, c *client.Client, id string, exits, clients int) {
 }
 
 // openTerminalTab opens session id's panel and its terminal: the
-// panel's control named Terminal (or Open terminal).
+// panel's control named Terminal, Terminals or Open terminal (the tab of
+// the panel, or the skeleton's button).
 func openTerminalTab(t *testing.T, ctx context.Context, base, id string) {
 	t.Helper()
 	const click = `(() => {
 		const c = [...document.querySelectorAll("#main button, #main [role=tab], #main a")]
-			.find((e) => /^(open )?terminal$/i.test(e.textContent.trim()));
+			.find((e) => /^(open )?terminals?$/i.test(e.textContent.trim()));
 		if (!c) return false;
 		c.click();
 		return true;
