@@ -266,8 +266,9 @@ func openTerminalTab(t *testing.T, ctx context.Context, base, id string) {
 // (stty size follows), the keyboard, two tabs that are two shells, exit 3
 // shown as such, a closed tab's shell and those of a page left behind hung
 // up (pty.close in the ledger), and not one CSP violation or page error on
-// the way. Then the limits and refusals: at most 8 tabs, a session that
-// refuses terminals and a session token each show the daemon's reason.
+// the way. Then the other ends, limits and refusals: a session deleted
+// under its terminal, at most 8 tabs, a session that refuses terminals and
+// a session token each show the daemon's reason.
 // (A ticket's single use is proven at the API, hostd/api.TestPTYTicket,
 // and through the gateway, cmd/paddock.TestCLIGateway/terminal.)
 func TestTerminal(t *testing.T) {
@@ -300,6 +301,24 @@ func TestTerminal(t *testing.T) {
 		st := waitState(t, ctx, "failed")
 		if !strings.HasPrefix(st.Status, "Could not open a terminal: ") || !strings.Contains(st.Status, "budget") {
 			t.Errorf("a session with a budget on commands: %q, want the daemon's refusal", st.Status)
+		}
+	})
+
+	// A terminal that ends without an exit code says why: here its session
+	// is deleted under it (the daemon closes with 1011 and a reason).
+	t.Run("session deleted", func(t *testing.T) {
+		gone, err := d.Client.CreateSession(bg, api.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		openTerminalTab(t, ctx, base, gone.ID)
+		waitState(t, ctx, "open")
+		if err := d.Client.DeleteSession(bg, gone.ID); err != nil {
+			t.Fatal(err)
+		}
+		st := waitState(t, ctx, "closed")
+		if !strings.HasPrefix(st.Status, "The terminal closed: the sandbox ended the terminal without an exit code") || !strings.HasSuffix(st.Status, "(code 1011).") || st.ExitCode != "" {
+			t.Errorf("after the session's delete: %+v", st)
 		}
 	})
 
