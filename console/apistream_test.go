@@ -83,3 +83,42 @@ func TestAPIStream(t *testing.T) {
 		t.Errorf("an event over 1 MiB: %.300s", got)
 	}
 }
+
+// TestAPIErrors: api.js turns an error answer into an ApiError with the
+// status, the API's code and message and a held command's approval id,
+// and a 401 also tells the app (the event that sends it to sign-in).
+func TestAPIErrors(t *testing.T) {
+	srv := httptest.NewServer(console.Handler())
+	t.Cleanup(srv.Close)
+	ctx := browser.New(t, browser.Options{})
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/console/")); err != nil {
+		t.Fatal(err)
+	}
+	const probe = `(async () => {
+		const { api } = await import('/console/api.js');
+		const answers = [
+			[428, {error: 'approval required: git push', code: 'approval_required', approval_id: 'apr-0123'}],
+			[401, {error: 'unauthenticated: token revoked', code: 'unauthenticated'}],
+			[502, 'gateway down'],
+		];
+		let told = 0;
+		window.addEventListener('paddock:unauthorized', () => { told++; });
+		const out = [];
+		for (const [status, body] of answers) {
+			window.fetch = async () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers: { 'Content-Type': typeof body === 'string' ? 'text/plain' : 'application/json' } });
+			try { await api.post('/v1/x', { a: 1 }); out.push('no error'); }
+			catch (e) { out.push([e.name, e.status, e.code, e.message, e.approvalId]); }
+		}
+		return JSON.stringify({ out, told });
+	})()`
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](probe, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"out":[["ApiError",428,"approval_required","approval required: git push","apr-0123"],` +
+		`["ApiError",401,"unauthenticated","unauthenticated: token revoked",""],` +
+		`["ApiError",502,"","gateway down",""]],"told":1}`
+	if got != want {
+		t.Errorf("api errors:\n got %s\nwant %s", got, want)
+	}
+}

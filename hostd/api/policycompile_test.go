@@ -54,6 +54,8 @@ func TestPolicyCompileAgreesWithCreate(t *testing.T) {
 		{"exec enforcement without confinement", apiv1.PolicyCompileRequest{Policy: &apiv1.PolicyRequest{Process: &apiv1.ProcessRules{Allow: []string{"ls"}, Enforce: "exec"}}}, false, "offline", "Landlock"},
 		{"exec enforcement with a pattern", apiv1.PolicyCompileRequest{Policy: &apiv1.PolicyRequest{Process: &apiv1.ProcessRules{Allow: []string{"ls*"}, Enforce: "exec"}}}, false, "offline", "literally"},
 		{"unknown backend", apiv1.PolicyCompileRequest{Backend: "nope"}, false, "offline", "runtime.backend"},
+		{"backend name too long", apiv1.PolicyCompileRequest{Backend: strings.Repeat("b", 65)}, false, "offline", "at most"},
+		{"too many process rules", apiv1.PolicyCompileRequest{Policy: &apiv1.PolicyRequest{Process: &apiv1.ProcessRules{Allow: many}}}, false, "offline", "policy.process"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, err := d.c.ListSessions(ctx)
