@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -54,9 +55,8 @@ const xtermLookJS = `(() => {
 	};
 })()`
 
-func lookAtXterm(t *testing.T, url string) xtermLook {
+func lookAtXterm(t *testing.T, ctx context.Context, url string) xtermLook {
 	t.Helper()
-	ctx := browser.New(t, browser.Options{Timeout: time.Minute})
 	if err := chromedp.Do(ctx, chromedp.Navigate(url),
 		chromedp.Poll[chromedp.Void](`document.body.dataset.drawn === "1"`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Fatalf("the page did not draw the terminal: %v", err)
@@ -78,7 +78,8 @@ func TestXtermUnderStrictCSP(t *testing.T) {
 	base := xtermPage(t)
 
 	t.Run("shim", func(t *testing.T) {
-		look := lookAtXterm(t, base+"/testdata/index.html")
+		ctx := browser.New(t, browser.Options{Timeout: time.Minute})
+		look := lookAtXterm(t, ctx, base+"/testdata/index.html")
 		if len(look.Violations) != 0 {
 			t.Errorf("CSP violations: %q", look.Violations)
 		}
@@ -94,10 +95,19 @@ func TestXtermUnderStrictCSP(t *testing.T) {
 		if look.RowHeight < 8 || look.RowHeight > 40 {
 			t.Errorf("a row is %vpx high: xterm's size rules did not apply", look.RowHeight)
 		}
+		// Disposing of the terminal takes its stylesheets away again.
+		sheets, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`(() => { const n = document.adoptedStyleSheets.length; window.term.dispose(); return [n, document.adoptedStyleSheets.length]; })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sheets[0] == 0 || sheets[1] != 0 {
+			t.Errorf("adopted stylesheets before and after the terminal's dispose: %v, want some, then none", sheets)
+		}
 	})
 
 	t.Run("without shim", func(t *testing.T) {
-		look := lookAtXterm(t, base+"/testdata/index.html?noshim")
+		ctx := browser.New(t, browser.Options{Timeout: time.Minute})
+		look := lookAtXterm(t, ctx, base+"/testdata/index.html?noshim")
 		var style int
 		for _, v := range look.Violations {
 			if strings.HasPrefix(v, "style-src") {
