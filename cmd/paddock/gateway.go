@@ -94,6 +94,9 @@ Paddock-Identity header. docs/gateway.md has the whole picture.`,
 			if err != nil {
 				return err
 			}
+			if _, err := cfg.JSON(); err != nil {
+				return usageError{err} // a flag that does not check (--cors-origin, --domain…)
+			}
 			gw, err := gateway.Start(cfg)
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +47,23 @@ func TestServeCORSOriginFlag(t *testing.T) {
 	}
 	if !strings.Contains(string(js), `"origins":["https://app.example.com"]`) {
 		t.Errorf("the gateway's configuration lacks the origin: %s", js)
+	}
+}
+
+// TestGatewayCORSOriginFlag: `paddock gateway` checks --cors-origin as
+// serve does, before it starts anything.
+func TestGatewayCORSOriginFlag(t *testing.T) {
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "hostd.sock") // only its existence is checked first
+	if err := os.WriteFile(socket, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runMCP(t, "--state-dir", dir, "gateway", "--hostd-socket", socket, "--listen", "127.0.0.1:0", "--cors-origin", "https://app.example.com.evil.test/")
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "no path") {
+		t.Errorf("gateway --cors-origin with a path: %v, want a usage error", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gateway")); err == nil {
+		t.Error("the gateway made its storage before refusing the flag")
 	}
 }
