@@ -8,7 +8,7 @@ PKGS ?= ./...
 GUEST_TAGS := netgo,osusergo
 GUEST_LDFLAGS := -s -w -linkmode external -extldflags "-static"
 
-.PHONY: help build guest paddock cross test test-short test-nonroot bench deps clean vet
+.PHONY: help build guest paddock cross test test-short test-nonroot bench deps clean vet screenshots
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -78,6 +78,9 @@ test-short: ## unit tests only
 
 bench: build ## benchmarks against peers measured in the same run
 	PADDOCK_GUEST=$(CURDIR)/$(BIN)/paddock-guest $(GO) run ./cmd/paddock-bench
+
+screenshots: ## retake the web console's screenshots in docs/console/ (its browser tests, a real daemon; root)
+	PADDOCK_SCREENSHOTS=1 $(GO) test -count=1 ./console
 
 clean: ## remove build output
 	rm -rf $(BIN)

@@ -277,3 +277,37 @@ func (s NetworkSummary) String() string {
 	}
 	return b.String()
 }
+
+// PolicyCompileRequest is the body of POST /v1/policy/compile: a create
+// body's policy, and the backend the session would run on ("" for the
+// daemon's default), since what a backend can enforce decides some
+// refusals.
+type PolicyCompileRequest struct {
+	Policy  *PolicyRequest `json:"policy,omitempty"`
+	Backend string         `json:"backend,omitempty"`
+}
+
+// PolicyCompile answers POST /v1/policy/compile: what a create with the
+// policy would record, and every reason it would be refused, without
+// creating anything.
+type PolicyCompile struct {
+	// OK is true when the policy raises no refusal (a create can still
+	// fail for other reasons: capacity, the image, the workspace).
+	OK bool `json:"ok"`
+	// Policy is the policy as a session record would show it; nil when
+	// the network part does not compile.
+	Policy *Policy `json:"policy,omitempty"`
+	// Network is how the sandbox would reach the world: "offline" or
+	// "egress" (through the daemon's egress proxy); "" when refused.
+	Network string `json:"network,omitempty"`
+	// Refusals are the errors a create would answer, each with the code
+	// and status it would carry.
+	Refusals []PolicyRefusal `json:"refusals"`
+}
+
+// PolicyRefusal is one reason a create with the policy would be refused.
+type PolicyRefusal struct {
+	Status int    `json:"status"`
+	Code   string `json:"code,omitempty"`
+	Error  string `json:"error"`
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -148,13 +150,19 @@ func TestTSSDKBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// --ignore-certificate-errors-spki-list names a certificate by the
+	// base64 SHA-256 of its public key (taken with a profile of its own,
+	// which browser.New gives).
 	var spki []string
 	for _, c := range conn.ConnectionState().PeerCertificates {
-		spki = append(spki, browser.SPKIHash(c))
+		sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
+		spki = append(spki, base64.StdEncoding.EncodeToString(sum[:]))
 	}
 	conn.Close()
 
-	ctx := browser.New(t, browser.Options{Timeout: 3 * time.Minute, TrustSPKI: spki})
+	ctx := browser.New(t, browser.Options{Timeout: 3 * time.Minute, Flags: map[string]any{
+		"ignore-certificate-errors-spki-list": strings.Join(spki, ","),
+	}})
 
 	// The unlisted origin first: the browser blocks its call.
 	if err := chromedp.Do(ctx, chromedp.Navigate(other.URL+"/")); err != nil {

@@ -339,7 +339,7 @@ workspace is (default /workspace).
 		return k.DeleteSession(c.Context(), args[0])
 	}}
 	cmd.AddCommand(run, ls, get, execCmd, ckpt, restore, fork, artifacts, timeline, rm)
-	cmd.AddCommand(promoteCommand(g, cl))
+	cmd.AddCommand(promoteCommand(g, cl), compilePolicyCommand(g, cl), tenantsCommand(g, cl))
 	cmd.AddCommand(ioCommands(g, cl)...)
 	cmd.AddCommand(grantCommands(g, cl)...)
 	cmd.AddCommand(tokenCommands(g, cl)...)

@@ -53,6 +53,14 @@ func TestCLISessionRunPolicy(t *testing.T) {
 	if _, se, code := pd("", "serve", "--egress-log-retention", "5m"); code != exitUsage || !strings.Contains(se, "--egress-log-retention") {
 		t.Errorf("serve --egress-log-retention 5m: %d %q", code, se)
 	}
+	// compile-policy shows the same compile and creates nothing; a policy
+	// a create would refuse exits 5 with the refusal.
+	if out, se, code := pd("", "session", "compile-policy", "--allow", "allowed.example"); code != 0 || !strings.Contains(out, "network: egress") || !strings.Contains(out, "allowed.example") {
+		t.Errorf("compile-policy --allow: %d %q %q", code, out, se)
+	}
+	if out, se, code := pd(`{"process":{"allow":["ls*"],"enforce":"exec"}}`, "session", "compile-policy", "--policy", "-"); code != exitDenied || !strings.Contains(out, "refused (400 invalid_argument)") {
+		t.Errorf("compile-policy of a refused policy: %d %q %q", code, out, se)
+	}
 	pd("", "session", "rm", s.ID)
 
 	// No policy is offline: no proxy to speak to.

@@ -229,6 +229,12 @@ var openAPISchemas = []struct {
 	{name: "WhoAmI", goV: apiv1.WhoAmI{}, dir: out},
 	{name: "BackendList", goV: apiv1.BackendList{}, dir: out},
 	{name: "BackendInfo", goV: apiv1.BackendInfo{}, dir: out},
+	{name: "PolicyCompileRequest", goV: apiv1.PolicyCompileRequest{}, dir: in},
+	{name: "PolicyCompile", goV: apiv1.PolicyCompile{}, dir: out},
+	{name: "PolicyRefusal", goV: apiv1.PolicyRefusal{}, dir: out},
+	{name: "TenantList", goV: apiv1.TenantList{}, dir: out},
+	{name: "TenantInfo", goV: apiv1.TenantInfo{}, dir: out},
+	{name: "TenantLimits", goV: apiv1.TenantLimits{}, dir: out},
 
 	{name: "PreviewRequest", goV: apiv1.PreviewRequest{}, dir: in},
 	{name: "Preview", goV: apiv1.Preview{}, dir: out},

@@ -360,7 +360,7 @@ func New(cfg Config) (d *Daemon, err error) {
 		return d, configErr("%w", err)
 	}
 	logCapacity(log, d.backends, cfg.DiskOvercommit)
-	d.handler = d.previews.Wrap(d.withMCP(d.api, cfg.MCPAllowWrite, cfg.Version), cfg.PreviewDomain)
+	d.handler = d.previews.Wrap(withConsole(d.withMCP(d.api, cfg.MCPAllowWrite, cfg.Version)), cfg.PreviewDomain)
 	// The addresses last: New fails before Run adopts anything.
 	if cfg.Listeners != nil {
 		if d.lns, err = cfg.Listeners(); err != nil {

@@ -233,9 +233,7 @@ func (m *Manager) create(ctx context.Context, tenant string, req CreateRequest, 
 	}
 	defer adm.release()
 	res := effective(req.Runtime, adm.cap)
-	caps := backend.Capabilities()
-	caps.Egress = m.egress != nil && m.egressRoot != "" && m.currentEgressLog() != nil
-	caps.HTTPPolicy = caps.Egress && m.egress.Intercepts()
+	caps := m.capabilitiesOn(backend)
 	if mode == ModeReadOnly && !caps.Confinement {
 		return nil, fmt.Errorf("%w: this backend cannot enforce a read-only workspace (it has no Landlock confinement here); use workspace.mode %q", ErrConflict, ModeWritable)
 	}

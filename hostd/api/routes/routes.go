@@ -118,7 +118,9 @@ var table = []Route{
 	row("GET /healthz", auth.AccessPublic),
 	row("GET /v1/whoami", auth.AccessAny),
 	row("GET /v1/admin/policy", auth.AccessAdmin),
+	row("GET /v1/admin/tenants", auth.AccessAdmin),
 	row("GET /v1/backends", auth.AccessTenant),
+	row("POST /v1/policy/compile", auth.AccessTenant),
 
 	idempotent(row("POST /v1/agents/sessions", auth.AccessTenant)),
 	row("GET /v1/agents/sessions", auth.AccessTenant),
@@ -221,7 +223,7 @@ var table = []Route{
 // outside are routes the daemon serves in front of hostd/api rather than
 // through it: the MCP server over streamable HTTP (hostd/daemon/mcp.go,
 // docs/mcp.md), which checks its caller's token itself and whose tools
-// call the API as that caller. They are rows so that their limits live
+// call the API as that caller, and the web console's files (console). They are rows so that their limits live
 // in the table and the gateway applies them (Match and Lookup find
 // them); hostd/api binds no handler to them and docs/api/openapi.yaml
 // does not describe them, so All leaves them out.
@@ -229,6 +231,11 @@ var outside = []Route{
 	body(row("POST /mcp", auth.AccessAny), MCPBody),
 	row("GET /mcp", auth.AccessAny),
 	row("DELETE /mcp", auth.AccessAny),
+	// The web console's static files (console, hostd/daemon/console.go):
+	// public, since they hold no secret; the page's API calls carry the
+	// token. No body is read.
+	row("GET /console", auth.AccessPublic),
+	row("GET /console/", auth.AccessPublic),
 }
 
 // All returns every row hostd/api serves, in the table's order.
@@ -251,9 +258,10 @@ func Lookup(pattern string) (Route, bool) {
 
 // Match returns the row whose pattern r's method and path match, as
 // hostd's own router would match them. A path that is not clean ("//",
-// "/./", "/../") matches none: hostd's router would only redirect it.
+// "/./", "/../") matches none: hostd's router would only redirect it. A
+// trailing slash is clean, as for the router ("/console/").
 func Match(r *http.Request) (Route, bool) {
-	if p := r.URL.Path; p == "" || path.Clean(p) != p {
+	if p := r.URL.Path; p == "" || path.Clean(p) != strings.TrimSuffix(p, "/") && path.Clean(p) != p {
 		return Route{}, false
 	}
 	_, pattern := matcher().Handler(r)

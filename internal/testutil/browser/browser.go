@@ -10,12 +10,8 @@ package browser
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,17 +44,10 @@ type Options struct {
 	// Timeout bounds everything done with the returned context (default
 	// 2 minutes).
 	Timeout time.Duration
-	// TrustSPKI are base64 SHA-256 hashes of certificates' public keys
-	// (SPKIHash) that Chromium accepts in a server's chain although no
-	// root it trusts signed them: a test's gateway with its own CA.
-	TrustSPKI []string
-}
-
-// SPKIHash is how --ignore-certificate-errors-spki-list names a
-// certificate: the base64 SHA-256 of its SubjectPublicKeyInfo.
-func SPKIHash(c *x509.Certificate) string {
-	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
-	return base64.StdEncoding.EncodeToString(sum[:])
+	// Flags are extra command-line switches for Chromium, name to value
+	// (true for a switch without one), e.g. the console tests' trust of
+	// their own test CA.
+	Flags map[string]any
 }
 
 // New starts a headless Chromium and returns a chromedp context for one
@@ -88,9 +77,8 @@ func New(t testing.TB, o Options) context.Context {
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("metrics-recording-only", true),
 	}
-	if len(o.TrustSPKI) > 0 {
-		// Taken only with a profile of its own (UserDataDir above).
-		opts = append(opts, chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(o.TrustSPKI, ",")))
+	for name, v := range o.Flags {
+		opts = append(opts, chromedp.Flag(name, v))
 	}
 	if os.Geteuid() == 0 {
 		// Chromium refuses to run as root with its own sandbox on.

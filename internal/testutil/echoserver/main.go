@@ -11,6 +11,8 @@
 //	/json, /json/list, /json/version   DevTools-like documents naming
 //	             ws://127.0.0.1:<port>/devtools/page/ABC
 //	/devtools/   a WebSocket answering {"id":N,...} with {"id":N,"result":{"path":...}}
+//	/static/...  files from the -static directory, when given (a page
+//	             and its script a browser test writes into the sandbox)
 //	anything else  "sub:" and the path and query, as text
 //
 // Every request is also appended to -log as one JSON line.
@@ -47,6 +49,7 @@ type Seen struct {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8000", "listen address")
 	logPath := flag.String("log", "", "append every request here as a JSON line")
+	staticDir := flag.String("static", "", "serve this directory's files under /static/")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -187,6 +190,9 @@ func main() {
 			}
 		}
 	})
+	if *staticDir != "" {
+		mux.Handle("/static/", http.StripPrefix("/static/", http.FileServer(http.Dir(*staticDir))))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		seen(r)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -798,6 +798,16 @@ class Paddock:
         """The policy modules in force (admin only)."""
         return self._t.request("GET", "/v1/admin/policy")
 
+    def compile_policy(self, policy: Optional[Dict[str, Any]] = None, backend: Optional[str] = None) -> m.PolicyCompile:
+        """What a create with policy would record, and every reason it would
+        be refused, creating nothing. A refusal is in the answer (ok False),
+        not an exception."""
+        return self._t.request("POST", "/v1/policy/compile", _drop_none({"policy": policy, "backend": backend}))
+
+    def tenants(self) -> m.TenantList:
+        """The tenants in force, their limits and session counts (admin only)."""
+        return self._t.request("GET", "/v1/admin/tenants")
+
     def health(self) -> m.Health:
         return self._t.request("GET", "/healthz")
 

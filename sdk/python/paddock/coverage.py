@@ -71,6 +71,8 @@ COVERAGE: Dict[str, str] = {
     "GET /v1/admin/policy": "Paddock.admin_policy",
     "GET /v1/whoami": "Paddock.whoami",
     "GET /v1/backends": "Paddock.backends",
+    "POST /v1/policy/compile": "Paddock.compile_policy",
+    "GET /v1/admin/tenants": "Paddock.tenants",
     f"GET {S}/rewind": "Session.rewind",
     f"POST {S}/rewind/config": "Session.rewind_config",
     f"POST {S}/rewind/undo": "Session.rewind_undo",

@@ -643,6 +643,25 @@ class Policy(_PolicyRequired, total=False):
     unenforced: List[str]
 
 
+class _PolicyCompileRequired(TypedDict):
+    ok: bool
+    refusals: List["PolicyRefusal"]
+
+
+class PolicyCompile(_PolicyCompileRequired, total=False):
+    """The answer of POST /v1/policy/compile (api.PolicyCompile)."""
+
+    network: Literal["offline", "egress"]
+    policy: "Policy"
+
+
+class PolicyCompileRequest(TypedDict, total=False):
+    """The body of POST /v1/policy/compile (api.PolicyCompileRequest)."""
+
+    backend: str
+    policy: "PolicyInput"
+
+
 class PolicyInput(TypedDict, total=False):
     """The session's network policy (egress/rules.PolicyInput)."""
 
@@ -657,6 +676,17 @@ class PolicyNetwork(TypedDict, total=False):
     allow: List[Any]
     default: Literal["", "deny", "allow"]
     enforcement: Literal["", "strict", "best-effort"]
+
+
+class _PolicyRefusalRequired(TypedDict):
+    error: str
+    status: int
+
+
+class PolicyRefusal(_PolicyRefusalRequired, total=False):
+    """One reason a create with the policy would be refused (api.PolicyRefusal)."""
+
+    code: str
 
 
 class _PolicyRefusedRequired(TypedDict):
@@ -1201,6 +1231,28 @@ class StreamLimited(TypedDict):
     code: Literal["job_streams_session", "job_streams_tenant", "job_streams_daemon", "event_streams_session", "event_streams_tenant", "event_streams_daemon"]
     error: str
     limit: int
+
+
+class TenantInfo(TypedDict):
+    """One tenant as the admin sees it (api.TenantInfo)."""
+
+    limits: "TenantLimits"
+    name: str
+    sessions: int
+
+
+class TenantLimits(TypedDict, total=False):
+    """What a tenant's live sandboxes may hold together (api.TenantLimits); absent or 0 is the built-in default."""
+
+    cpus: float
+    disk_mb: int
+    memory_mb: int
+
+
+class TenantList(TypedDict):
+    """The body of GET /v1/admin/tenants (api.TenantList)."""
+
+    tenants: List["TenantInfo"]
 
 
 class TerminalResize(TypedDict):
@@ -1749,6 +1801,16 @@ FIELDS: Dict[str, Dict[str, Tuple[str, str, bool]]] = {
         "process": ("object", "ProcessRules", False),
         "unenforced": ("array", "", False),
     },
+    "PolicyCompile": {
+        "network": ("string", "", False),
+        "ok": ("boolean", "", True),
+        "policy": ("object", "Policy", False),
+        "refusals": ("array", "PolicyRefusal", True),
+    },
+    "PolicyCompileRequest": {
+        "backend": ("string", "", False),
+        "policy": ("object", "PolicyInput", False),
+    },
     "PolicyInput": {
         "network": ("object", "PolicyNetwork", False),
         "preset": ("string", "", False),
@@ -1758,6 +1820,11 @@ FIELDS: Dict[str, Dict[str, Tuple[str, str, bool]]] = {
         "allow": ("array", "", False),
         "default": ("string", "", False),
         "enforcement": ("string", "", False),
+    },
+    "PolicyRefusal": {
+        "code": ("string", "", False),
+        "error": ("string", "", True),
+        "status": ("integer", "", True),
     },
     "PolicyRefused": {
         "code": ("string", "", True),
@@ -2099,6 +2166,19 @@ FIELDS: Dict[str, Dict[str, Tuple[str, str, bool]]] = {
         "error": ("string", "", True),
         "limit": ("integer", "", True),
     },
+    "TenantInfo": {
+        "limits": ("object", "TenantLimits", True),
+        "name": ("string", "", True),
+        "sessions": ("integer", "", True),
+    },
+    "TenantLimits": {
+        "cpus": ("number", "", False),
+        "disk_mb": ("integer", "", False),
+        "memory_mb": ("integer", "", False),
+    },
+    "TenantList": {
+        "tenants": ("array", "TenantInfo", True),
+    },
     "TerminalResize": {
         "resize": ("object", "TerminalSize", True),
     },
@@ -2189,6 +2269,7 @@ FIELDS: Dict[str, Dict[str, Tuple[str, str, bool]]] = {
 OPERATIONS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
     "GET /healthz": (None, "Health"),
     "GET /v1/admin/policy": (None, "PolicyStatus"),
+    "GET /v1/admin/tenants": (None, "TenantList"),
     "GET /v1/agents/sessions": (None, "SessionList"),
     "POST /v1/agents/sessions": ("CreateRequest", "Session"),
     "GET /v1/agents/sessions/{id}": (None, "Session"),
@@ -2254,6 +2335,7 @@ OPERATIONS: Dict[str, Tuple[Optional[str], Optional[str]]] = {
     "DELETE /v1/agents/sessions/{id}/uploads/{upload}": (None, None),
     "POST /v1/agents/sessions/{id}/uploads/{upload}/complete": (None, "Upload"),
     "GET /v1/backends": (None, "BackendList"),
+    "POST /v1/policy/compile": ("PolicyCompileRequest", "PolicyCompile"),
     "GET /v1/sandboxes": (None, "SandboxList"),
     "POST /v1/sandboxes": ("SandboxRequest", "Sandbox"),
     "GET /v1/sandboxes/{id}": (None, "Sandbox"),

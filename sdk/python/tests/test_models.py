@@ -172,6 +172,7 @@ def every_call(px: "paddock.Paddock", rec: Recorder, tmp: str) -> None:
     s = client.Session(px, {"id": "ses-1", "revision": 3})
     sb = client.Sandbox(px, {"id": "sbx-1"})
     px.health(), px.whoami(), px.backends(), px.admin_policy()
+    px.compile_policy({"preset": "offline", "process": {"ask": ["git push*"]}}, backend="procbox"), px.tenants()
     px.create_session(idempotency_key="k1", agent="a", ttl_seconds=60)
     px.session("ses-1"), px.sessions(include_deleted=True)
     px.create_sandbox(image="debian", ttl_seconds=60)

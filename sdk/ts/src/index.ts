@@ -168,6 +168,20 @@ export class Paddock {
     return this.transport.request("GET", "/v1/admin/policy", o);
   }
 
+  /**
+   * compilePolicy says what a create with this policy would record and
+   * every reason it would be refused, creating nothing. A refusal is in
+   * the answer (ok false), not an error.
+   */
+  async compilePolicy(req: S["PolicyCompileRequest"] = {}, o?: CallOptions): Promise<S["PolicyCompile"]> {
+    return this.transport.request("POST", "/v1/policy/compile", { body: req, ...o });
+  }
+
+  /** tenants lists the tenants in force, their limits and session counts (admin). */
+  async tenants(o?: CallOptions): Promise<S["TenantInfo"][]> {
+    return (await this.transport.request<S["TenantList"]>("GET", "/v1/admin/tenants", o)).tenants;
+  }
+
   /** sandboxes is the lower API: a sandbox with commands, files and a TTL. */
   get sandboxes(): Sandboxes {
     return new Sandboxes(this.transport);

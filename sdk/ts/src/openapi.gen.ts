@@ -1104,6 +1104,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/tenants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenants, their limits and session counts (admin only)
+         * @description The tenants of the tenants file (paddock serve --tenants), in file order, each with the limits its live sandboxes share (default_limits filled in; 0 is the built-in default) and how many of its sessions and sandboxes are not deleted. No token or token hash. Empty when the daemon has no tenants file.
+         */
+        get: operations["listTenants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -1138,6 +1158,26 @@ export interface paths {
         get: operations["listBackends"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/policy/compile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a create with this policy would record, and why it would be refused
+         * @description Runs a create's policy checks on the body's policy and backend (absent: the default one) and creates nothing: the compiled policy as the session record would show it, whether the sandbox would be offline or go out through the egress proxy, and each refusal a create would answer with its status and code. The web console's policy editor shows this before a create. Admin or tenant token; a session token cannot create and is refused.
+         */
+        post: operations["compilePolicy"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2763,6 +2803,49 @@ export interface components {
         /** @description The body of GET /v1/backends (hostd/session.BackendList). */
         BackendList: {
             backends: components["schemas"]["BackendInfo"][];
+        };
+        /** @description The body of GET /v1/admin/tenants (api.TenantList). */
+        TenantList: {
+            tenants: components["schemas"]["TenantInfo"][];
+        };
+        /** @description One tenant as the admin sees it (api.TenantInfo). */
+        TenantInfo: {
+            name: string;
+            limits: components["schemas"]["TenantLimits"];
+            /** @description Its sessions and sandboxes not deleted. */
+            sessions: number;
+        };
+        /** @description What a tenant's live sandboxes may hold together (api.TenantLimits); absent or 0 is the built-in default. */
+        TenantLimits: {
+            disk_mb?: number;
+            memory_mb?: number;
+            cpus?: number;
+        };
+        /** @description The body of POST /v1/policy/compile (api.PolicyCompileRequest). */
+        PolicyCompileRequest: {
+            policy?: components["schemas"]["PolicyInput"];
+            /** @description As runtime.backend of a create: absent is the daemon's default. */
+            backend?: string;
+        };
+        /** @description The answer of POST /v1/policy/compile (api.PolicyCompile). */
+        PolicyCompile: {
+            /** @description No refusal (a create may still fail on capacity, image or workspace). */
+            ok: boolean;
+            policy?: components["schemas"]["Policy"];
+            /**
+             * @description How the sandbox would reach the world; absent when the network part is refused.
+             * @enum {string}
+             */
+            network?: "offline" | "egress";
+            refusals: components["schemas"]["PolicyRefusal"][];
+        };
+        /** @description One reason a create with the policy would be refused (api.PolicyRefusal). */
+        PolicyRefusal: {
+            /** @description The HTTP status a create would answer. */
+            status: number;
+            /** @description Its stable code. */
+            code?: string;
+            error: string;
         };
         /** @description One enabled backend (hostd/session.BackendInfo). */
         BackendInfo: {
@@ -5195,6 +5278,29 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listTenants: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     whoami: {
         parameters: {
             query?: never;
@@ -5236,6 +5342,35 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    compilePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyCompileRequest"];
+            };
+        };
+        responses: {
+            /** @description The compiled policy and the refusals (none when ok). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PolicyCompile"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["InternalError"];
         };
     };

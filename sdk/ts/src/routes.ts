@@ -65,6 +65,8 @@ export const ROUTES: Record<string, string> = {
   "GET /v1/admin/policy": "Paddock.policy",
   "GET /v1/whoami": "Paddock.whoami",
   "GET /v1/backends": "Paddock.backends",
+  "POST /v1/policy/compile": "Paddock.compilePolicy",
+  "GET /v1/admin/tenants": "Paddock.tenants",
   "GET /v1/agents/sessions/{id}/rewind": "Session.rewind",
   "POST /v1/agents/sessions/{id}/rewind/config": "Session.rewindConfig",
   "POST /v1/agents/sessions/{id}/rewind/undo": "Session.rewindUndo",

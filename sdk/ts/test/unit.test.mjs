@@ -247,3 +247,22 @@ test("errors: every code of docs/errors.md, by its documented status", async () 
   assert.ok(errorFrom(0, JSON.stringify({ error: "x", code: "promote_incomplete" })) instanceof BadGateway);
   void Internal;
 });
+
+test("compilePolicy posts the policy and returns the answer, refusals included; tenants unwraps the list", async () => {
+  const seen = [];
+  const fetch = (input, init) => {
+    seen.push({ url: String(input), method: init.method, body: init.body ? JSON.parse(init.body) : undefined });
+    const body = String(input).endsWith("/v1/policy/compile")
+      ? { ok: false, network: "offline", refusals: [{ status: 409, code: "conflict", error: "no egress" }] }
+      : { tenants: [{ name: "acme", limits: {}, sessions: 2 }] };
+    return Promise.resolve(new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } }));
+  };
+  const pd = new Paddock({ url: "https://x", token: "t", fetch });
+  const got = await pd.compilePolicy({ policy: { preset: "offline" }, backend: "procbox" });
+  assert.equal(got.ok, false);
+  assert.equal(got.refusals[0].code, "conflict");
+  assert.deepEqual(seen[0], { url: "https://x/v1/policy/compile", method: "POST", body: { policy: { preset: "offline" }, backend: "procbox" } });
+  assert.deepEqual((await pd.tenants()).map((t) => t.name), ["acme"]);
+  assert.equal(seen[1].method, "GET");
+  assert.equal(seen[1].url, "https://x/v1/admin/tenants");
+});
