@@ -1,13 +1,16 @@
 // Package gateway runs Paddock's front door: Caddy, embedded as a library,
-// with Paddock's modules (gateway/auth, gateway/preview), in front of
-// hostd's API on a unix socket. `paddock serve` runs it in the daemon's
-// process; `paddock gateway` runs it alone, so the part facing the
-// network can run without privileges.
+// with Paddock's modules (gateway/auth, gateway/cors, gateway/limits,
+// gateway/preview), in front of hostd's API on a unix socket. `paddock
+// serve` runs it in the daemon's process; `paddock gateway` runs it
+// alone, so the part facing the network can run without privileges.
 //
 //	client ──HTTPS──▶ Caddy (this package)
 //	                    /preview/…, <token>.preview.<domain>  → paddock_preview ─┐
-//	                    /healthz                                                 ├─▶ reverse_proxy unix/<hostd socket>
-//	                    everything else → paddock_limits → paddock_auth ─────────┘
+//	                    /healthz → [paddock_cors]                                ├─▶ reverse_proxy unix/<hostd socket>
+//	                    everything else → [paddock_cors] → paddock_limits        │
+//	                                      → paddock_auth ────────────────────────┘
+//
+// ([paddock_cors] only with listed origins.)
 //
 // The configuration is one of the Caddyfiles in gateway/caddyfile (or the
 // operator's own), rendered and adapted to JSON, then loaded. Caddy keeps

@@ -24,6 +24,7 @@ import (
 // `paddock gateway`.
 type gatewayFlags struct {
 	domain, email, caddyfilePath, accessLog, storage string
+	corsOrigins                                      []string
 }
 
 func (f *gatewayFlags) add(fs *pflag.FlagSet) {
@@ -31,6 +32,7 @@ func (f *gatewayFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.email, "acme-email", "", "contact address of the ACME account (with a real --domain)")
 	fs.StringVar(&f.caddyfilePath, "caddyfile", "", "run this Caddyfile instead of the shipped one (rendered with the same values: see docs/gateway.md)")
 	fs.StringVar(&f.accessLog, "access-log", "stderr", "where the gateway's access log goes: stderr, discard or a file (tokens are never written)")
+	fs.StringArrayVar(&f.corsOrigins, "cors-origin", nil, "a web page's origin (exact scheme://host[:port], e.g. https://app.example.com) allowed to call the API from a browser (CORS; repeatable; no * or null; default none)")
 	fs.StringVar(&f.storage, "gateway-storage", "", "Caddy's storage: its internal CA, certificates, ACME account (default <state-dir>/gateway)")
 }
 
@@ -49,6 +51,7 @@ func (f gatewayFlags) config(g *globals, listen, socket string) (gateway.Config,
 	}
 	return gateway.Config{CaddyfilePath: f.caddyfilePath, Options: caddyfile.Options{
 		Listen: listen, Domain: f.domain, Email: f.email, HostdSocket: sock, StorageDir: storage, AccessLog: f.accessLog,
+		CORSOrigins: f.corsOrigins,
 	}}, nil
 }
 
@@ -90,6 +93,9 @@ Paddock-Identity header. docs/gateway.md has the whole picture.`,
 			cfg, err := f.config(g, listen, socket)
 			if err != nil {
 				return err
+			}
+			if _, err := cfg.JSON(); err != nil {
+				return usageError{err} // a flag that does not check (--cors-origin, --domain…)
 			}
 			gw, err := gateway.Start(cfg)
 			if err != nil {
@@ -186,6 +192,9 @@ func listenHostdSocket(path, group string) (net.Listener, error) {
 // sandboxes; the gateway itself starts once hostd serves.
 func serveListeners(g *globals, withGateway bool, listen, socket, group string, f gatewayFlags) ([]net.Listener, gateway.Config, error) {
 	var cfg gateway.Config
+	if !withGateway && len(f.corsOrigins) > 0 {
+		return nil, cfg, usageError{errors.New("--cors-origin is answered by the gateway: it needs --gateway (the default), not --gateway=false")}
+	}
 	if withGateway {
 		if listen == "" {
 			return nil, cfg, usageError{errors.New("--listen '' (the socket alone) needs --gateway=false")}

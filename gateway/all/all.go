@@ -1,7 +1,7 @@
 // Package all links in every Caddy module the gateway's Caddyfiles use:
 // Caddy's own (HTTP server, reverse proxy, TLS with the internal CA and
-// ACME, logging filters) and Paddock's (gateway/auth, gateway/limits,
-// gateway/preview). Import it for its side effect, as `paddock` and the adapt tests do.
+// ACME, logging filters) and Paddock's (gateway/auth, gateway/cors,
+// gateway/limits, gateway/preview). Import it for its side effect, as `paddock` and the adapt tests do.
 package all
 
 import (
@@ -21,6 +21,7 @@ import (
 
 	// Paddock's modules.
 	_ "paddock.dev/paddock/gateway/auth"
+	_ "paddock.dev/paddock/gateway/cors"
 	_ "paddock.dev/paddock/gateway/limits"
 	_ "paddock.dev/paddock/gateway/preview"
 )

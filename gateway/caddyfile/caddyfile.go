@@ -30,6 +30,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 
 	_ "paddock.dev/paddock/gateway/all" // the modules and directives the files use
+	"paddock.dev/paddock/gateway/cors"
 	"paddock.dev/paddock/hostd/api/routes"
 )
 
@@ -106,6 +107,11 @@ type Options struct {
 	IdleTimeout         time.Duration
 	ReadMinRate         int
 	AuthCacheTTL        time.Duration
+
+	// CORSOrigins are the web pages' origins allowed to call the API
+	// from a browser (gateway/cors), each an exact scheme://host[:port].
+	// None (the default) leaves the gateway without CORS.
+	CORSOrigins []string
 }
 
 // data is what the templates see.
@@ -131,6 +137,10 @@ type data struct {
 
 	ReadHeader, ReadBody, ReadBodyIdle, Idle, AuthCacheTTL string
 	ReadMinRate                                            int
+
+	// CORSOrigins are the checked origins, space-separated, for
+	// paddock_cors; empty when none is listed.
+	CORSOrigins string
 }
 
 // Source returns a shipped Caddyfile as it is embedded, before rendering.
@@ -254,6 +264,11 @@ func (o Options) data(v Variant) (data, error) {
 	if d.Log, err = logOutput("log", o.Log); err != nil {
 		return d, err
 	}
+	origins, err := cors.ParseOrigins(o.CORSOrigins)
+	if err != nil {
+		return d, fmt.Errorf("caddyfile: --cors-origin: %w", err)
+	}
+	d.CORSOrigins = strings.Join(origins, " ")
 	if o.Email != "" && !strings.Contains(o.Email, "@") {
 		return d, fmt.Errorf("caddyfile: email %q is not an address", o.Email)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,11 @@ func TestOptions(t *testing.T) {
 		{"domain", Domain, with(func(o *Options) { o.Domain = "p.example.com" }), "", "p.example.com"},
 		{"domain on a port", Domain, with(func(o *Options) { o.Domain = "p.example.com"; o.Listen = ":8443" }), "", "p.example.com:8443"},
 		{"bad email", Domain, with(func(o *Options) { o.Domain = "p.example.com"; o.Email = "nobody" }), "not an address", ""},
+		{"cors origins", Local, with(func(o *Options) { o.CORSOrigins = []string{"https://app.example.com", "http://localhost:5173"} }), "", "https://localhost:7788, https://127.0.0.1:7788"},
+		{"cors wildcard", Local, with(func(o *Options) { o.CORSOrigins = []string{"*"} }), "--cors-origin", ""},
+		{"cors null", Local, with(func(o *Options) { o.CORSOrigins = []string{"null"} }), "never allowed", ""},
+		{"cors path", Domain, with(func(o *Options) { o.Domain = "p.example.com"; o.CORSOrigins = []string{"https://app.example.com/x"} }), "no path", ""},
+		{"cors brace", Local, with(func(o *Options) { o.CORSOrigins = []string{"https://a.example}"} }), "want scheme://host", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d, err := c.opts.data(c.variant)
@@ -203,5 +209,83 @@ func TestRenderText(t *testing.T) {
 	}
 	if _, err := RenderText("mine", "{{.Nope}}", o); err == nil {
 		t.Error("an unknown value rendered")
+	}
+}
+
+// handlerLists returns every list of handlers in a Caddy JSON config.
+func handlerLists(v any) [][]string {
+	var out [][]string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if k == "handle" {
+				if list, ok := x.([]any); ok {
+					var names []string
+					for _, h := range list {
+						if m, ok := h.(map[string]any); ok {
+							names = append(names, fmt.Sprint(m["handler"]))
+						}
+					}
+					out = append(out, names)
+				}
+			}
+			out = append(out, handlerLists(x)...)
+		}
+	case []any:
+		for _, x := range v {
+			out = append(out, handlerLists(x)...)
+		}
+	}
+	return out
+}
+
+// TestCORSPlacement: with --cors-origin, both shipped files run
+// paddock_cors before the body limit and the token check on the API's
+// routes, and on /healthz, and never on a preview's; without it none runs.
+func TestCORSPlacement(t *testing.T) {
+	for _, v := range Variants() {
+		for _, origins := range [][]string{nil, {"https://app.example.com"}} {
+			o := Options{HostdSocket: "/s/hostd.sock", StorageDir: "/s/gateway", Domain: "p.example.com", CORSOrigins: origins}
+			if v == Local {
+				o.Domain = ""
+			}
+			text, err := Render(v, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := Adapt(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg any
+			if err := json.Unmarshal(raw, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			var withCORS, api int
+			for _, list := range handlerLists(cfg) {
+				i := slices.Index(list, "paddock_cors")
+				if i >= 0 {
+					withCORS++
+				}
+				if slices.Contains(list, "paddock_preview") && i >= 0 {
+					t.Errorf("%s: a preview route runs paddock_cors: %v", v, list)
+				}
+				if a := slices.Index(list, "paddock_auth"); a >= 0 {
+					api++
+					if l := slices.Index(list, "paddock_limits"); len(origins) > 0 && (i < 0 || i > a || i > l) {
+						t.Errorf("%s: the API's handlers %v: paddock_cors must come before paddock_limits and paddock_auth", v, list)
+					}
+				}
+			}
+			if want := 2 * api; len(origins) > 0 && withCORS != want {
+				t.Errorf("%s: paddock_cors in %d lists of handlers, want %d (the API's and /healthz)", v, withCORS, want)
+			}
+			if len(origins) == 0 && (withCORS != 0 || strings.Contains(string(text), "paddock_cors")) {
+				t.Errorf("%s without --cors-origin runs paddock_cors", v)
+			}
+			if len(origins) > 0 && !strings.Contains(string(raw), `"origins":["https://app.example.com"]`) {
+				t.Errorf("%s: the origins are not in the config: %s", v, raw)
+			}
+		}
 	}
 }
