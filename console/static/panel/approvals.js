@@ -4,9 +4,10 @@
 // with the note; only an admin may decide, and the API says so to anyone
 // else). Approving a command this page holds runs it once (exec.js).
 // The list is read again when the timeline shows an approval entry, and
-// every few seconds while a request is pending.
+// every few seconds while a request is pending. The command is shown whole
+// (commandBox): what the approver reads is every character that runs.
 import { h, mount, when } from '../dom.js';
-import { sp, errText, section, say, busy, clip } from './common.js';
+import { sp, errText, section, say, busy, clip, commandBox } from './common.js';
 
 // The longest note the API takes, and how often the list is read.
 export const MAX_NOTE_CHARS = 512;
@@ -77,7 +78,7 @@ export function approvalsPart(p, exec) {
         const pendingFirst = [...list].sort((a, b) => (a.state === 'pending' ? 0 : 1) - (b.state === 'pending' ? 0 : 1) || (b.created_at || '').localeCompare(a.created_at || ''));
         mount(tbody, pendingFirst.map((a) => h('tr', { id: `approval-${a.id}`, dataset: { state: a.state } },
           h('td', { 'data-label': 'Request' }, h('code', {}, a.id)),
-          h('td', { 'data-label': 'Command' }, h('code', {}, clip(a.command || a.summary, 300)), a.matched ? h('small', { class: 'muted' }, ` matched ${a.matched}`) : null),
+          h('td', { 'data-label': 'Command' }, commandBox(a.command || a.summary, a.kind, `approval-command-${a.id}`), a.matched ? h('small', { class: 'muted' }, ` matched ${a.matched}`) : null),
           h('td', { 'data-label': 'State', class: a.state === 'pending' ? 'pending' : '' }, a.state),
           h('td', { 'data-label': 'Requested' }, `${when(a.created_at)} by ${a.requester || '?'}`),
           h('td', { 'data-label': 'Decision' }, decideCell(a)))));

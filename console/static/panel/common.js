@@ -20,6 +20,46 @@ export function clip(s, n) {
   return s.length > n ? `${s.slice(0, n)}…` : s;
 }
 
+// HIDDEN matches the characters that change how text looks without being
+// seen: C0 and C1 controls (but tab and newline), bidirectional embeddings,
+// overrides, isolates and marks, zero-width characters, the word joiner,
+// the byte order mark and the line and paragraph separators. A command
+// holding one can read differently from what runs.
+const HIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF]/gu;
+
+// visible returns s as a list of text and marker elements, each hidden
+// character replaced by a marker that reads ⟨U+XXXX⟩, so what a person
+// reads is every character there is.
+export function visible(s) {
+  s = String(s === undefined || s === null ? '' : s);
+  const out = [];
+  let last = 0;
+  for (const m of s.matchAll(HIDDEN)) {
+    if (m.index > last) out.push(s.slice(last, m.index));
+    const code = m[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+    out.push(h('span', { class: 'hidden-char', title: 'a character that does not show' }, `⟨U+${code}⟩`));
+    last = m.index + m[0].length;
+  }
+  if (last < s.length) out.push(s.slice(last));
+  return out;
+}
+
+// utf8Len is the length of s in bytes as UTF-8.
+export function utf8Len(s) {
+  return new TextEncoder().encode(String(s || '')).length;
+}
+
+// commandBox shows a whole command as it will run: every character, the
+// hidden ones made visible, spaces and line breaks kept, in a box that
+// scrolls when the command is long. kind, when given, is the approval's
+// kind; the length is in bytes.
+export function commandBox(command, kind, id) {
+  const c = String(command || '');
+  return h('div', { class: 'command-box' },
+    h('pre', { class: 'command', id, tabindex: '0', 'aria-label': 'The whole command' }, visible(c)),
+    h('small', { class: 'muted command-facts' }, `${kind ? `${kind}, ` : ''}${utf8Len(c)} bytes`));
+}
+
 // b64bytes decodes base64 to bytes.
 export function b64bytes(b64) {
   const bin = atob(b64 || '');

@@ -8,7 +8,7 @@
 // (here or elsewhere) the panel runs the command again with approval_id,
 // exactly once.
 import { h, mount } from '../dom.js';
-import { sp, errText, section, say, b64bytes, clip } from './common.js';
+import { sp, errText, section, say, b64bytes, commandBox } from './common.js';
 
 // Bounds: the command as the API takes it, how much output the page
 // keeps (older output is dropped first), how many times one run's stream
@@ -76,7 +76,7 @@ export function execPart(p) {
       expired: `expired (approval ${entry.approvalId})`,
       failed: `approved, but it did not run: ${entry.error} (approval ${entry.approvalId})`,
     }[entry.state];
-    mount(entry.li, h('code', {}, clip(entry.command, 200)), ' — ',
+    mount(entry.li, commandBox(entry.command, '', `held-command-${entry.approvalId}`),
       h('span', { class: `held-state ${entry.state}`, dataset: { approval: entry.approvalId, state: entry.state } }, msg));
   }
 
