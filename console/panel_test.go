@@ -311,8 +311,10 @@ func daemontestStreamLimits() hostapi.StreamLimits {
 // listed, and restoring it (two clicks) takes away a file written after
 // it; a fork from the panel shows its child in the children tree, whose
 // link opens the child's panel; there Promote's plan shows the child's
-// new file as an addition (and the count of untouched files), and
-// Promote carries it to the parent.
+// new file as an addition (and the count of untouched files); a file the
+// child rewrites after the dry run shows as changed since the plan and
+// disables Promote until a new dry run; and Promote carries it to the
+// parent.
 func TestPanelCheckpointsForkPromote(t *testing.T) {
 	ctx, d, _ := startConsole(t)
 	errs := pageErrors(t, ctx)
@@ -384,9 +386,24 @@ func TestPanelCheckpointsForkPromote(t *testing.T) {
 		t.Errorf("the dry run wrote to the parent: %+v", r)
 	}
 	shot(t, ctx, "panel-promote")
+	// The child rewrites a file after the dry run: its changes must not be
+	// shown as the plan's, and Promote waits for a new dry run.
+	if _, err := d.Client.Exec(bg, child, api.ExecRequest{Command: "echo swapped-after-the-plan > /workspace/new.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, "open new.txt's changes", chromedp.Click(chromedp.CSS(`#promote-files details[data-path="new.txt"] summary`)))
+	if got := waitText(t, ctx, `#promote-files details[data-path="new.txt"] pre`, "changed since the plan — run the dry run again"); strings.Contains(got, "swapped") {
+		t.Errorf("the swapped file's text is shown as the plan's: %q", got)
+	}
+	waitJS(t, ctx, "Promote disabled", `document.querySelector('#promote-apply').disabled`)
+	do(t, ctx, "plan again", chromedp.Click(chromedp.CSS(`#promote-plan`)))
+	waitText(t, ctx, `#promote-part-status`, "nothing is changed until you promote")
+	waitJS(t, ctx, "Promote enabled again", `!document.querySelector('#promote-apply').disabled`)
+	do(t, ctx, "open new.txt's changes again", chromedp.Click(chromedp.CSS(`#promote-files details[data-path="new.txt"] summary`)))
+	waitText(t, ctx, `#promote-files details[data-path="new.txt"] pre`, "+ swapped-after-the-plan")
 	do(t, ctx, "promote", chromedp.Click(chromedp.CSS(`#promote-apply`)))
 	waitText(t, ctx, `#promote-done`, "Applied 2 paths")
-	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "cat /workspace/new.txt /workspace/kept.txt"}); err != nil || r.Stdout != "from-the-child\nkept\nchanged-by-child\n" {
+	if r, err := d.Client.Exec(bg, s.ID, api.ExecRequest{Command: "cat /workspace/new.txt /workspace/kept.txt"}); err != nil || r.Stdout != "swapped-after-the-plan\nkept\nchanged-by-child\n" {
 		t.Errorf("the parent after the promotion: %+v %v", r, err)
 	}
 	noPageErrors(t, errs)

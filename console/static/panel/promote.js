@@ -6,7 +6,7 @@
 // "Promote" then applies exactly that plan (plan_id; a plan that changed
 // meanwhile is 409 plan_changed), optionally leaving the conflicts.
 import { h, mount, bytes } from '../dom.js';
-import { sp, errText, section, say, busy, b64bytes } from './common.js';
+import { sp, errText, section, say, busy, b64bytes, hex } from './common.js';
 
 // The most plan lines drawn (the API's plan holds at most 2000 changes);
 // for the per-file changes: how many files offer them, the largest file
@@ -40,28 +40,35 @@ export function lineDiff(a, b) {
   return out;
 }
 
-// lines reads a file of a session as text lines: null when it is absent,
-// a string saying why not when it cannot be shown.
-async function lines(api, session, path) {
+// readFile reads a file of a session for the per-file changes: {absent}
+// when it is not there, {why} when it cannot be shown, else {lines} and
+// {sha}, the SHA-256 (hex) of the bytes read.
+async function readFile(api, session, path) {
   let r;
   try {
     r = await api.get(sp(session, `/files/content?path=${encodeURIComponent(path)}`));
   } catch (err) {
-    if (err.status === 404) return null;
-    return `cannot read it: ${err.message}`;
+    if (err.status === 404) return { absent: true };
+    return { why: `cannot read it: ${err.message}` };
   }
-  if (r.size > MAX_DIFF_BYTES) return `larger than ${bytes(MAX_DIFF_BYTES)}`;
+  if (r.size > MAX_DIFF_BYTES) return { why: `larger than ${bytes(MAX_DIFF_BYTES)}` };
+  const raw = b64bytes(r.content_base64);
+  const sha = hex(await crypto.subtle.digest('SHA-256', raw));
   let text;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(b64bytes(r.content_base64));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
   } catch {
-    return 'not text';
+    return { why: 'not text', sha };
   }
   const ls = text.split('\n');
   if (ls.length && ls[ls.length - 1] === '') ls.pop();
-  if (ls.length > MAX_DIFF_LINES) return `more than ${MAX_DIFF_LINES} lines`;
-  return ls;
+  if (ls.length > MAX_DIFF_LINES) return { why: `more than ${MAX_DIFF_LINES} lines`, sha };
+  return { lines: ls, sha };
 }
+
+// CHANGED is what a file's changes say when the child's file is no longer
+// the one the plan was made from.
+export const CHANGED = 'changed since the plan — run the dry run again';
 
 const MARK = { added: '+', modified: '~', deleted: '-' };
 
@@ -83,6 +90,7 @@ export function promotePart(p) {
       h('div', { class: 'actions' }, applyBtn)),
     result);
   let planId = '';
+  let stale = false; // a file's changes showed the child moved on since the plan
 
   function line(cls, mark, text) {
     return h('span', { class: `diff-line ${cls}` }, `${mark} ${text}\n`);
@@ -121,11 +129,26 @@ export function promotePart(p) {
         if (!box.open || loaded) return;
         loaded = true;
         const full = `${ws}/${c.path}`;
-        const [before, after] = await Promise.all([c.op === 'added' ? null : lines(api, r.parent, full), lines(api, id, full)]);
-        for (const [side, v] of [['the parent\'s', before], ['the child\'s', after]]) {
-          if (typeof v === 'string') { mount(body, `Not shown: ${side} file is ${v}.`); return; }
+        const myPlan = planId;
+        const [before, after] = await Promise.all([c.op === 'added' ? { absent: true } : readFile(api, r.parent, full), readFile(api, id, full)]);
+        // The child's file is read now, not when the plan was made, and the
+        // agent may have rewritten it since: what is shown must be what the
+        // plan carries, so its hash must be the plan's. Otherwise Promote
+        // waits for a new dry run.
+        if (after.absent || (after.sha && after.sha !== c.sha256)) {
+          box.dataset.changed = 'true';
+          mount(body, h('span', { class: 'diff-line conflict' }, `${c.path}: ${CHANGED}.`));
+          if (planId === myPlan) {
+            stale = true;
+            applyBtn.disabled = true;
+            say(status, `${c.path} is ${CHANGED}.`, 'error');
+          }
+          return;
         }
-        const d = lineDiff(before || [], after || []);
+        for (const [side, v] of [['the parent\'s', before], ['the child\'s', after]]) {
+          if (v.why) { mount(body, `Not shown: ${side} file is ${v.why}.`); return; }
+        }
+        const d = lineDiff(before.lines || [], after.lines || []);
         mount(body, d.map(([m, l]) => h('span', { class: `diff-line ${m === '+' ? 'added' : m === '-' ? 'deleted' : 'same'}` }, `${m} ${l}\n`)));
       });
       return box;
@@ -138,6 +161,7 @@ export function promotePart(p) {
     try {
       const r = await api.post(sp(id, '/promote'), { dry_run: true });
       planId = r.plan_id || '';
+      stale = false;
       draw(r);
       const a = (r.plan.apply || []).length;
       applyBtn.disabled = !planId || a === 0;
@@ -152,7 +176,7 @@ export function promotePart(p) {
   }));
 
   applyBtn.addEventListener('click', () => busy(applyBtn, async () => {
-    if (!planId) return;
+    if (!planId || stale) return;
     try {
       const r = await api.post(sp(id, '/promote'), { plan_id: planId, skip_conflicts: skip.checked });
       mount(result, h('p', { id: 'promote-done' }, `Applied ${(r.applied || []).length} paths to `,
