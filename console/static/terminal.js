@@ -28,6 +28,29 @@ const MAX_DIM = 1000;
 // several.
 const MAX_FRAME = 64 << 10;
 const EXIT_PREFIX = "exit=";
+// The longest link (OSC 8 hyperlink) the terminal offers to open.
+export const MAX_LINK_CHARS = 2048;
+
+// openLink is the terminal's handler for the hyperlinks a program prints
+// (OSC 8). xterm.js's own handler opens a blank tab of the console's origin
+// first, which gets a copy of this tab's sessionStorage (the token) before
+// it is sent on. Here only an http or https link of bounded length is
+// opened, after the person says yes to its full address, and always with
+// noopener and noreferrer: the new tab starts with nothing of this one.
+// It returns whether it opened the link.
+export function openLink(_event, uri) {
+  if (typeof uri !== "string" || uri.length > MAX_LINK_CHARS) return false;
+  let u;
+  try {
+    u = new URL(uri);
+  } catch {
+    return false;
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") return false;
+  if (!window.confirm(`Open this link from the terminal in a new tab?\n\n${u.href}`)) return false;
+  window.open(u.href, "_blank", "noopener,noreferrer");
+  return true;
+}
 
 let xterm; // the loaded modules, once
 
@@ -117,6 +140,7 @@ function openShell(sessionId, screen, setStatus) {
       fontFamily: "ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace",
       fontSize: 14,
       theme: { background: "#111418", foreground: "#e6e6e6", cursor: "#e6e6e6" },
+      linkHandler: { activate: openLink, allowNonHttpProtocols: false },
     });
     addon = new FitAddon();
     term.loadAddon(addon);
