@@ -69,3 +69,41 @@ func TestTerminalLinkHandler(t *testing.T) {
 		}
 	}
 }
+
+// domProbe tries h() from dom.js with one attribute and reports whether
+// it took it ("ok:" and the attribute as set) or refused it.
+const domProbe = `(async (tag, attr, value) => {
+	const { h } = await import('/console/dom.js');
+	try {
+		const el = h(tag, { [attr]: value });
+		return 'ok:' + el.getAttribute(attr);
+	} catch (e) {
+		return 'refused: ' + e.message;
+	}
+})`
+
+// TestDomURLAllowlist: dom.js's h() puts in a link or source only a
+// relative link (a path or #fragment) or an http, https or blob URL;
+// every other scheme is refused, however it is spelled.
+func TestDomURLAllowlist(t *testing.T) {
+	ctx := unitPage(t)
+	probe := func(tag, attr, value string) string {
+		return evalString(t, ctx, domProbe+`(`+jsString(tag)+`, `+jsString(attr)+`, `+jsString(value)+`)`)
+	}
+	for _, v := range []string{"#/sessions/ses-0123456789abcdef", "./panel.css", "/console/", "panel.css", "https://127.0.0.1:7788/preview/pvw-1/", "http://localhost/", "blob:https://127.0.0.1/0b7e", ""} {
+		if got := probe("a", "href", v); got != "ok:"+v {
+			t.Errorf("href %q: %s", v, got)
+		}
+	}
+	for _, v := range []string{"javascript:alert(1)", " JaVaScRiPt:alert(1)", "java\tscript:alert(1)", "\x01javascript:alert(1)", "data:text/html,<script>alert(1)</script>", "vbscript:x", "file:///etc/passwd", "ftp://x/", "about:blank", "mailto:a@b", "http://[::1"} {
+		for _, at := range [][2]string{{"a", "href"}, {"img", "src"}, {"form", "action"}, {"button", "formaction"}, {"a", "HREF"}} {
+			if got := probe(at[0], at[1], v); !strings.HasPrefix(got, "refused: ") {
+				t.Errorf("%s %s=%q was taken: %s", at[0], at[1], v, got)
+			}
+		}
+	}
+	// Other attributes still take text as it is.
+	if got := probe("a", "title", "data:not a link"); got != "ok:data:not a link" {
+		t.Errorf("title: %s", got)
+	}
+}

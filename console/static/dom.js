@@ -2,6 +2,26 @@
 // as text nodes (textContent), so data from the API cannot become markup
 // or script, whatever it holds.
 
+// URL_ATTRS are the attributes that hold a URL the browser may load or
+// follow. h takes only an allowed one (safeURL) in them.
+const URL_ATTRS = new Set(['href', 'src', 'action', 'formaction', 'poster', 'data', 'xlink:href', 'background', 'cite']);
+const SAFE_SCHEMES = new Set(['http:', 'https:', 'blob:']);
+
+// safeURL says whether v may go in a URL attribute: a link relative to
+// the page (a path or a #fragment), or an absolute http, https or blob
+// URL. It reads v with the browser's own URL parser against the page's
+// address, so a scheme hidden by case, spaces, tabs or control
+// characters ("JaVa\tscript:") is seen as the browser would see it.
+export function safeURL(v) {
+  let u;
+  try {
+    u = new URL(v, document.baseURI);
+  } catch {
+    return false;
+  }
+  return SAFE_SCHEMES.has(u.protocol);
+}
+
 // h(tag, attrs, ...children) makes an element. attrs: "class" (string),
 // "for", event handlers as functions under on<name> (onclick, onsubmit…),
 // "dataset" (an object), booleans (true sets the attribute, false leaves
@@ -22,6 +42,8 @@ export function h(tag, attrs, ...children) {
       el.setAttribute(k, '');
     } else if (typeof v === 'function' || (typeof v === 'string' && /^javascript:/i.test(v.trim()))) {
       throw new Error(`dom: refusing attribute ${k}`);
+    } else if (URL_ATTRS.has(k.toLowerCase()) && !safeURL(String(v))) {
+      throw new Error(`dom: refusing ${k} ${JSON.stringify(String(v).slice(0, 80))}: only http, https, blob and relative links`);
     } else {
       el.setAttribute(k, String(v));
     }
