@@ -107,3 +107,41 @@ func TestDomURLAllowlist(t *testing.T) {
 		t.Errorf("title: %s", got)
 	}
 }
+
+// routeProbe signs the page in against a fake fetch (whoami says admin,
+// every other call is a 404), goes to hash, and reports what the main
+// area then shows and whether the page asked the API about a session.
+const routeProbe = `(async (hash) => {
+	const calls = [];
+	window.fetch = async (path) => {
+		calls.push(String(path));
+		if (String(path) === '/v1/whoami') return new Response('{"kind":"admin"}', { status: 200, headers: { 'Content-Type': 'application/json' } });
+		return new Response('{"error":"no such thing","code":"not_found"}', { status: 404, headers: { 'Content-Type': 'application/json' } });
+	};
+	sessionStorage.setItem('paddock.console.token', 'pdk_probe_token');
+	location.hash = '#/admin';
+	await new Promise((r) => setTimeout(r, 300));
+	calls.length = 0;
+	location.hash = hash;
+	await new Promise((r) => setTimeout(r, 500));
+	const nf = document.querySelector('#not-found');
+	return JSON.stringify({ notFound: nf ? nf.textContent : '', calls });
+})`
+
+// TestHashRouteChecked: a session route whose id is not a session id
+// ("..", an API path, a malformed % escape, extra parts) shows Not found
+// and makes no API call about it; a malformed escape no longer leaves the
+// page stuck; a well-formed id goes on to the panel.
+func TestHashRouteChecked(t *testing.T) {
+	ctx := unitPage(t)
+	for _, hash := range []string{"#/sessions/..", "#/sessions/%2e%2e", "#/sessions/%E0%A4%A", "#/sessions/%", "#/sessions/ses-0123/extra", "#/sessions/..%2F..%2Fv1%2Fadmin", "#/sessions/SES-ABC", "#/x/%zz"} {
+		got := evalString(t, ctx, routeProbe+`(`+jsString(hash)+`)`)
+		if !strings.Contains(got, "Not found") || strings.Contains(got, "/v1/agents/sessions/") {
+			t.Errorf("%s: %s", hash, got)
+		}
+	}
+	got := evalString(t, ctx, routeProbe+`('#/sessions/ses-0123456789abcdef')`)
+	if strings.Contains(got, "Not found") || !strings.Contains(got, "/v1/agents/sessions/ses-0123456789abcdef") {
+		t.Errorf("a good id: %s", got)
+	}
+}

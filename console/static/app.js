@@ -90,11 +90,38 @@ function renderSignIn(root) {
   input.focus();
 }
 
+// SESSION_ID is the shape of a session id: "ses-" and lowercase hex (the
+// daemon makes 16 digits; the CLI takes up to 64, and so does this).
+export const SESSION_ID = /^ses-[0-9a-f]{1,64}$/;
+// The longest hash route looked at.
+const MAX_ROUTE_CHARS = 512;
+
+// routeParts splits a hash route into its decoded parts, or returns null
+// for one that cannot be read (too long, or a malformed % escape, on
+// which decodeURIComponent throws).
+export function routeParts(hash) {
+  if (hash.length > MAX_ROUTE_CHARS) return null;
+  try {
+    return hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  } catch {
+    return null;
+  }
+}
+
+// notFound is the page for a route that names nothing.
+function notFound(root, why) {
+  mount(root, h('section', { id: 'not-found', class: 'card narrow' },
+    h('h1', {}, 'Not found'),
+    h('p', {}, why),
+    h('p', {}, h('a', { href: home() }, 'Back to the start'))));
+  root.focus({ preventScroll: true });
+}
+
 async function route() {
   if (cleanup) { try { cleanup(); } catch { /* ignore */ } cleanup = null; }
   const root = main();
   const hash = location.hash || '#/';
-  const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const parts = routeParts(hash);
   if (!state.me && token.get()) {
     try {
       state.me = await whoami(token.get());
@@ -106,13 +133,16 @@ async function route() {
   nav();
   if (!state.me) {
     renderSignIn(root);
-    if (parts[0] !== 'signin') history.replaceState(null, '', '#/signin');
+    if (!parts || parts[0] !== 'signin') history.replaceState(null, '', '#/signin');
     return;
   }
+  if (!parts) { notFound(root, 'That address is not one the console knows.'); return; }
   const ctx = { api, me: state.me, flash, go };
   switch (parts[0]) {
     case 'sessions':
-      if (parts[1]) {
+      if (parts.length > 2 || (parts[1] && !SESSION_ID.test(parts[1]))) {
+        notFound(root, 'That is not a session id: ids are "ses-" and hex digits.');
+      } else if (parts[1]) {
         cleanup = renderPanel(root, parts[1], ctx) || null;
       } else if (state.me.kind === 'session') {
         go(home());
