@@ -145,3 +145,25 @@ func TestHashRouteChecked(t *testing.T) {
 		t.Errorf("a good id: %s", got)
 	}
 }
+
+// TestSignInFieldNotAPassword: the sign-in token field is no password
+// field (browsers and password managers offer to save what goes in one,
+// whatever autocomplete says), has autocomplete off and keeps its label;
+// its characters are masked by CSS until "Show the token" is ticked.
+func TestSignInFieldNotAPassword(t *testing.T) {
+	ctx := unitPage(t)
+	got := evalString(t, ctx, `(async () => {
+		sessionStorage.clear();
+		location.hash = '#/signin';
+		for (let i = 0; i < 50 && !document.querySelector('#signin-form input[name=token]'); i++) await new Promise((r) => setTimeout(r, 100));
+		const input = document.querySelector('#signin-form input[name=token]');
+		const label = document.querySelector('label[for="' + input.id + '"]');
+		const masked = getComputedStyle(input).webkitTextSecurity;
+		document.querySelector('#signin-show').click();
+		const shown = getComputedStyle(input).webkitTextSecurity;
+		return [input.type, input.autocomplete, label ? label.textContent : '', masked, shown, document.querySelectorAll('input[type=password]').length].join('|');
+	})()`)
+	if want := "text|off|Token|disc|none|0"; got != want {
+		t.Errorf("the token field: %s, want %s", got, want)
+	}
+}

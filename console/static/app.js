@@ -64,7 +64,14 @@ function nav() {
 }
 
 function renderSignIn(root) {
-  const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', required: true, spellcheck: 'false', maxlength: '4096' });
+  // The token is a credential but not a password: a password field makes
+  // browsers and password managers offer to save it (autocomplete="off"
+  // does not stop them on a password field). So it is a text field they
+  // leave alone, its characters masked by CSS (-webkit-text-security)
+  // unless "Show the token" is ticked.
+  const input = h('input', { type: 'text', name: 'token', class: 'masked', autocomplete: 'off', autocapitalize: 'off', autocorrect: 'off', 'data-1p-ignore': 'true', 'data-lpignore': 'true', required: true, spellcheck: 'false', maxlength: '4096' });
+  const show = h('input', { type: 'checkbox', id: 'signin-show' });
+  show.addEventListener('change', () => input.classList.toggle('masked', !show.checked));
   const msg = flashMsg;
   flashMsg = '';
   const form = h('form', { id: 'signin-form', class: 'card narrow', onsubmit: async (e) => {
@@ -84,6 +91,7 @@ function renderSignIn(root) {
   h('h1', {}, 'Sign in'),
   h('p', {}, 'Paste an admin, tenant or session token. The console shows what that token may see through the API, and keeps the token in this tab only.'),
   field('Token', input),
+  h('div', { class: 'field check' }, show, h('label', { for: 'signin-show' }, 'Show the token')),
   h('button', { type: 'submit' }, 'Sign in'));
   mount(root, form);
   if (msg) flash(msg, 'error');
