@@ -296,6 +296,7 @@ func TestPanelApprovalShowsWholeCommand(t *testing.T) {
 	if want := fmt.Sprintf("%s, %d bytes", as[0].Kind, len(command)); !strings.Contains(facts, want) {
 		t.Errorf("the command's facts %q, want %q", facts, want)
 	}
+	shot(t, ctx, "panel-approval-whole")
 	noPageErrors(t, errs)
 }
 
