@@ -23,9 +23,11 @@ export function clip(s, n) {
 // HIDDEN matches the characters that change how text looks without being
 // seen: C0 and C1 controls (but tab and newline), bidirectional embeddings,
 // overrides, isolates and marks, zero-width characters, the word joiner,
-// the byte order mark and the line and paragraph separators. A command
-// holding one can read differently from what runs.
-const HIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF]/gu;
+// the byte order mark, the line and paragraph separators, the soft
+// hyphen, blank fillers, variation selectors and the tag characters (which
+// can carry text no one sees). A command holding one can read differently
+// from what runs.
+const HIDDEN = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180E\u200B-\u200F\u2028-\u202E\u2060-\u2069\u3164\uFE00-\uFE0F\uFEFF\uFFA0\u{E0000}-\u{E007F}]/gu;
 
 // visible returns s as a list of text and marker elements, each hidden
 // character replaced by a marker that reads ⟨U+XXXX⟩, so what a person
