@@ -134,15 +134,19 @@ const routeProbe = `(async (hash) => {
 // page stuck; a well-formed id goes on to the panel.
 func TestHashRouteChecked(t *testing.T) {
 	ctx := unitPage(t)
-	for _, hash := range []string{"#/sessions/..", "#/sessions/%2e%2e", "#/sessions/%E0%A4%A", "#/sessions/%", "#/sessions/ses-0123/extra", "#/sessions/..%2F..%2Fv1%2Fadmin", "#/sessions/SES-ABC", "#/x/%zz"} {
+	for _, hash := range []string{"#/sessions/..", "#/sessions/%2e%2e", "#/sessions/%E0%A4%A", "#/sessions/%", "#/sessions/ses-0123/extra", "#/sessions/..%2F..%2Fv1%2Fadmin", "#/sessions/SES-ABC", "#/sessions/ses-", "#/sessions/ses-0123.", "#/sessions/ses-" + strings.Repeat("a", 61), "#/x/%zz"} {
 		got := evalString(t, ctx, routeProbe+`(`+jsString(hash)+`)`)
 		if !strings.Contains(got, "Not found") || strings.Contains(got, "/v1/agents/sessions/") {
 			t.Errorf("%s: %s", hash, got)
 		}
 	}
-	got := evalString(t, ctx, routeProbe+`('#/sessions/ses-0123456789abcdef')`)
-	if strings.Contains(got, "Not found") || !strings.Contains(got, "/v1/agents/sessions/ses-0123456789abcdef") {
-		t.Errorf("a good id: %s", got)
+	// A created session's id, a fork child's and a grandchild's (the
+	// parent's id cut to 32 characters, "-f" and 12 hex digits).
+	for _, id := range []string{"ses-0123456789abcdef", "ses-7c10ae14b077d009-f37b67f4f794f", "ses-7c10ae14b077d009-f37b67f4f79-f0a1b2c3d4e5f"} {
+		got := evalString(t, ctx, routeProbe+`('#/sessions/`+id+`')`)
+		if strings.Contains(got, "Not found") || !strings.Contains(got, "/v1/agents/sessions/"+id) {
+			t.Errorf("a good id %s: %s", id, got)
+		}
 	}
 }
 

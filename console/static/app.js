@@ -98,9 +98,12 @@ function renderSignIn(root) {
   input.focus();
 }
 
-// SESSION_ID is the shape of a session id: "ses-" and lowercase hex (the
-// daemon makes 16 digits; the CLI takes up to 64, and so does this).
-export const SESSION_ID = /^ses-[0-9a-f]{1,64}$/;
+// SESSION_ID is the shape of a session id: "ses-" and 16 lowercase hex
+// digits for a session made by create, and for a fork child its parent's
+// id (cut to 32 characters), "-f" and 12 more hex digits
+// (hypervisor.ChildSpec). So: "ses-", then hex digits and dashes, 64
+// characters at most; no dot, slash or percent sign can get through.
+export const SESSION_ID = /^ses-[0-9a-f][0-9a-f-]{0,59}$/;
 // The longest hash route looked at.
 const MAX_ROUTE_CHARS = 512;
 
@@ -149,7 +152,7 @@ async function route() {
   switch (parts[0]) {
     case 'sessions':
       if (parts.length > 2 || (parts[1] && !SESSION_ID.test(parts[1]))) {
-        notFound(root, 'That is not a session id: ids are "ses-" and hex digits.');
+        notFound(root, 'That is not a session id: ids are "ses-" and hex digits and dashes.');
       } else if (parts[1]) {
         cleanup = renderPanel(root, parts[1], ctx) || null;
       } else if (state.me.kind === 'session') {
