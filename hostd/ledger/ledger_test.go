@@ -499,3 +499,18 @@ func TestLedgerOutlivesTheSessionRow(t *testing.T) {
 		t.Errorf("ledger after the session row is gone: %+v, %v", res, err)
 	}
 }
+
+// TestTamperingIsDetectedAcrossPages runs the tampering table with a page
+// of ten entries, so verify reads each chain in many pages and the
+// tampered rows sit on and across page edges.
+func TestTamperingIsDetectedAcrossPages(t *testing.T) {
+	old := verifyPage
+	verifyPage = 10
+	t.Cleanup(func() { verifyPage = old })
+	TestTamperingIsDetected(t)
+	_, l := openTest(t)
+	appendN(t, l, "even", 30) // a chain that ends on a page edge
+	if res, err := l.Verify(context.Background(), "even"); err != nil || !res.OK || res.Entries != 30 {
+		t.Errorf("a chain of three full pages: %+v, %v", res, err)
+	}
+}
