@@ -43,6 +43,10 @@ const (
 	// wired without hostd/budgets).
 	CodeBudgetsUnavailable = "budgets_unavailable"
 
+	// 409, conflict: a command that needs approval is longer than an
+	// approval request keeps, so an approver could not see all of it.
+	CodeApprovalCommandTooLong = "approval_command_too_long"
+
 	// 429, too_many_requests: a stream cap is reached (the body carries
 	// the cap's value).
 	CodeJobStreamsDaemon    = "job_streams_daemon"
@@ -120,6 +124,7 @@ func FinerCodes() map[string]error {
 		CodePolicyRefused:           ErrForbidden,
 		CodeBudgetExceeded:          ErrForbidden,
 		CodeBudgetsUnavailable:      ErrUnavailable,
+		CodeApprovalCommandTooLong:  ErrConflict,
 		CodeJobStreamsDaemon:        ErrTooManyRequests,
 		CodeJobStreamsTenant:        ErrTooManyRequests,
 		CodeJobStreamsSession:       ErrTooManyRequests,

@@ -18,16 +18,21 @@ const maxAuditPath = 512
 // small). Within one window of a session's (or sandbox's) reads, the
 // first read of each distinct (actor, tool, route, path) gets its entry
 // at once; repeats of it are only counted, and one entry with the count
-// ("repeats") is written when the window closes. At most
-// maxReadKeysPerWindow distinct reads are itemised per window; reads past
-// that are counted into one entry ("other_reads", actor the daemon). So a
-// window adds at most 2*maxReadKeysPerWindow+1 entries, whatever a reader
-// sends. At most maxReadWindows windows are open at once; past it the
-// oldest is closed (its counts written) early.
+// ("repeats") is written when the window closes. Each actor has its own
+// bound: at most maxReadKeysPerWindow distinct reads of one actor are
+// itemised per window, and that actor's reads past it are counted into
+// one entry of its own ("other_reads", with the actor), so one reader
+// cannot push another's reads out of the record. At most
+// maxReadActorsPerWindow actors are followed apart in a window; the reads
+// of any more are counted into one shared entry (actor the daemon). So a
+// window adds at most maxReadActorsPerWindow*(2*maxReadKeysPerWindow+1)+1
+// entries, whatever readers send. At most maxReadWindows windows are open
+// at once; past it the oldest is closed (its counts written) early.
 var (
-	readWindow           = time.Minute
-	maxReadKeysPerWindow = 64
-	maxReadWindows       = 4096
+	readWindow             = time.Minute
+	maxReadKeysPerWindow   = 64
+	maxReadActorsPerWindow = 16
+	maxReadWindows         = 4096
 )
 
 // readKey is one distinct read: who, through which tool, what.
@@ -42,10 +47,18 @@ type readCount struct {
 
 // readWindowState is one session's open window.
 type readWindowState struct {
-	start time.Time
-	timer *time.Timer
-	keys  map[readKey]*readCount
-	other int // reads past maxReadKeysPerWindow distinct ones
+	start  time.Time
+	timer  *time.Timer
+	keys   map[readKey]*readCount
+	actors map[string]*actorReads // by actor: its distinct reads and overflow
+	other  int                    // reads of actors past maxReadActorsPerWindow
+}
+
+// actorReads is one actor's share of a window.
+type actorReads struct {
+	ctx      context.Context // the actor's first read's, for its overflow entry
+	distinct int             // distinct reads itemised
+	other    int             // reads past maxReadKeysPerWindow distinct ones
 }
 
 // readFolder folds the mcp.read entries of repeated reads.
@@ -95,7 +108,7 @@ func (f *readFolder) note(s *Server, id string, key readKey, ctx context.Context
 		if len(f.windows) >= maxReadWindows {
 			f.evictOldest(s)
 		}
-		w = &readWindowState{start: time.Now(), keys: map[readKey]*readCount{}}
+		w = &readWindowState{start: time.Now(), keys: map[readKey]*readCount{}, actors: map[string]*actorReads{}}
 		f.windows[id] = w
 		w.timer = time.AfterFunc(readWindow, func() { f.close(s, id, w) })
 	}
@@ -103,10 +116,20 @@ func (f *readFolder) note(s *Server, id string, key readKey, ctx context.Context
 		c.repeats++
 		return false
 	}
-	if len(w.keys) >= maxReadKeysPerWindow {
-		w.other++
+	a := w.actors[key.actor]
+	if a == nil {
+		if len(w.actors) >= maxReadActorsPerWindow {
+			w.other++
+			return false
+		}
+		a = &actorReads{ctx: context.WithoutCancel(ctx)}
+		w.actors[key.actor] = a
+	}
+	if a.distinct >= maxReadKeysPerWindow {
+		a.other++
 		return false
 	}
+	a.distinct++
 	w.keys[key] = &readCount{ctx: context.WithoutCancel(ctx), data: data}
 	return true
 }
@@ -143,8 +166,9 @@ func (f *readFolder) close(s *Server, id string, w *readWindowState) {
 }
 
 // write appends a closed window's counts: one entry per read that was
-// repeated (as its first reader, through its tool), and one for the
-// reads past the bound.
+// repeated (as its first reader, through its tool), one for each actor's
+// reads past its bound (as that actor), and one for the reads of actors
+// past the actors' bound.
 func (f *readFolder) write(s *Server, id string, w *readWindowState) {
 	secs := int(readWindow / time.Second)
 	for _, c := range w.keys {
@@ -156,6 +180,11 @@ func (f *readFolder) write(s *Server, id string, w *readWindowState) {
 			data[k] = v
 		}
 		s.sessions.LedgerAppend(c.ctx, id, "mcp.read", data)
+	}
+	for _, a := range w.actors {
+		if a.other > 0 {
+			s.sessions.LedgerAppend(a.ctx, id, "mcp.read", map[string]any{"other_reads": a.other, "window_seconds": secs})
+		}
 	}
 	if w.other > 0 {
 		s.sessions.LedgerAppend(context.Background(), id, "mcp.read", map[string]any{"other_reads": w.other, "window_seconds": secs})

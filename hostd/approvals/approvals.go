@@ -19,6 +19,7 @@ import (
 	"time"
 
 	apiv1 "paddock.dev/paddock/api"
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/store"
 	"paddock.dev/paddock/policy"
@@ -146,6 +147,13 @@ func (a *Service) Request(ctx context.Context, s *session.Session, c session.App
 	if d.Pattern != "" {
 		matched += ": " + d.Pattern
 	}
+	if len(c.Command) > MaxApprovalCommandBytes {
+		// The request keeps this much of a command; approving the rest
+		// unseen would defeat the approval.
+		return "", errdefs.WithCode(errdefs.CodeApprovalCommandTooLong, fmt.Errorf(
+			"%w: the command needs approval and is %d bytes, longer than the %d an approval request keeps for the approver to read: shorten it (run a script file instead)",
+			session.ErrConflict, len(c.Command), MaxApprovalCommandBytes))
+	}
 	digest := digestFor(s, c)
 	now := m.Now().UTC()
 	caller, err := session.CallerOf(ctx)
@@ -165,7 +173,7 @@ func (a *Service) Request(ctx context.Context, s *session.Session, c session.App
 		ttl = 10 * time.Minute
 	}
 	row, created, err := m.Store().PutApproval(ctx, store.ApprovalRow{
-		ID: newApprovalID(), SessionID: s.ID, Kind: c.Kind, Digest: digest, Command: session.ClipText(c.Command, MaxApprovalCommandBytes),
+		ID: newApprovalID(), SessionID: s.ID, Kind: c.Kind, Digest: digest, Command: c.Command,
 		Summary: session.ClipText(c.Kind+": "+c.Command, 200), Matched: matched, Requester: session.ActorString(caller),
 		CreatedAt: now, ExpiresAt: now.Add(ttl),
 	}, now, MaxPendingApprovals, MaxApprovalRows)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"paddock.dev/paddock/errdefs"
 	"paddock.dev/paddock/hostd/auth"
 	"paddock.dev/paddock/hostd/session"
 	"paddock.dev/paddock/hostd/session/sessiontest"
@@ -175,5 +176,33 @@ func TestApprovalGivenBackWhenCommandDoesNotStart(t *testing.T) {
 	wg.Wait()
 	if ran.Load() != 1 || refused.Load() != 7 {
 		t.Errorf("8 concurrent execs with one approval: %d ran, %d refused; want 1 and 7", ran.Load(), refused.Load())
+	}
+}
+
+// TestLongCommandIsNotHeldUnseen: a command that needs approval is held
+// whole and shown whole in the approvals list up to what a request keeps;
+// one longer than that is refused (409 approval_command_too_long) instead
+// of held clipped, so no approver approves what they cannot read.
+func TestLongCommandIsNotHeldUnseen(t *testing.T) {
+	m, a := fakeManager(t)
+	acme := auth.WithIdentity(context.Background(), auth.Identity{Kind: auth.KindTenant, Tenant: "acme"})
+	s, err := m.Create(acme, "acme", session.CreateRequest{TTLSeconds: 600, Policy: &session.PolicyRequest{Process: &policy.ProcessRules{Ask: []string{"deploy*"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := "deploy " + strings.Repeat("x", MaxApprovalCommandBytes-len("deploy "))
+	_, err = m.Exec(acme, "acme", s.ID, session.ExecRequest{Command: fits})
+	var h *session.Hold
+	if !errors.As(err, &h) {
+		t.Fatalf("exec of a %d-byte ask command: %v, want a hold", len(fits), err)
+	}
+	long := "deploy " + strings.Repeat("y", 5000)
+	_, err = m.Exec(acme, "acme", s.ID, session.ExecRequest{Command: long})
+	if !errors.Is(err, session.ErrConflict) || errdefs.Code(err) != errdefs.CodeApprovalCommandTooLong {
+		t.Errorf("exec of a %d-byte ask command: %v, want 409 %s", len(long), err, errdefs.CodeApprovalCommandTooLong)
+	}
+	as, err := a.List(acme, "acme", s.ID)
+	if err != nil || len(as) != 1 || as[0].Command != fits {
+		t.Fatalf("approvals: %d, %v; want the one that fits, shown whole", len(as), err)
 	}
 }

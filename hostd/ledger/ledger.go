@@ -64,6 +64,9 @@ const MaxList = 10000
 type Ledger struct {
 	st  *store.Store
 	now func() time.Time
+	// readHook, when set (tests in this package only), runs for every row
+	// read, so a test can count what a query fetched.
+	readHook func()
 }
 
 // New returns a Ledger over st. It does no I/O.
@@ -202,9 +205,22 @@ func (l *Ledger) Tail(ctx context.Context, session string, n int) ([]Entry, erro
 	return out, err
 }
 
-// Since returns every entry of session whose Time is after t, in seq order.
-func (l *Ledger) Since(ctx context.Context, session string, t time.Time) ([]Entry, error) {
-	return l.query(ctx, `WHERE session = ? AND time > ? ORDER BY seq`, session, t.UTC().Format(TimeLayout))
+// Since returns the first limit entries of session whose Time is after t
+// (MaxList when limit <= 0 or over it), in seq order, and whether more
+// follow. The limit is in the query (one row past it tells of more), so a
+// long ledger is never read whole for a page.
+func (l *Ledger) Since(ctx context.Context, session string, t time.Time, limit int) ([]Entry, bool, error) {
+	if limit <= 0 || limit > MaxList {
+		limit = MaxList
+	}
+	out, err := l.query(ctx, `WHERE session = ? AND time > ? ORDER BY seq LIMIT ?`, session, t.UTC().Format(TimeLayout), limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
 }
 
 func (l *Ledger) query(ctx context.Context, where string, args ...any) ([]Entry, error) {
@@ -270,6 +286,9 @@ func (l *Ledger) each(ctx context.Context, where string, args []any, fn func(row
 			return fmt.Errorf("ledger: read: %w", err)
 		}
 		r.e.Data = json.RawMessage(data)
+		if l.readHook != nil {
+			l.readHook()
+		}
 		if err := fn(r); err != nil {
 			return err
 		}

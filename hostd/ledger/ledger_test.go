@@ -467,9 +467,9 @@ func TestTimeOrderAndSince(t *testing.T) {
 		{t0.Add(time.Second), []int64{4}},
 		{t0.Add(time.Minute), nil},
 	} {
-		entries, err := l.Since(ctx, "s", tc.since)
-		if err != nil {
-			t.Fatal(err)
+		entries, more, err := l.Since(ctx, "s", tc.since, 0)
+		if err != nil || more {
+			t.Fatal(more, err)
 		}
 		var seqs []int64
 		for _, e := range entries {
@@ -498,4 +498,56 @@ func TestLedgerOutlivesTheSessionRow(t *testing.T) {
 	if res, err := l.Verify(ctx, "s"); err != nil || !res.OK || res.Entries != 3 {
 		t.Errorf("ledger after the session row is gone: %+v, %v", res, err)
 	}
+}
+
+// TestTamperingIsDetectedAcrossPages runs the tampering table with a page
+// of ten entries, so verify reads each chain in many pages and the
+// tampered rows sit on and across page edges.
+func TestTamperingIsDetectedAcrossPages(t *testing.T) {
+	old := verifyPage
+	verifyPage = 10
+	t.Cleanup(func() { verifyPage = old })
+	TestTamperingIsDetected(t)
+	_, l := openTest(t)
+	appendN(t, l, "even", 30) // a chain that ends on a page edge
+	if res, err := l.Verify(context.Background(), "even"); err != nil || !res.OK || res.Entries != 30 {
+		t.Errorf("a chain of three full pages: %+v, %v", res, err)
+	}
+}
+
+// TestSinceStopsAtItsLimit: Since reads one page, not the whole ledger,
+// and says whether more entries follow.
+func TestSinceStopsAtItsLimit(t *testing.T) {
+	ctx := context.Background()
+	_, l := openTest(t)
+	l.now = fakeClock(t0)
+	appendN(t, l, "s", 12)
+	for _, tc := range []struct {
+		limit    int
+		seqs     []int64
+		wantMore bool
+	}{
+		{5, []int64{3, 4, 5, 6, 7}, true},
+		{9, []int64{3, 4, 5, 6, 7, 8, 9, 10, 11}, true},
+		{10, []int64{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, false},
+		{11, []int64{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, false},
+	} {
+		read := 0
+		l.readHook = func() { read++ }
+		entries, more, err := l.Since(ctx, "s", t0.Add(2*time.Millisecond), tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, e := range entries {
+			seqs = append(seqs, e.Seq)
+		}
+		if diff := cmp.Diff(tc.seqs, seqs); diff != "" || more != tc.wantMore {
+			t.Errorf("Since limit %d: more %v (-want +got):\n%s", tc.limit, more, diff)
+		}
+		if read > tc.limit+1 {
+			t.Errorf("Since limit %d read %d rows, want at most %d", tc.limit, read, tc.limit+1)
+		}
+	}
+	l.readHook = nil
 }

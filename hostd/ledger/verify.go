@@ -160,25 +160,40 @@ func (l *Ledger) Verify(ctx context.Context, session string) (VerifyResult, erro
 	return res, nil
 }
 
-// verifyChain checks the links of session's stored entries, from seq 1.
+// verifyPage is how many entries verifyChain reads at a time. Each page is
+// read into memory and the connection goes back to the pool before any
+// hashing, so a long ledger never holds a connection while it is checked.
+var verifyPage = 1000
+
+// verifyChain checks the links of session's stored entries, from seq 1,
+// one page at a time.
 func (l *Ledger) verifyChain(ctx context.Context, session string) (VerifyResult, error) {
 	v := verifier{session: session, res: VerifyResult{OK: true}}
-	errStop := errors.New("stop")
-	err := l.each(ctx, `WHERE session = ? ORDER BY seq`, []any{session}, func(r row) error {
-		e, err := r.entry()
+	var after int64
+	for {
+		var page []row
+		err := l.each(ctx, `WHERE session = ? AND seq > ? ORDER BY seq LIMIT ?`, []any{session, after, verifyPage}, func(r row) error {
+			page = append(page, r)
+			return nil
+		})
 		if err != nil {
-			e = r.e // a stored time that does not parse fails the entry, not the call
+			return VerifyResult{}, err
 		}
-		if !v.step(e, err) {
-			return errStop
+		for _, r := range page {
+			e, err := r.entry()
+			if err != nil {
+				e = r.e // a stored time that does not parse fails the entry, not the call
+			}
+			if !v.step(e, err) {
+				return v.res, nil
+			}
+			after = e.Seq
 		}
-		return nil
-	})
-	if errors.Is(err, errStop) {
-		err = nil
+		if len(page) < verifyPage {
+			return v.res, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return VerifyResult{}, err
+		}
 	}
-	if err != nil {
-		return VerifyResult{}, err
-	}
-	return v.res, nil
 }

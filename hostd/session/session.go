@@ -119,6 +119,7 @@ type Manager struct {
 	done      bool                          // Shutdown or Detach ran: no more background work
 	egressLog egressLogSlot                 // where egress decisions go (egress.go)
 	life      lifecycleState                // execs in flight, markers, test hooks (gate.go)
+	verifies  verifyGate                    // ledger verifies in flight (verifygate.go)
 
 	// admission settings, and what live machines and checkpoints hold
 	// (admission.go); under mu.
@@ -908,19 +909,24 @@ func (m *Manager) EventsAfter(ctx context.Context, tenant, id string, after int6
 // like a made-up one. The egress decisions recorded so far reach the
 // ledger first, so the answer covers what Events would show.
 func (m *Manager) VerifyLedger(ctx context.Context, tenant, id string) (*apiv1.LedgerVerification, error) {
-	if _, _, err := m.load(ctx, tenant, id); err != nil {
-		return nil, err
-	}
-	m.settleEgressLog()
-	r, err := m.ledger.Verify(ctx, id)
+	s, _, err := m.load(ctx, tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	return &apiv1.LedgerVerification{
-		OK: r.OK, Entries: r.Entries, Head: r.Head,
-		BrokenSeq: r.BrokenSeq, Reason: string(r.Reason), Detail: r.Detail,
-		Recorded: r.Recorded, RecordedHead: r.RecordedHead,
-	}, nil
+	m.settleEgressLog()
+	// One verify per session at a time, and few per tenant and daemon
+	// (verifygate.go): a verify reads the whole ledger.
+	return m.verifies.shared(ctx, s.Tenant, id, func(ctx context.Context) (*apiv1.LedgerVerification, error) {
+		r, err := m.ledger.Verify(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &apiv1.LedgerVerification{
+			OK: r.OK, Entries: r.Entries, Head: r.Head,
+			BrokenSeq: r.BrokenSeq, Reason: string(r.Reason), Detail: r.Detail,
+			Recorded: r.Recorded, RecordedHead: r.RecordedHead,
+		}, nil
+	})
 }
 
 // The public wire types (package api), kept under these names here.

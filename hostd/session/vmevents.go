@@ -117,10 +117,7 @@ func (m *Manager) EventsPage(ctx context.Context, tenant, id string, q EventsQue
 	case q.Tail > 0:
 		out.Ledger, err = m.ledger.Tail(ctx, id, q.Tail)
 	case !q.Since.IsZero():
-		out.Ledger, err = m.ledger.Since(ctx, id, q.Since)
-		if len(out.Ledger) > limit {
-			out.Ledger, out.LedgerMore = out.Ledger[:limit], true
-		}
+		out.Ledger, out.LedgerMore, err = m.ledger.Since(ctx, id, q.Since, limit)
 	default:
 		if out.Ledger, err = m.ledger.List(ctx, id, q.After, limit); err == nil && len(out.Ledger) == limit {
 			var next []apiv1.LedgerEntry
@@ -200,24 +197,18 @@ func (m *Manager) LedgerSeqBefore(ctx context.Context, tenant, id string, since 
 	if _, _, err := m.load(ctx, tenant, id); err != nil {
 		return 0, err
 	}
-	es, err := m.ledger.Since(ctx, id, since)
+	es, _, err := m.ledger.Since(ctx, id, since, 1)
 	if err != nil {
 		return 0, err
 	}
 	if len(es) > 0 {
 		return es[0].Seq - 1, nil
 	}
-	var after int64
-	for {
-		page, err := m.ledger.List(ctx, id, after, 10000)
-		if err != nil {
-			return 0, err
-		}
-		if len(page) == 0 {
-			return after, nil
-		}
-		after = page[len(page)-1].Seq
+	// None newer yet: the newest seq (one row, not the whole ledger).
+	if es, err = m.ledger.Tail(ctx, id, 1); err != nil || len(es) == 0 {
+		return 0, err
 	}
+	return es[0].Seq, nil
 }
 
 // VMEventsFor is the events stream's read of the VM events: those with a

@@ -298,7 +298,7 @@ export interface paths {
         };
         /**
          * Whether the session's ledger chain holds together
-         * @description Recomputes every entry's hash, checks each link to the entry before, and holds the chain to the head recorded with the appends (hostd/ledger.Verify). A broken chain is a 200 with ok false and where and why it breaks; the check reads the whole ledger and changes nothing.
+         * @description Recomputes every entry's hash, checks each link to the entry before, and holds the chain to the head recorded with the appends (hostd/ledger.Verify). A broken chain is a 200 with ok false and where and why it breaks; the check reads the whole ledger and changes nothing. One verify runs per session at a time (callers meanwhile share its answer), at most 2 per tenant and 4 per daemon.
          */
         get: operations["verifyLedger"];
         put?: never;
@@ -3783,6 +3783,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Too many ledger verifies run for the tenant or the daemon (too_many_requests); retry shortly. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["InternalError"];
         };
     };
