@@ -143,7 +143,7 @@ export const FINER_CODES: Record<string, number> = {
   not_fork_child: 409, no_baseline: 409, plan_changed: 409, promote_conflicts: 409, promote_too_large: 409,
   promote_incomplete: 502,
   changesets_full: 409, changeset_decided: 409, changeset_not_approved: 409, changeset_incomplete: 409, changeset_conflict: 409,
-  disk_exhausted: 409,
+  disk_exhausted: 409, approval_command_too_long: 409,
   job_streams_session: 429, job_streams_tenant: 429, job_streams_daemon: 429,
   event_streams_session: 429, event_streams_tenant: 429, event_streams_daemon: 429,
 };
