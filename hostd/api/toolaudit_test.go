@@ -110,8 +110,6 @@ func TestToolReadFolded(t *testing.T) {
 			defer wg.Done()
 			for i := range jobs {
 				switch {
-				case i < 3: // three tools, each once more below
-					get("", []string{"session_get", "session_events", "session_artifacts"}[i])
 				case i < 20: // distinct paths: past the window's bound of 8
 					get("/files?path=/workspace/d"+strconv.Itoa(i), "session_files")
 				default:
@@ -120,7 +118,13 @@ func TestToolReadFolded(t *testing.T) {
 			}
 		}()
 	}
-	for i := range n {
+	// The three tools' first reads go before the rest, one at a time: sent
+	// to the workers they could lose the race to the distinct paths and
+	// fall past the window's bound.
+	for i := range 3 {
+		get("", []string{"session_get", "session_events", "session_artifacts"}[i])
+	}
+	for i := 3; i < n; i++ {
 		jobs <- i
 	}
 	close(jobs)
